@@ -1,0 +1,41 @@
+// typex/config.hpp — version, portability macros and user switches.
+//
+// The only header allowed to test compilers and platforms. Every other header includes it first
+// (directly or through a lower layer) and uses the TYPEX_* macros defined here.
+#pragma once
+
+#define TYPEX_VERSION_MAJOR 0
+#define TYPEX_VERSION_MINOR 1
+#define TYPEX_VERSION_PATCH 0
+#define TYPEX_VERSION (TYPEX_VERSION_MAJOR * 10000 + TYPEX_VERSION_MINOR * 100 + TYPEX_VERSION_PATCH)
+
+#if !defined(__cplusplus) || (__cplusplus < 202002L && !(defined(_MSVC_LANG) && _MSVC_LANG >= 202002L))
+#error "typex needs C++20: compile with -std=c++20 (CMake: target_link_libraries(app PRIVATE typex::typex) sets it)"
+#endif
+
+// Functions that the CUDA backend also calls from device code (scalar math, dim arithmetic).
+#if defined(__CUDACC__)
+#define TYPEX_HOST_DEVICE __host__ __device__
+#else
+#define TYPEX_HOST_DEVICE
+#endif
+
+// Cold paths (error reporting) stay out of line so hot loops do not pay for message formatting.
+#if defined(__GNUC__) || defined(__clang__)
+#define TYPEX_NOINLINE __attribute__((noinline))
+#define TYPEX_COLD __attribute__((cold))
+#else
+#define TYPEX_NOINLINE
+#define TYPEX_COLD
+#endif
+
+// Alignment (bytes) of host tensor storage: one cache line, enough for AVX-512 loads.
+#ifndef TYPEX_CONFIG_ALIGNMENT
+#define TYPEX_CONFIG_ALIGNMENT 64
+#endif
+
+namespace typex {
+inline constexpr int version_major = TYPEX_VERSION_MAJOR;
+inline constexpr int version_minor = TYPEX_VERSION_MINOR;
+inline constexpr int version_patch = TYPEX_VERSION_PATCH;
+}  // namespace typex

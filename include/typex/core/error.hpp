@@ -1,0 +1,68 @@
+// typex/core/error.hpp — the exceptions typex throws, and the one cold path that throws them.
+//
+// Every run-time failure is a typed exception derived from typex::error, whose message says what
+// was expected, what was given, and what to do. The same checks run at compile time where the facts
+// are static: the throwing helpers below are deliberately not constexpr, so reaching one during
+// constant evaluation is a compile error at the user's line (the {fmt} `report_error` trick).
+#pragma once
+
+#include <typex/core/text.hpp>
+
+#include <stdexcept>
+#include <string>
+
+namespace typex {
+
+// Base of every exception typex throws.
+class error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Extents that do not fit an op or a declared tensor type (rank, static extent, broadcast, ...).
+class shape_error : public error {
+ public:
+  using error::error;
+};
+
+// A symbolic dim outside its declared range, or two uses of one symbol bound to different values.
+// (torch.export: ConstraintViolationError.)
+class constraint_violation : public shape_error {
+ public:
+  using shape_error::shape_error;
+};
+
+// A tensor of the wrong dtype where a specific dtype is required.
+class dtype_error : public error {
+ public:
+  using error::error;
+};
+
+// Leaves or a spec that do not fit a pytree structure.
+class tree_error : public error {
+ public:
+  using error::error;
+};
+
+// An argument out of its domain (a dim index out of range, a negative extent, a zero step, ...).
+class argument_error : public error {
+ public:
+  using error::error;
+};
+
+namespace detail {
+
+// Formats the message with `f(writer)` and throws E. Out of line and cold: the formatting code
+// never sits in a hot loop, and calling this from a constexpr function fails constant evaluation.
+template <class E, class F>
+[[noreturn]] TYPEX_NOINLINE TYPEX_COLD void raise(F&& f) {
+  throw E(to_string_with(f));
+}
+
+template <class E>
+[[noreturn]] TYPEX_NOINLINE TYPEX_COLD void raise_message(std::string message) {
+  throw E(std::move(message));
+}
+
+}  // namespace detail
+}  // namespace typex
