@@ -139,7 +139,8 @@ struct dyn {
 
 // ---------------------------------------------------------------------------------------------
 // derived dim
-enum class dim_op : unsigned char { add, sub, mul, floordiv, ceildiv, max };
+// bcast is the extent of broadcasting a with b: (a == 1 ? b : a), valid when a == b or either is 1.
+enum class dim_op : unsigned char { add, sub, mul, floordiv, ceildiv, max, bcast };
 
 template <dim_op Op, class A, class B>
 struct derived;
@@ -183,7 +184,7 @@ constexpr int precedence(dim_op op) noexcept {
   switch (op) {
     case dim_op::add: case dim_op::sub: return 1;
     case dim_op::mul: case dim_op::floordiv: case dim_op::ceildiv: return 2;
-    case dim_op::max: return 3;
+    case dim_op::max: case dim_op::bcast: return 3;
   }
   return 0;
 }
@@ -196,6 +197,7 @@ constexpr index_t apply(dim_op op, index_t a, index_t b) noexcept {
     case dim_op::floordiv: return floordiv(a, b);
     case dim_op::ceildiv: return ceildiv(a, b);
     case dim_op::max: return max_of(a, b);
+    case dim_op::bcast: return a == 1 ? b : a;
   }
   return 0;
 }
@@ -212,6 +214,7 @@ constexpr interval apply_range(dim_op op, interval a, interval b) noexcept {
     case dim_op::ceildiv:
       return {b.hi >= int_oo ? 0 : ceildiv(a.lo, b.hi), a.hi >= int_oo ? int_oo : ceildiv(a.hi, max_of(b.lo, 1))};
     case dim_op::max: return {max_of(a.lo, b.lo), max_of(a.hi, b.hi)};
+    case dim_op::bcast: return {min_of(a.lo, b.lo), max_of(a.hi, b.hi)};
   }
   return {0, int_oo};
 }
@@ -223,8 +226,16 @@ struct derived {
   static constexpr detail::interval range_ = detail::apply_range(Op, {A::lo, A::hi}, {B::lo, B::hi});
   static constexpr index_t lo = range_.lo;
   static constexpr index_t hi = range_.hi;
+  static constexpr dim_op op = Op;
+  using lhs_type = A;
+  using rhs_type = B;
 
   index_t value = 0;
+  // The left operand's value, when it is recoverable from ours (x + c, x - c with a static c).
+  constexpr A lhs_value() const requires(is_static_dim_v<B> && (Op == dim_op::add || Op == dim_op::sub)) {
+    if constexpr (is_static_dim_v<A>) return A{};
+    else return A(Op == dim_op::add ? value - B::value : value + B::value);
+  }
 
   constexpr derived() noexcept = default;
   constexpr derived(const A& a, const B& b) : derived(detail::apply(Op, a.get(), b.get())) {}
@@ -238,8 +249,8 @@ struct derived {
   template <class W>
   static constexpr void write_type(W& w, int parent_prec = 0) {
     constexpr int p = detail::precedence(Op);
-    if constexpr (Op == dim_op::max) {
-      w.put("max("); A::write_type(w, 0); w.put(", "); B::write_type(w, 0); w.put(')');
+    if constexpr (Op == dim_op::max || Op == dim_op::bcast) {
+      w.put(Op == dim_op::max ? "max(" : "broadcast("); A::write_type(w, 0); w.put(", "); B::write_type(w, 0); w.put(')');
     } else {
       const bool parens = p < parent_prec || (Op != dim_op::add && Op != dim_op::mul && p == parent_prec);
       if (parens) w.put('(');
@@ -289,6 +300,9 @@ constexpr auto combine(const A& a, const B& b) {
     return b;
   } else if constexpr (Op == dim_op::max && std::same_as<A, B> && is_named_dim_v<A>) {
     return a;
+  } else if constexpr ((Op == dim_op::add || Op == dim_op::sub) && is_static_dim_v<B> && is_derived<A>::value) {
+    // (x + c1) + c2 -> x + (c1 + c2), and the like, so that conv arithmetic prints as (h - 1)//2 + 1.
+    return fold_constant<Op>(a, b);
   } else {
     if constexpr (Op == dim_op::floordiv || Op == dim_op::ceildiv) {
       if (b.get() <= 0) {
@@ -297,6 +311,22 @@ constexpr auto combine(const A& a, const B& b) {
         });
       }
     }
+    return derived<Op, A, B>(a, b);
+  }
+}
+
+template <dim_op Op, class A, class B>
+constexpr auto fold_constant(const A& a, const B& b) {
+  using L = typename A::lhs_type;
+  using R = typename A::rhs_type;
+  constexpr dim_op inner = A::op;
+  if constexpr ((inner == dim_op::add || inner == dim_op::sub) && is_static_dim_v<R>) {
+    constexpr index_t c = (inner == dim_op::add ? R::value : -R::value) + (Op == dim_op::add ? B::value : -B::value);
+    const L x = a.lhs_value();
+    if constexpr (c == 0) return x;
+    else if constexpr (c > 0) return combine<dim_op::add>(x, fix<c>{});
+    else return combine<dim_op::sub>(x, fix<-c>{});
+  } else {
     return derived<Op, A, B>(a, b);
   }
 }
