@@ -19,9 +19,22 @@ namespace typex {
 
 namespace detail {
 // Storage: one base per dim; empty bases (static dims) take no space.
-template <std::size_t I, class D>
+// Storage: one base per dim. A static dim's slot has no data member at all (its value is in the
+// type), so every such base is empty and distinct (the index differs): the empty-base optimization
+// applies to all of them. ([[no_unique_address]] members were not used: g++ 12 copies an empty
+// member's byte over its neighbour when the slots are aggregate-initialized.)
+template <std::size_t I, class D, bool Empty = is_static_dim_v<D>>
 struct dim_slot {
-  [[no_unique_address]] D d;
+  D d;
+  constexpr dim_slot() = default;
+  constexpr explicit dim_slot(const D& v) : d(v) {}
+  constexpr const D& value() const noexcept { return d; }
+};
+template <std::size_t I, class D>
+struct dim_slot<I, D, true> {
+  constexpr dim_slot() = default;
+  constexpr explicit dim_slot(const D&) {}
+  static constexpr D value() noexcept { return D{}; }
 };
 
 template <class Seq, class... D>
@@ -30,11 +43,11 @@ struct dim_slots;
 template <std::size_t... I, class... D>
 struct dim_slots<std::index_sequence<I...>, D...> : dim_slot<I, D>... {
   constexpr dim_slots() = default;
-  constexpr explicit dim_slots(const D&... d) requires(sizeof...(D) > 0) : dim_slot<I, D>{d}... {}
+  constexpr explicit dim_slots(const D&... d) requires(sizeof...(D) > 0) : dim_slot<I, D>(d)... {}
 };
 
-template <std::size_t I, class D>
-D dim_type_at(const dim_slot<I, D>&);  // declaration only: picks the I-th type by base deduction
+template <std::size_t I, class D, bool E>
+D dim_type_at(const dim_slot<I, D, E>&);  // declaration only: picks the I-th type by base deduction
 }  // namespace detail
 
 template <class... D>
@@ -54,8 +67,8 @@ struct shape : detail::dim_slots<std::index_sequence_for<D...>, D...> {
   using dim_t = decltype(detail::dim_type_at<I>(std::declval<const shape&>()));
 
   template <std::size_t I>
-  constexpr const dim_t<I>& get() const noexcept {
-    return static_cast<const detail::dim_slot<I, dim_t<I>>&>(*this).d;
+  constexpr dim_t<I> get() const noexcept {
+    return static_cast<const detail::dim_slot<I, dim_t<I>>&>(*this).value();
   }
 
   constexpr std::array<index_t, rank> extents() const noexcept {

@@ -52,15 +52,13 @@ constexpr void put_op(W& w, std::string_view op) {
   w.put(op);
 }
 
-// "784", "'batch' (declared in [2, 64])", "2*seq (in [2, 1024])": a dim and what is known of it.
+// "784", "batch (declared in [2, 64])", "2*seq (in [2, 1024])": a dim and what is known of it.
 template <class D, class W>
 constexpr void write_dim_with_range(W& w) {
   if constexpr (is_static_dim_v<D>) {
     w.put_int(D::value);
   } else {
-    if constexpr (is_symbolic_dim_v<D>) w.put('\'');
     D::write_type(w, 0);
-    if constexpr (is_symbolic_dim_v<D>) w.put('\'');
     w.put(is_symbolic_dim_v<D> ? " (declared in [" : " (in [");
     w.put_int(D::lo); w.put(", "); put_bound(w, D::hi); w.put("])");
   }

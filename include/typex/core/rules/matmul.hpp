@@ -1,0 +1,84 @@
+// typex/core/rules/matmul.hpp — matmul_shape: torch.matmul's shape rule.
+//
+//   [k] @ [k] -> []          [n, k] @ [k] -> [n]          [k] @ [k, m] -> [m]
+//   [..., n, k] @ [..., k, m] -> [broadcast(...), n, m]   (batch dims broadcast)
+// The inner extents must be equal: a compile error when both are static and differ (or when a
+// symbolic dim's declared range excludes the other extent), otherwise checked at run time.
+#pragma once
+
+#include <typex/core/rules/broadcast.hpp>
+
+namespace typex {
+
+namespace detail {
+template <fixed_string Op, class SA, class SB, class KA, class KB>
+constexpr void fail_matmul_static() {
+  if constexpr (is_static_dim_v<KA> && is_static_dim_v<KB>) {
+    TYPEX_STATIC_FAIL(static_shape_error, [](auto& w) {
+      put_op(w, Op.view()); w.put(": inner extents differ (lhs "); SA::write_type(w); w.put(", rhs ");
+      SB::write_type(w); w.put("): "); w.put_int(KA::value); w.put(" vs "); w.put_int(KB::value);
+      w.put("; the last dim of lhs must equal the ");
+      w.put(SB::rank == 1 ? "only" : "second-to-last"); w.put(" dim of rhs");
+    });
+  } else {
+    TYPEX_STATIC_FAIL(static_constraint_violation, [](auto& w) {
+      put_op(w, Op.view()); w.put(": inner extents can never be equal (lhs "); SA::write_type(w); w.put(", rhs ");
+      SB::write_type(w); w.put("): "); write_dim_with_range<KA>(w); w.put(" vs "); write_dim_with_range<KB>(w);
+      w.put("; widen the declared range of the symbolic dim so that it holds the other extent");
+    });
+  }
+}
+
+template <fixed_string Op, class SA, class SB>
+[[noreturn]] TYPEX_NOINLINE TYPEX_COLD void raise_matmul(const SA& a, const SB& b, index_t ka, index_t kb) {
+  raise<shape_error>([&](auto& w) {
+    put_op(w, Op.view()); w.put(": inner extents differ (lhs "); a.write_values(w); w.put(", rhs ");
+    b.write_values(w); w.put("): "); w.put_int(ka); w.put(" vs "); w.put_int(kb); w.put(" (types ");
+    SA::write_type(w); w.put(" and "); SB::write_type(w); w.put(')');
+  });
+}
+}  // namespace detail
+
+template <class... A, class... B, fixed_string Op = "matmul">
+constexpr auto matmul_shape(const shape<A...>& a, const shape<B...>& b, op_name_t<Op> = {}) {
+  using SA = shape<A...>;
+  using SB = shape<B...>;
+  constexpr std::size_t ra = SA::rank, rb = SB::rank;
+  if constexpr (ra == 0 || rb == 0) {
+    TYPEX_STATIC_FAIL(static_argument_error, [](auto& w) {
+      detail::put_op(w, Op.view()); w.put(": both arguments need at least one dimension (lhs ");
+      SA::write_type(w); w.put(", rhs "); SB::write_type(w); w.put("); use mul for scalars");
+    });
+    return shape<>{};
+  } else {
+    using KA = typename SA::template dim_t<ra - 1>;
+    using KB = typename SB::template dim_t<(rb == 1 ? 0 : rb - 2)>;
+    constexpr verdict v = equal_verdict<KA, KB>();
+    if constexpr (v == verdict::never) {
+      detail::fail_matmul_static<Op, SA, SB, KA, KB>();
+      return shape<>{};
+    } else {
+      const KA ka = a.template get<ra - 1>();
+      const KB kb = b.template get<(rb == 1 ? 0 : rb - 2)>();
+      if constexpr (v == verdict::runtime)
+        detail::check_equal(Op.view(), ka, kb, -1, [&] { detail::raise_matmul<Op>(a, b, ka.get(), kb.get()); });
+      // rows of lhs and columns of rhs (absent for 1-d operands)
+      constexpr std::size_t ba = ra >= 2 ? ra - 2 : 0, bb = rb >= 2 ? rb - 2 : 0;
+      const auto rows = [&] {
+        if constexpr (ra >= 2) return detail::take<ra - 2, 1>(a);
+        else return shape<>{};
+      }();
+      const auto cols = [&] {
+        if constexpr (rb >= 2) return detail::take<rb - 1, 1>(b);
+        else return shape<>{};
+      }();
+      const auto batch = broadcast_shapes(detail::take<0, ba>(a), detail::take<0, bb>(b), op_name<Op>);
+      return detail::join(batch, rows, cols);
+    }
+  }
+}
+
+template <class SA, class SB>
+using matmul_shape_t = decltype(matmul_shape(std::declval<const SA&>(), std::declval<const SB&>()));
+
+}  // namespace typex
