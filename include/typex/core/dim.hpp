@@ -281,6 +281,8 @@ struct derived {
 // arithmetic: static op static stays static; identities fold (x*1, x+0, x//1); otherwise derived.
 namespace detail {
 template <dim_op Op, class A, class B>
+constexpr auto fold_constant(const A& a, const B& b);
+template <dim_op Op, class A, class B>
 constexpr auto combine(const A& a, const B& b) {
   if constexpr (is_static_dim_v<A> && is_static_dim_v<B>) {
     if constexpr ((Op == dim_op::floordiv || Op == dim_op::ceildiv) && B::value == 0) {
@@ -300,6 +302,8 @@ constexpr auto combine(const A& a, const B& b) {
     return b;
   } else if constexpr (Op == dim_op::max && std::same_as<A, B> && is_named_dim_v<A>) {
     return a;
+  } else if constexpr (Op == dim_op::add && std::same_as<A, B> && is_named_dim_v<A> && !is_derived<A>::value) {
+    return derived<dim_op::mul, fix<2>, A>(fix<2>{}, a);  // seq + seq -> 2*seq
   } else if constexpr ((Op == dim_op::add || Op == dim_op::sub) && is_static_dim_v<B> && is_derived<A>::value) {
     // (x + c1) + c2 -> x + (c1 + c2), and the like, so that conv arithmetic prints as (h - 1)//2 + 1.
     return fold_constant<Op>(a, b);

@@ -1,0 +1,182 @@
+// typex/core/rules/conv.hpp — conv2d_shape and pool2d_shape: sliding-window output sizes.
+//
+//   out = floor((in + 2*padding - dilation*(kernel - 1) - 1) / stride) + 1     (ceil with ceil_mode)
+//
+// Options are structural values, so they are template arguments and the arithmetic stays static
+// for static inputs: conv2d_shape<conv2d_options{.stride = {2, 2}, .padding = {1, 1}}>(x, w).
+// A symbolic height gives a derived dim ((h - 1)//2 + 1). Inputs are [N, C, H, W] or [C, H, W];
+// conv2d weights are [out_channels, in_channels / groups, kH, kW]. An input smaller than the
+// dilated kernel is a compile error when static, a constraint violation when the declared range
+// allows no fitting value, and a run-time shape_error otherwise.
+#pragma once
+
+#include <typex/core/rules/broadcast.hpp>
+
+#include <array>
+
+namespace typex {
+
+struct conv2d_options {
+  std::array<index_t, 2> stride{1, 1};
+  std::array<index_t, 2> padding{0, 0};
+  std::array<index_t, 2> dilation{1, 1};
+  index_t groups = 1;
+};
+
+struct pool2d_options {
+  std::array<index_t, 2> kernel{1, 1};
+  std::array<index_t, 2> stride{0, 0};  // 0: the kernel size (PyTorch's default)
+  std::array<index_t, 2> padding{0, 0};
+  std::array<index_t, 2> dilation{1, 1};
+  bool ceil_mode = false;
+};
+
+namespace detail {
+// Output extent of one spatial dim. K is the kernel dim (a dim value), the rest static.
+template <fixed_string Op, class S, std::size_t At, index_t Stride, index_t Pad, index_t Dil, bool Ceil, class In,
+          class K>
+constexpr auto window_out(const S& s, const In& in, const K& k) {
+  const auto padded = in + fix<2 * Pad>{};
+  const auto span = fix<Dil>{} * (k - fix<1>{}) + fix<1>{};  // the dilated kernel
+  using P = std::remove_cvref_t<decltype(padded)>;
+  using E = std::remove_cvref_t<decltype(span)>;
+  constexpr bool fits_static = is_static_dim_v<P> && is_static_dim_v<E>;
+  constexpr bool too_small_static = [] {
+    if constexpr (fits_static) return P::value < E::value;
+    else return false;
+  }();
+  if constexpr (too_small_static) {
+    TYPEX_STATIC_FAIL(static_shape_error, [](auto& w) {
+      put_op(w, Op.view()); w.put(": input "); S::write_type(w); w.put(" is too small at dim "); w.put_int(At);
+      w.put(": "); w.put_int(P::value - 2 * Pad); w.put(" + 2*"); w.put_int(Pad); w.put(" padding < ");
+      w.put_int(E::value); w.put(" (the dilated kernel); pad the input or use a smaller kernel");
+    });
+    return fix<1>{};
+  } else if constexpr (!fits_static && P::hi < E::lo) {
+    TYPEX_STATIC_FAIL(static_constraint_violation, [](auto& w) {
+      put_op(w, Op.view()); w.put(": input "); S::write_type(w); w.put(" is too small at dim "); w.put_int(At);
+      w.put(" for every value in the declared range: "); write_dim_with_range<In>(w); w.put(" + 2*"); w.put_int(Pad);
+      w.put(" padding < "); write_dim_with_range<E>(w); w.put(" (the dilated kernel); raise the declared minimum");
+    });
+    return fix<1>{};
+  } else {
+    if constexpr (!fits_static) {
+      if (padded.get() < span.get()) {
+        raise<shape_error>([&](auto& w) {
+          put_op(w, Op.view()); w.put(": input "); s.write_values(w); w.put(" is too small at dim ");
+          w.put_int(At); w.put(": "); w.put_int(in.get()); w.put(" + 2*"); w.put_int(Pad); w.put(" padding < ");
+          w.put_int(span.get()); w.put(" (the dilated kernel)");
+        });
+      }
+      if (!std::is_constant_evaluated()) record_requirement(Op.view(), relation::at_least, padded, span, At);
+    }
+    if constexpr (!Ceil) {
+      return floordiv(padded - span, fix<Stride>{}) + fix<1>{};
+    } else if constexpr (fits_static) {
+      // PyTorch: the last window must start inside the input or the left padding.
+      constexpr index_t o = ceildiv(P{}.get() - E{}.get(), Stride) + 1;
+      return fix<((o - 1) * Stride >= P{}.get() - Pad ? o - 1 : o)>{};
+    } else {
+      index_t o = ceildiv(padded.get() - span.get(), Stride) + 1;
+      if ((o - 1) * Stride >= in.get() + Pad) --o;
+      return dyn(o);
+    }
+  }
+}
+
+template <fixed_string Op, class S>
+constexpr void require_nchw() {
+  if constexpr (S::rank != 3 && S::rank != 4) {
+    TYPEX_STATIC_FAIL(static_shape_error, [](auto& w) {
+      put_op(w, Op.view()); w.put(": input "); S::write_type(w); w.put(" has rank "); w.put_int(S::rank);
+      w.put("; expected [N, C, H, W] or [C, H, W]");
+    });
+  }
+}
+}  // namespace detail
+
+template <conv2d_options Opt = conv2d_options{}, class... X, class... W, fixed_string Op = "conv2d">
+constexpr auto conv2d_shape(const shape<X...>& x, const shape<W...>& w, op_name_t<Op> = {}) {
+  using SX = shape<X...>;
+  using SW = shape<W...>;
+  static_assert(Opt.groups >= 1 && Opt.stride[0] >= 1 && Opt.stride[1] >= 1 && Opt.dilation[0] >= 1 &&
+                    Opt.dilation[1] >= 1 && Opt.padding[0] >= 0 && Opt.padding[1] >= 0,
+                "typex::conv2d: stride, dilation and groups must be >= 1 and padding >= 0");
+  detail::require_nchw<Op, SX>();
+  if constexpr (SW::rank != 4) {
+    TYPEX_STATIC_FAIL(static_shape_error, [](auto& out) {
+      detail::put_op(out, Op.view()); out.put(": weight "); SW::write_type(out);
+      out.put(" must have rank 4: [out_channels, in_channels / groups, kH, kW]");
+    });
+    return x;
+  } else if constexpr (SX::rank == 3 || SX::rank == 4) {
+    constexpr std::size_t c = SX::rank - 3;  // channel dim of the input
+    using C = typename SX::template dim_t<c>;
+    using O = typename SW::template dim_t<0>;
+    const auto cin = w.template get<1>() * fix<Opt.groups>{};
+    using CW = std::remove_cvref_t<decltype(cin)>;
+    constexpr verdict v = equal_verdict<C, CW>();
+    if constexpr (v == verdict::never) {
+      TYPEX_STATIC_FAIL(static_shape_error, [](auto& out) {
+        detail::put_op(out, Op.view()); out.put(": input "); SX::write_type(out); out.put(" has ");
+        detail::write_dim_with_range<C>(out); out.put(" channels, but weight "); SW::write_type(out);
+        out.put(" with groups="); out.put_int(Opt.groups); out.put(" expects "); detail::write_dim_with_range<CW>(out);
+      });
+      return x;
+    } else if constexpr (is_static_dim_v<O> && O::value % Opt.groups != 0) {
+      TYPEX_STATIC_FAIL(static_shape_error, [](auto& out) {
+        detail::put_op(out, Op.view()); out.put(": weight "); SW::write_type(out); out.put(" has ");
+        out.put_int(O::value); out.put(" output channels, not divisible by groups="); out.put_int(Opt.groups);
+      });
+      return x;
+    } else {
+      if constexpr (v == verdict::runtime)
+        detail::check_equal(Op.view(), x.template get<c>(), cin, static_cast<int>(c), [&] {
+          detail::raise<shape_error>([&](auto& out) {
+            detail::put_op(out, Op.view()); out.put(": input "); x.write_values(out); out.put(" has ");
+            out.put_int(x.template get<c>().get()); out.put(" channels, but weight "); w.write_values(out);
+            out.put(" with groups="); out.put_int(Opt.groups); out.put(" expects "); out.put_int(cin.get());
+          });
+        });
+      if constexpr (!is_static_dim_v<O>) {
+        if (w.template get<0>().get() % Opt.groups != 0)
+          detail::raise<shape_error>([&](auto& out) {
+            detail::put_op(out, Op.view()); out.put(": weight "); w.write_values(out);
+            out.put(" has output channels not divisible by groups="); out.put_int(Opt.groups);
+          });
+      }
+      const auto h = detail::window_out<Op, SX, c + 1, Opt.stride[0], Opt.padding[0], Opt.dilation[0], false>(
+          x, x.template get<c + 1>(), w.template get<2>());
+      const auto wd = detail::window_out<Op, SX, c + 2, Opt.stride[1], Opt.padding[1], Opt.dilation[1], false>(
+          x, x.template get<c + 2>(), w.template get<3>());
+      return detail::join(detail::take<0, c>(x), shape(w.template get<0>(), h, wd));
+    }
+  } else {
+    return x;
+  }
+}
+
+template <pool2d_options Opt, class... X, fixed_string Op = "pool2d">
+constexpr auto pool2d_shape(const shape<X...>& x, op_name_t<Op> = {}) {
+  using SX = shape<X...>;
+  constexpr index_t sh = Opt.stride[0] == 0 ? Opt.kernel[0] : Opt.stride[0];
+  constexpr index_t sw = Opt.stride[1] == 0 ? Opt.kernel[1] : Opt.stride[1];
+  static_assert(Opt.kernel[0] >= 1 && Opt.kernel[1] >= 1 && sh >= 1 && sw >= 1 && Opt.dilation[0] >= 1 &&
+                    Opt.dilation[1] >= 1 && Opt.padding[0] >= 0 && Opt.padding[1] >= 0,
+                "typex::pool2d: kernel, stride and dilation must be >= 1 and padding >= 0");
+  static_assert(2 * Opt.padding[0] <= Opt.kernel[0] && 2 * Opt.padding[1] <= Opt.kernel[1],
+                "typex::pool2d: padding must be at most half the kernel size (as in PyTorch)");
+  detail::require_nchw<Op, SX>();
+  if constexpr (SX::rank == 3 || SX::rank == 4) {
+    constexpr std::size_t c = SX::rank - 3;
+    const auto h = detail::window_out<Op, SX, c + 1, sh, Opt.padding[0], Opt.dilation[0], Opt.ceil_mode>(
+        x, x.template get<c + 1>(), fix<Opt.kernel[0]>{});
+    const auto wd = detail::window_out<Op, SX, c + 2, sw, Opt.padding[1], Opt.dilation[1], Opt.ceil_mode>(
+        x, x.template get<c + 2>(), fix<Opt.kernel[1]>{});
+    return detail::join(detail::take<0, c + 1>(x), shape(h, wd));
+  } else {
+    return x;
+  }
+}
+
+}  // namespace typex
