@@ -104,7 +104,7 @@ template <class T, class F>
 constexpr void for_each_leaf(T& tree, F&& f) {
   using U = std::remove_const_t<T>;
   detail::require_tree_type<U>();
-  if constexpr (tree_leaf_type<U>) f(tree);
+  if constexpr (node_kind_of<U>() == node_kind::leaf) f(tree);
   else detail::for_each_child(tree, [&](auto& c, std::string_view, std::size_t) { for_each_leaf(c, f); });
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <typex/core/error.hpp>
+#include <typex/core/static_error.hpp>
 #include <typex/core/type_name.hpp>
 
 #include <boost/hana/accessors.hpp>
@@ -83,9 +84,19 @@ concept tree_struct_type = !tree_leaf_type<T> && boost::hana::Struct<T>::value;
 template <class T>
 concept tree_type = tree_leaf_type<T> || detail::node_of<T>::known || tree_struct_type<T>;
 
+namespace detail {
+template <class T>
+constexpr void require_tree_type();
+}
+
+// For a type that is not a pytree this is a compile error (naming the type), after which the type
+// counts as a leaf so that no second wall of errors follows.
 template <class T>
 constexpr node_kind node_kind_of() noexcept {
-  if constexpr (tree_leaf_type<T>) return node_kind::leaf;
+  if constexpr (!tree_type<T>) {
+    detail::require_tree_type<T>();
+    return node_kind::leaf;
+  } else if constexpr (tree_leaf_type<T>) return node_kind::leaf;
   else if constexpr (detail::node_of<T>::known) return detail::node_of<T>::kind;
   else return node_kind::structure;
 }
@@ -94,9 +105,13 @@ namespace detail {
 // An error here means: T is used in a pytree but is neither a leaf nor a node typex knows.
 template <class T>
 constexpr void require_tree_type() {
-  static_assert(tree_type<T>,
-                "typex: this type is not a pytree: adapt a struct with BOOST_HANA_ADAPT_STRUCT(type, fields...), "
-                "mark a leaf type with `static constexpr bool is_pytree_leaf = true;` or specialize typex::tree_leaf");
+  if constexpr (!tree_type<T>) {
+    TYPEX_STATIC_FAIL(static_tree_error, [](auto& w) {
+      w.put("typex: "); w.put(raw_type_name<T>());
+      w.put(" is not a pytree: adapt a struct with BOOST_HANA_ADAPT_STRUCT(type, fields...), mark a leaf type with "
+            "`static constexpr bool is_pytree_leaf = true;`, or specialize typex::tree_leaf<T>");
+    });
+  }
 }
 
 // Calls f(child) for each child of node `v` (T not a leaf), with the child's key for structs.

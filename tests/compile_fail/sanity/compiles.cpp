@@ -1,0 +1,3 @@
+// A "ko" snippet that compiles: the harness must report it as a failure.
+// expect: anything
+int main() { return 0; }

@@ -1,0 +1,58 @@
+# cmake -DMODE=find_package|add_subdirectory|vendored|single_header -DTYPEX_SOURCE_DIR= -DWORK_DIR=
+#       -DGENERATOR= -DCXX= -DEIGEN_INC= -DBOOST_INC= -P run.cmake
+# Builds and runs tests/install/consumer against typex the way MODE says.
+cmake_minimum_required(VERSION 3.21)
+
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    string(REPLACE ";" " " cmd "${ARGN}")
+    message(FATAL_ERROR "failed (${rc}): ${cmd}\n${out}\n${err}")
+  endif()
+  message(STATUS "${out}")
+endfunction()
+
+set(consumer ${TYPEX_SOURCE_DIR}/tests/install/consumer)
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+set(common -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release)
+
+if(MODE STREQUAL "find_package")
+  run(${CMAKE_COMMAND} -S ${TYPEX_SOURCE_DIR} -B ${WORK_DIR}/typex-build ${common}
+      -DCMAKE_INSTALL_PREFIX=${WORK_DIR}/prefix -DTYPEX_BUILD_TESTS=OFF -DTYPEX_BUILD_EXAMPLES=OFF
+      -DTYPEX_BUILD_BENCHMARKS=OFF -DTYPEX_INSTALL=ON)
+  run(${CMAKE_COMMAND} --build ${WORK_DIR}/typex-build)
+  run(${CMAKE_COMMAND} --install ${WORK_DIR}/typex-build)
+  run(${CMAKE_COMMAND} -S ${consumer} -B ${WORK_DIR}/consumer-build ${common}
+      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DTYPEX_CONSUMER_MODE=find_package)
+  run(${CMAKE_COMMAND} --build ${WORK_DIR}/consumer-build)
+  run(${WORK_DIR}/consumer-build/consumer)
+elseif(MODE STREQUAL "add_subdirectory")
+  run(${CMAKE_COMMAND} -S ${consumer} -B ${WORK_DIR}/consumer-build ${common}
+      -DTYPEX_CONSUMER_MODE=add_subdirectory -DTYPEX_DIR=${TYPEX_SOURCE_DIR})
+  run(${CMAKE_COMMAND} --build ${WORK_DIR}/consumer-build)
+  run(${WORK_DIR}/consumer-build/consumer)
+else()
+  # Vendoring: the headers are copied into the consumer's tree; only Boost and Eigen are on the
+  # include path, and no CMake is involved.
+  set(includes "")
+  foreach(d IN LISTS BOOST_INC EIGEN_INC)
+    if(d)
+      list(APPEND includes -isystem ${d})
+    endif()
+  endforeach()
+  if(MODE STREQUAL "vendored")
+    file(COPY ${TYPEX_SOURCE_DIR}/include/typex DESTINATION ${WORK_DIR}/app/third_party/typex/include)
+    set(own_inc ${WORK_DIR}/app/third_party/typex/include)
+  else()
+    run(${CMAKE_COMMAND} -DROOT=${TYPEX_SOURCE_DIR}/include -DENTRY=typex/typex.hpp
+        -DOUT=${WORK_DIR}/app/third_party/typex.hpp -P ${TYPEX_SOURCE_DIR}/cmake/amalgamate.cmake)
+    # the single header is the only typex file: make the consumer's include resolve to it
+    file(MAKE_DIRECTORY ${WORK_DIR}/app/include/typex)
+    file(RENAME ${WORK_DIR}/app/third_party/typex.hpp ${WORK_DIR}/app/include/typex/typex.hpp)
+    set(own_inc ${WORK_DIR}/app/include)
+  endif()
+  file(COPY ${consumer}/main.cpp DESTINATION ${WORK_DIR}/app)
+  run(${CXX} -std=c++20 -O1 -I${own_inc} ${includes} ${WORK_DIR}/app/main.cpp -o ${WORK_DIR}/app/consumer)
+  run(${WORK_DIR}/app/consumer)
+endif()

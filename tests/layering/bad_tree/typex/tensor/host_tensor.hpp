@@ -1,0 +1,2 @@
+// Fixture for the layering checker.
+#pragma once

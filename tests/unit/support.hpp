@@ -1,0 +1,39 @@
+// Helpers shared by the unit tests.
+#pragma once
+
+#include <doctest/doctest.h>
+#include <typex/typex.hpp>
+
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace typex_test {
+
+// Collects the shape requirements recorded while it is alive.
+struct recorder : typex::requirement_recorder {
+  std::vector<typex::shape_requirement> seen;
+  typex::scoped_requirement_recorder guard{*this};
+  void record(typex::shape_requirement r) override { seen.push_back(std::move(r)); }
+};
+
+template <class S>
+std::string type_str() {
+  return S::type_string();
+}
+
+template <class A, class B>
+inline constexpr bool same = std::is_same_v<std::remove_cvref_t<A>, std::remove_cvref_t<B>>;
+
+// What a thrown exception says; empty when nothing was thrown.
+template <class E, class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return {};
+}
+
+}  // namespace typex_test

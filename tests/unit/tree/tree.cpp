@@ -1,0 +1,102 @@
+#include "../support.hpp"
+
+#include <boost/hana/adapt_struct.hpp>
+
+using namespace typex;
+
+namespace demo {
+using batch = sym<"batch", 1, 64>;
+using x_t = tensor<f32, batch, fix<4>>;
+using mask_t = tensor<b8, batch>;
+
+struct inputs {
+  x_t x;
+  std::optional<mask_t> mask;
+};
+struct pair_of {
+  std::pair<float, int> p;
+  std::array<double, 2> a;
+};
+}  // namespace demo
+BOOST_HANA_ADAPT_STRUCT(demo::inputs, x, mask);
+BOOST_HANA_ADAPT_STRUCT(demo::pair_of, p, a);
+
+TEST_CASE("node kinds") {
+  static_assert(node_kind_of<float>() == node_kind::leaf);
+  static_assert(node_kind_of<demo::x_t>() == node_kind::leaf);
+  static_assert(node_kind_of<std::tuple<float>>() == node_kind::tuple);
+  static_assert(node_kind_of<std::vector<float>>() == node_kind::list);
+  static_assert(node_kind_of<demo::inputs>() == node_kind::structure);
+  static_assert(!tree_type<std::string>);
+}
+
+TEST_CASE("static structures: constexpr leaf count, tuple of leaves, round trip") {
+  using T = std::tuple<float, demo::pair_of, std::array<std::tuple<int, int>, 2>>;
+  static_assert(is_static_tree_v<T>);
+  static_assert(static_leaf_count_v<T> == 1 + 4 + 4);
+  const T v{1.5f, demo::pair_of{{2.5f, 3}, {4.0, 5.0}}, {{{6, 7}, {8, 9}}}};
+  const auto leaves = flatten(v);
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(leaves)>,
+                               std::tuple<float, float, int, double, double, int, int, int, int>>);
+  CHECK(std::get<2>(leaves) == 3);
+  CHECK(std::get<8>(leaves) == 9);
+  const T back = unflatten<T>(leaves);
+  CHECK(std::get<1>(back).a[1] == 5.0);
+  CHECK(std::get<2>(std::get<2>(back)[1]) == 9);
+  CHECK(spec_of(v).to_string() ==
+        "TreeSpec(tuple, None, [*, TreeSpec(demo::pair_of, ['p', 'a'], [TreeSpec(pair, None, [*, *]), "
+        "TreeSpec(array, None, [*, *])]), TreeSpec(array, None, [TreeSpec(tuple, None, [*, *]), "
+        "TreeSpec(tuple, None, [*, *])])])");
+  CHECK(static_spec<T>() == spec_of(v));
+}
+
+TEST_CASE("a 50-leaf structure flattens and unflattens") {
+  using row = std::array<float, 10>;
+  using T = std::tuple<row, row, row, row, row>;
+  static_assert(static_leaf_count_v<T> == 50);
+  T v{};
+  float k = 0;
+  for_each_leaf(v, [&](float& f) { f = k++; });
+  const auto back = unflatten<T>(flatten(v));
+  CHECK(std::get<4>(back)[9] == 49.0f);
+}
+
+TEST_CASE("dynamic structures: vector lengths and optionals live in the spec") {
+  demo::inputs in{demo::x_t({3, 4}), demo::mask_t({3})};
+  in.x(2, 3) = 7.0f;
+  CHECK_FALSE(is_static_tree_v<demo::inputs>);
+  CHECK(leaf_count(in) == 2);
+  const tree_spec s = spec_of(in);
+  CHECK(s.to_string() == "TreeSpec(demo::inputs, ['x', 'mask'], [*, TreeSpec(optional, None, [*])])");
+  CHECK(s.num_leaves() == 2);
+
+  // leaves of different types: flatten_as converts (here: to type-erased tensors)
+  std::vector<any_tensor> erased;
+  for_each_leaf(in, [&](const auto& t) { erased.push_back(t.erase()); });
+  CHECK(erased[0].to_string() == "f32[3, 4]");
+  CHECK(erased[1].to_string() == "b8[3]");
+
+  const demo::inputs none{demo::x_t({2, 4}), std::nullopt};
+  CHECK(spec_of(none).to_string() == "TreeSpec(demo::inputs, ['x', 'mask'], [*, TreeSpec(optional, None, [])])");
+  CHECK(spec_of(none).num_leaves() == 1);
+
+  const std::vector<std::vector<int>> nested{{1, 2}, {}, {3}};
+  const auto flat = flatten(nested);
+  CHECK(flat == std::vector<int>{1, 2, 3});
+  const auto back = unflatten<std::vector<std::vector<int>>>(spec_of(nested), flat);
+  CHECK(back == nested);
+}
+
+TEST_CASE("unflatten against a spec that does not fit throws, naming the path") {
+  const std::tuple<std::vector<int>, int> v{{1, 2}, 3};
+  const auto s = spec_of(v);
+  const std::vector<int> leaves{1, 2, 3};
+  CHECK(std::get<0>(unflatten<std::tuple<std::vector<int>, int>>(s, leaves)).size() == 2);
+  CHECK(typex_test::message_of<tree_error>([&] { (void)unflatten<std::tuple<int, int>>(s, leaves); }) ==
+        "typex::unflatten: at tree[0]: the spec has a list where the type int has a leaf");
+  CHECK(typex_test::message_of<tree_error>([&] { (void)unflatten<std::tuple<std::vector<int>, int>>(s, std::vector<int>{1}); }) ==
+        "typex::unflatten: the spec TreeSpec(tuple, None, [TreeSpec(list, None, [*, *]), *]) has 3 leaves, but 1 were given");
+  const demo::pair_of p{{1.f, 2}, {3.0, 4.0}};
+  CHECK_THROWS_AS((void)unflatten<std::tuple<std::pair<float, int>, std::array<double, 2>>>(spec_of(p), flatten_as<double>(p)),
+                  tree_error);
+}
