@@ -37,7 +37,7 @@ else()
   # include path, and no CMake is involved.
   set(includes "")
   foreach(d IN LISTS BOOST_INC EIGEN_INC)
-    if(d)
+    if(d AND NOT d STREQUAL "/usr/include")  # -isystem on the default dir breaks #include_next
       list(APPEND includes -isystem ${d})
     endif()
   endforeach()

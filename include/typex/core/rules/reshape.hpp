@@ -106,7 +106,7 @@ constexpr auto reshape_shape(const shape<S...>& src, const reshape_target<T...>&
     } else {
       if constexpr (!same_nonstatic) {
         const auto ns = detail::product(src), nt = detail::product(target.dims);
-        constexpr verdict v = equal_verdict<decltype(ns), decltype(nt)>();
+        constexpr verdict v = equal_verdict<std::remove_cvref_t<decltype(ns)>, std::remove_cvref_t<decltype(nt)>>();
         if constexpr (v == verdict::never) {
           TYPEX_STATIC_FAIL(static_constraint_violation, [](auto& w) {
             detail::put_op(w, Op.view()); w.put(": cannot reshape "); Src::write_type(w); w.put(" into ");

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what typex's build, tests, demo and benchmarks need on Debian 12 (bookworm), from
+# Debian's packages. Idempotent, and silent when everything is already there. Runs as root (as on
+# a fresh machine or in CI) or through sudo.
+#   TYPEX_WITH_CLANG=1  also install clang-16 (the second compiler the test script builds with)
+set -euo pipefail
+
+pkgs=(cmake make g++ libeigen3-dev libboost-dev doctest-dev libbenchmark-dev ccache time)
+if [ "${TYPEX_WITH_CLANG:-0}" = 1 ]; then
+  pkgs+=(clang-16)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  sudo="sudo"
+fi
+echo "typex: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
