@@ -100,7 +100,7 @@ struct shape : detail::dim_slots<std::index_sequence_for<D...>, D...> {
   }
 
   static std::string type_string() { return detail::to_string_with([](auto& w) { write_type(w); }); }
-  std::string to_string() const { return detail::to_string_with([this](auto& w) { write_values(w); }); }
+  std::string to_string() const { return detail::to_string_with([&](auto& w) { write_values(w); }); }
 
   template <class... E>
   constexpr bool operator==(const shape<E...>& o) const noexcept {

@@ -47,6 +47,13 @@ struct static_tree_error {
                 "typex: the leaves do not fit the tree structure; the diagnostic's first line says which leaf and why");
 };
 
+// An error here means: a type is used where typex cannot use it (not a pytree node or leaf, ...).
+template <fixed_string Message>
+struct static_type_error {
+  static_assert(sizeof(Message) == 0,
+                "typex: this type cannot be used here; the diagnostic's first line says which type and how to fix it");
+};
+
 namespace detail {
 
 // Instantiates E (one of the templates above); the static_assert inside fires.

@@ -37,7 +37,7 @@ struct tensor_spec {
     shape.write_values(w);
   }
   static std::string type_string() { return detail::to_string_with([](auto& w) { write_type(w); }); }
-  std::string to_string() const { return detail::to_string_with([this](auto& w) { write_values(w); }); }
+  std::string to_string() const { return detail::to_string_with([&](auto& w) { write_values(w); }); }
 
   friend constexpr bool operator==(const tensor_spec& a, const tensor_spec& b) noexcept { return a.shape == b.shape; }
 };

@@ -106,7 +106,7 @@ namespace detail {
 template <class T>
 constexpr void require_tree_type() {
   if constexpr (!tree_type<T>) {
-    TYPEX_STATIC_FAIL(static_tree_error, [](auto& w) {
+    TYPEX_STATIC_FAIL(static_type_error, [](auto& w) {
       w.put("typex: "); w.put(raw_type_name<T>());
       w.put(" is not a pytree: adapt a struct with BOOST_HANA_ADAPT_STRUCT(type, fields...), mark a leaf type with "
             "`static constexpr bool is_pytree_leaf = true;`, or specialize typex::tree_leaf<T>");

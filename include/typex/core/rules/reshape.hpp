@@ -105,7 +105,8 @@ constexpr auto reshape_shape(const shape<S...>& src, const reshape_target<T...>&
       return src;
     } else {
       if constexpr (!same_nonstatic) {
-        const auto ns = detail::product(src), nt = detail::product(target.dims);
+        const auto ns = detail::product(src);
+        const auto nt = detail::product(target.dims);
         constexpr verdict v = equal_verdict<std::remove_cvref_t<decltype(ns)>, std::remove_cvref_t<decltype(nt)>>();
         if constexpr (v == verdict::never) {
           TYPEX_STATIC_FAIL(static_constraint_violation, [](auto& w) {
