@@ -32,3 +32,13 @@ using seq = sym<"seq", 1, 512>;
 static_assert(dim_add_t<dim_mul_t<fix<2>, seq>, fix<1>>::lo == 3 && dim_add_t<dim_mul_t<fix<2>, seq>, fix<1>>::hi == 1025);
 static_assert(dim_floordiv_t<seq, fix<2>>::lo == 0 && dim_floordiv_t<seq, fix<2>>::hi == 256);
 }  // namespace
+
+// Symbolic values work in constant expressions too: the run-time half of a rule runs at compile
+// time (a failing check there stops compilation, since the throwing path is not constexpr).
+namespace {
+using batch = typex::sym<"batch", 1, 64>;
+constexpr auto bs = typex::broadcast_shapes(typex::shape<batch, typex::fix<1>>(batch(4), {}), typex::shape_c<4, 3>{});
+static_assert(same<decltype(bs), typex::shape_c<4, 3>> && bs.numel() == 12);
+constexpr auto mm2 = typex::matmul_shape(typex::shape<batch, typex::dyn>(batch(2), typex::dyn(5)), typex::shape_c<5, 7>{});
+static_assert(mm2.extent(0) == 2 && mm2.extent(1) == 7);
+}  // namespace

@@ -365,7 +365,7 @@ constexpr auto max(const A& a, const B& b) { return detail::combine<dim_op::max>
 template <class A, class B> using dim_add_t = decltype(detail::combine<dim_op::add>(A{}, B{}));
 template <class A, class B> using dim_sub_t = decltype(detail::combine<dim_op::sub>(A{}, B{}));
 template <class A, class B> using dim_mul_t = decltype(detail::combine<dim_op::mul>(A{}, B{}));
-template <class A, class B> using dim_floordiv_t = derived<dim_op::floordiv, A, B>;
+template <class A, class B> using dim_floordiv_t = decltype(detail::combine<dim_op::floordiv>(A{}, B{}));
 template <class A, class B> using dim_max_t = decltype(detail::combine<dim_op::max>(A{}, B{}));
 
 // Make a dim of type D from a run-time extent, checking it: a static D must match exactly, a sym

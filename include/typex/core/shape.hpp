@@ -168,7 +168,8 @@ template <class S, std::size_t K>
     w.put(" at dim "); w.put_int(static_cast<long long>(K)); w.put(": ");
     write_dim_misfit<D>(w, e[K]);
   };
-  if constexpr (is_static_dim_v<D>) raise<shape_error>(describe);
+  // a declared range (symbolic or derived) is a constraint; a static or anonymous dim is a shape fact
+  if constexpr (is_static_dim_v<D> || is_dynamic_dim_v<D>) raise<shape_error>(describe);
   else raise<constraint_violation>(describe);
 }
 

@@ -47,7 +47,8 @@ class any_tensor {
  public:
   static constexpr bool is_pytree_leaf = true;
 
-  any_tensor() = default;
+  // An f32 scalar holding 0 (every any_tensor owns storage for its elements).
+  any_tensor() : any_tensor(dtype::f32, {}) {}
   any_tensor(dtype dt, std::vector<index_t> extents)
       : dtype_(dt), extents_(std::move(extents)),
         storage_(static_cast<std::size_t>(detail::checked_numel(extents_, "tensor")) * itemsize(dt)) {}

@@ -11,6 +11,8 @@
 
 #include <boost/hana/unpack.hpp>
 
+#include <array>
+
 namespace typex {
 
 namespace detail {
@@ -68,7 +70,6 @@ constexpr auto uniform_leaf() {
 // True when the structure (and so the leaf count) is known from the type alone.
 template <class T>
 constexpr bool is_static_tree() {
-  detail::require_tree_type<T>();
   constexpr node_kind k = node_kind_of<T>();
   if constexpr (k == node_kind::leaf) return true;
   else if constexpr (k == node_kind::optional || k == node_kind::list) return false;
@@ -103,7 +104,6 @@ inline constexpr std::size_t static_leaf_count_v = static_leaf_count<T>();
 template <class T, class F>
 constexpr void for_each_leaf(T& tree, F&& f) {
   using U = std::remove_const_t<T>;
-  detail::require_tree_type<U>();
   if constexpr (node_kind_of<U>() == node_kind::leaf) f(tree);
   else detail::for_each_child(tree, [&](auto& c, std::string_view, std::size_t) { for_each_leaf(c, f); });
 }
@@ -122,7 +122,6 @@ std::size_t leaf_count(const T& tree) {
 // The spec of a value (vector lengths and optional presence are read from it).
 template <class T>
 tree_spec spec_of(const T& tree) {
-  detail::require_tree_type<T>();
   constexpr node_kind k = node_kind_of<T>();
   if constexpr (k == node_kind::leaf) {
     return tree_spec::leaf();
@@ -149,31 +148,57 @@ tree_spec static_spec() {
   } else if constexpr (k == node_kind::array) {
     return tree_spec::node(k, {}, {}, std::vector<tree_spec>(std::tuple_size_v<T>, static_spec<typename T::value_type>()));
   } else {
-    return spec_of(T{});
+    std::vector<std::string> keys;
+    std::string type_name;
+    if constexpr (k == node_kind::structure) {
+      type_name = std::string(detail::raw_type_name<T>());
+      boost::hana::for_each(boost::hana::accessors<T>(), [&](auto acc) {
+        keys.emplace_back(boost::hana::to<const char*>(boost::hana::first(acc)));
+      });
+    }
+    return [&]<class... C>(std::type_identity<std::tuple<C...>>) {
+      return tree_spec::node(k, std::move(type_name), std::move(keys), std::vector<tree_spec>{static_spec<C>()...});
+    }(std::type_identity<detail::children_types_t<T>>{});
   }
 }
 
 namespace detail {
+template <class... T>
+struct type_list {};
+template <class... A, class... B>
+type_list<A..., B...> operator+(type_list<A...>, type_list<B...>);  // for folds in decltype only
+
+template <std::size_t, class T>
+using repeat_t = T;
+
+// The leaf types of a static structure, in flattening order: a fold, not a recursion over leaves.
 template <class T>
-constexpr auto flatten_to_tuple(const T& tree) {
+auto leaf_types() {
   constexpr node_kind k = node_kind_of<T>();
   if constexpr (k == node_kind::leaf) {
-    return std::tuple<T>(tree);
+    return type_list<T>{};
   } else if constexpr (k == node_kind::array) {
-    return std::apply([](const auto&... c) { return std::tuple_cat(flatten_to_tuple(c)...); }, tree);
-  } else if constexpr (k == node_kind::structure) {
-    return boost::hana::unpack(boost::hana::accessors<T>(), [&](auto... acc) {
-      return std::tuple_cat(flatten_to_tuple(boost::hana::second(acc)(tree))...);
-    });
+    return []<std::size_t... I>(std::index_sequence<I...>) {
+      return (type_list<>{} + ... + decltype(leaf_types<repeat_t<I, typename T::value_type>>()){});
+    }(std::make_index_sequence<std::tuple_size_v<T>>{});
   } else {
-    return std::apply([](const auto&... c) { return std::tuple_cat(flatten_to_tuple(c)...); }, tree);
+    return []<class... C>(std::type_identity<std::tuple<C...>>) {
+      return (type_list<>{} + ... + decltype(leaf_types<C>()){});
+    }(std::type_identity<children_types_t<T>>{});
   }
 }
+
+template <class List>
+struct as_tuple;
+template <class... L>
+struct as_tuple<type_list<L...>> {
+  using type = std::tuple<L...>;
+};
 }  // namespace detail
 
 // The leaves' types of a static structure, as std::tuple<L...>.
 template <class T>
-using leaves_tuple_t = decltype(detail::flatten_to_tuple(std::declval<const T&>()));
+using leaves_tuple_t = typename detail::as_tuple<decltype(detail::leaf_types<T>())>::type;
 
 // Flattens into a std::vector<L>, converting each leaf with static_cast<L>.
 template <class L, class T>
@@ -187,9 +212,15 @@ std::vector<L> flatten_as(const T& tree) {
 // Flattens to a std::tuple (static structures) or to a std::vector<L> (when all leaves are L).
 template <class T>
 auto flatten(const T& tree) {
-  detail::require_tree_type<T>();
   if constexpr (is_static_tree_v<T>) {
-    return detail::flatten_to_tuple(tree);
+    // collect the leaves' addresses in order, then copy them into the tuple
+    constexpr std::size_t n = static_leaf_count_v<T>;
+    std::array<const void*, n> at{};
+    std::size_t i = 0;
+    for_each_leaf(tree, [&](const auto& leaf) { at[i++] = &leaf; });
+    return [&]<std::size_t... I, class... L>(std::index_sequence<I...>, detail::type_list<L...>) {
+      return std::tuple<L...>{*static_cast<const L*>(at[I])...};
+    }(std::make_index_sequence<n>{}, detail::leaf_types<T>());
   } else {
     using L = typename decltype(detail::uniform_leaf<T>())::type;
     static_assert(!std::is_void_v<L>,

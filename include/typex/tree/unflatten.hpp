@@ -58,7 +58,6 @@ constexpr T build_static(const Leaves& leaves) {
 
 template <class T, class... L>
 constexpr T unflatten(const std::tuple<L...>& leaves) {
-  detail::require_tree_type<T>();
   if constexpr (!is_static_tree_v<T>) {
     TYPEX_STATIC_FAIL(static_tree_error, [](auto& w) {
       w.put("typex::unflatten: "); w.put(detail::raw_type_name<T>());
@@ -174,7 +173,6 @@ T build_dynamic(const tree_spec& spec, std::span<const L> leaves, std::size_t& n
 
 template <class T, class L>
 T unflatten(const tree_spec& spec, std::span<const L> leaves) {
-  detail::require_tree_type<T>();
   if (spec.num_leaves() != leaves.size()) {
     detail::raise<tree_error>([&](auto& w) {
       w.put("typex::unflatten: the spec "); w.put(spec.to_string()); w.put(" has ");
