@@ -166,14 +166,16 @@ namespace detail {
 template <class... T>
 struct type_list {};
 template <class... A, class... B>
-type_list<A..., B...> operator+(type_list<A...>, type_list<B...>);  // for folds in decltype only
+constexpr type_list<A..., B...> operator+(type_list<A...>, type_list<B...>) {
+  return {};
+}
 
 template <std::size_t, class T>
 using repeat_t = T;
 
 // The leaf types of a static structure, in flattening order: a fold, not a recursion over leaves.
 template <class T>
-auto leaf_types() {
+constexpr auto leaf_types() {
   constexpr node_kind k = node_kind_of<T>();
   if constexpr (k == node_kind::leaf) {
     return type_list<T>{};
