@@ -368,29 +368,46 @@ template <class A, class B> using dim_mul_t = decltype(detail::combine<dim_op::m
 template <class A, class B> using dim_floordiv_t = decltype(detail::combine<dim_op::floordiv>(A{}, B{}));
 template <class A, class B> using dim_max_t = decltype(detail::combine<dim_op::max>(A{}, B{}));
 
-// Make a dim of type D from a run-time extent, checking it: a static D must match exactly, a sym
-// must be in range, every extent must be >= 0. A derived D is checked only for its range here;
-// its relation to its operands is checked where the operands are known (tensor binding).
+namespace detail {
+// Whether extent v fits dim type D: equal to a static extent, inside a declared or derived range.
+template <class D>
+constexpr bool dim_fits(index_t v) noexcept {
+  return v >= D::lo && v <= D::hi;  // for fix<N>, lo == hi == N
+}
+
+// Says why extent v does not fit dim type D ("expected 784, got 783", "symbolic dim 'batch' was
+// given 65, outside its declared range [1, 64]").
+template <class D, class W>
+constexpr void write_dim_misfit(W& w, index_t v) {
+  if constexpr (is_static_dim_v<D>) {
+    w.put("expected "); w.put_int(D::value); w.put(", got "); w.put_int(v);
+  } else if constexpr (is_symbolic_dim_v<D>) {
+    w.put("symbolic dim '"); w.put(D::name.view()); w.put("' was given "); w.put_int(v);
+    w.put(", outside its declared range "); D::write_range(w);
+  } else {
+    w.put("extent "); w.put_int(v); w.put(" is outside the range of "); D::write_type(w, 0);
+    w.put(" ["); w.put_int(D::lo); w.put(", "); put_bound(w, D::hi); w.put(']');
+  }
+}
+
+// A declared range (symbolic or derived) is a constraint; a static or anonymous dim is a shape fact.
+template <class D>
+using misfit_error_t = std::conditional_t<is_static_dim_v<D> || is_dynamic_dim_v<D>, shape_error, constraint_violation>;
+}  // namespace detail
+
+// Make a dim of type D from a run-time extent, checking it: a static D must match exactly, a
+// symbolic or derived D must be in its range, every extent must be >= 0. (A derived dim's relation
+// to its operands is checked where the operands are known: check_derived_dims.)
 template <dim D>
 constexpr D make_dim(index_t v) {
-  if constexpr (is_static_dim_v<D>) {
-    if (v != D::value) {
-      detail::raise<shape_error>([v](auto& w) {
-        w.put("typex: expected the static extent "); w.put_int(D::value); w.put(", got "); w.put_int(v);
-      });
-    }
-    return D{};
-  } else if constexpr (is_derived_dim_v<D>) {
-    if (v < D::lo || v > D::hi) {
-      detail::raise<constraint_violation>([v](auto& w) {
-        w.put("typex: derived dim "); D::write_type(w); w.put(" was given "); w.put_int(v);
-        w.put(", outside its range ["); w.put_int(D::lo); w.put(", "); detail::put_bound(w, D::hi); w.put(']');
-      });
-    }
-    return D(v);
-  } else {
-    return D(v);
+  if (!detail::dim_fits<D>(v)) {
+    detail::raise<detail::misfit_error_t<D>>([v](auto& w) {
+      w.put("typex: ");
+      detail::write_dim_misfit<D>(w, v);
+    });
   }
+  if constexpr (is_static_dim_v<D>) return D{};
+  else return D(v);
 }
 
 // Name of a dim type as written in shapes: "784", "batch", "?", "2*seq".

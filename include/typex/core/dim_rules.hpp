@@ -44,7 +44,7 @@ constexpr verdict broadcast_verdict() noexcept {
   } else if constexpr (std::same_as<A, B> && is_named_dim_v<A>) {
     return verdict::always;
   } else {
-    const bool can_be_one = A::lo <= 1 && 1 <= A::hi ? true : (B::lo <= 1 && 1 <= B::hi);
+    const bool can_be_one = (A::lo <= 1 && 1 <= A::hi) || (B::lo <= 1 && 1 <= B::hi);
     return (can_be_one || detail::overlaps(A::lo, A::hi, B::lo, B::hi)) ? verdict::runtime : verdict::never;
   }
 }

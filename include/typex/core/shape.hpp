@@ -137,27 +137,6 @@ inline constexpr index_t static_numel_v = [] {
 }();
 
 namespace detail {
-// Says why extent v does not fit dim type D ("expected 784, got 783", "'batch' ... outside [1, 64]").
-template <class D, class W>
-void write_dim_misfit(W& w, index_t v) {
-  if constexpr (is_static_dim_v<D>) {
-    w.put("expected "); w.put_int(D::value); w.put(", got "); w.put_int(v);
-  } else if constexpr (is_symbolic_dim_v<D>) {
-    w.put("symbolic dim '"); w.put(D::name.view()); w.put("' was given "); w.put_int(v);
-    w.put(", outside its declared range "); D::write_range(w);
-  } else {
-    w.put("extent "); w.put_int(v); w.put(" is outside the range of "); D::write_type(w, 0);
-    w.put(" ["); w.put_int(D::lo); w.put(", "); put_bound(w, D::hi); w.put(']');
-  }
-}
-
-template <class S, std::size_t K>
-bool dim_fits(index_t v) {
-  using D = typename S::template dim_t<K>;
-  if constexpr (is_static_dim_v<D>) return v == D::value;
-  else return v >= D::lo && v <= D::hi;
-}
-
 template <class S, std::size_t K>
 [[noreturn]] TYPEX_NOINLINE TYPEX_COLD void raise_shape_misfit(std::span<const index_t> e, std::string_view what) {
   using D = typename S::template dim_t<K>;
@@ -168,15 +147,13 @@ template <class S, std::size_t K>
     w.put(" at dim "); w.put_int(static_cast<long long>(K)); w.put(": ");
     write_dim_misfit<D>(w, e[K]);
   };
-  // a declared range (symbolic or derived) is a constraint; a static or anonymous dim is a shape fact
-  if constexpr (is_static_dim_v<D> || is_dynamic_dim_v<D>) raise<shape_error>(describe);
-  else raise<constraint_violation>(describe);
+  raise<misfit_error_t<D>>(describe);
 }
 
 template <class S, std::size_t K>
 typename S::template dim_t<K> checked_dim(std::span<const index_t> e, std::string_view what) {
   using D = typename S::template dim_t<K>;
-  if (!dim_fits<S, K>(e[K])) raise_shape_misfit<S, K>(e, what);
+  if (!dim_fits<D>(e[K])) raise_shape_misfit<S, K>(e, what);
   if constexpr (is_static_dim_v<D>) return D{};
   else return D(e[K]);
 }

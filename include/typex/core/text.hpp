@@ -17,20 +17,15 @@ namespace typex::detail {
 
 template <class Out>
 constexpr void put_int(Out& out, long long v) {
-  if (v < 0) {
-    out.put('-');
-    // -(v+1)+1 avoids overflow on LLONG_MIN
-    unsigned long long u = static_cast<unsigned long long>(-(v + 1)) + 1;
-    char buf[24]{};
-    int n = 0;
-    do { buf[n++] = static_cast<char>('0' + u % 10); u /= 10; } while (u);
-    while (n) out.put(buf[--n]);
-    return;
-  }
-  unsigned long long u = static_cast<unsigned long long>(v);
+  // the magnitude as unsigned: -(v + 1) + 1 does not overflow for LLONG_MIN
+  unsigned long long u = v < 0 ? static_cast<unsigned long long>(-(v + 1)) + 1 : static_cast<unsigned long long>(v);
   char buf[24]{};
   int n = 0;
-  do { buf[n++] = static_cast<char>('0' + u % 10); u /= 10; } while (u);
+  do {
+    buf[n++] = static_cast<char>('0' + u % 10);
+    u /= 10;
+  } while (u);
+  if (v < 0) out.put('-');
   while (n) out.put(buf[--n]);
 }
 

@@ -12,18 +12,13 @@ namespace typex::detail {
 template <class T>
 constexpr std::string_view raw_type_name() noexcept {
 #if defined(__clang__) || defined(__GNUC__)
+  // g++: "... raw_type_name() [with T = my::s; std::string_view = ...]"; clang: "... [T = my::s]"
   constexpr std::string_view f = __PRETTY_FUNCTION__;
-#if defined(__clang__)
-  constexpr std::string_view key = "T = ";
-  constexpr std::size_t end_mark = f.rfind(']');
+  constexpr std::size_t begin = f.find("T = ") + 4;
+  constexpr std::size_t end = f.find_first_of(";]", begin);
+  return f.substr(begin, end - begin);
 #else
-  constexpr std::string_view key = "T = ";
-  constexpr std::size_t end_mark = f.find_first_of(";]", f.find(key));
-#endif
-  constexpr std::size_t b = f.find(key) + key.size();
-  return f.substr(b, end_mark - b);
-#else
-  return "T";
+  return "(type)";
 #endif
 }
 

@@ -18,7 +18,7 @@ constexpr index_t slice_length(index_t n, index_t start, index_t end, index_t st
   return end <= start ? 0 : (end - start + step - 1) / step;
 }
 
-template <fixed_string Op, std::size_t At, class S>
+template <std::size_t At, class S>
 constexpr auto replace_dim(const S& s, const auto& d) {
   return join(take<0, At>(s), shape(d), take<At + 1, S::rank - At - 1>(s));
 }
@@ -40,9 +40,9 @@ constexpr auto slice_shape(const shape<D...>& s, op_name_t<Op> = {}) {
   } else {
     using X = typename S::template dim_t<at>;
     if constexpr (is_static_dim_v<X>) {
-      return detail::replace_dim<Op, at>(s, fix<detail::slice_length(X::value, Start, End, Step)>{});
+      return detail::replace_dim<at>(s, fix<detail::slice_length(X::value, Start, End, Step)>{});
     } else {
-      return detail::replace_dim<Op, at>(s, dyn(detail::slice_length(s.template get<at>().get(), Start, End, Step)));
+      return detail::replace_dim<at>(s, dyn(detail::slice_length(s.template get<at>().get(), Start, End, Step)));
     }
   }
 }
@@ -60,7 +60,7 @@ constexpr auto slice_shape(const shape<D...>& s, index_t start, index_t end, ind
         detail::put_op(w, Op.view()); w.put(": step "); w.put_int(step); w.put(" is not positive; slices need step >= 1");
       });
     }
-    return detail::replace_dim<Op, at>(s, dyn(detail::slice_length(s.template get<at>().get(), start, end, step)));
+    return detail::replace_dim<at>(s, dyn(detail::slice_length(s.template get<at>().get(), start, end, step)));
   }
 }
 
