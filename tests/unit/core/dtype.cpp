@@ -1,6 +1,8 @@
 #include "../support.hpp"
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 using namespace typex;
@@ -19,8 +21,8 @@ TEST_CASE("dtype names, sizes and categories") {
   static_assert(dtype_of_v<double> == dtype::f64 && dtype_of_v<std::int64_t> == dtype::i64);
 }
 
-// torch.promote_types for every pair (the table below was produced with PyTorch 2.x:
-// [[str(torch.promote_types(a, b)) for b in dts] for a in dts]).
+// torch.promote_types for every pair: the table below is the output of tools/promotion_table.py
+// run with PyTorch 1.13 (Debian's python3-torch).
 TEST_CASE("promotion follows torch.promote_types for every pair") {
   using enum dtype;
   constexpr dtype order[] = {b8, u8, i8, i16, i32, i64, f16, bf16, f32, f64};
@@ -70,4 +72,24 @@ TEST_CASE("half and bfloat16 round to nearest even, saturate to inf, keep nan") 
   CHECK(bfloat16(1.0f + 1.0f / 256).bits == 0x3f80);  // tie to even
   CHECK(std::isnan(static_cast<float>(bfloat16(std::numeric_limits<float>::quiet_NaN()))));
   static_assert(half(2.0f).bits == 0x4000);  // constexpr
+}
+
+TEST_CASE("half and bfloat16 conversions match PyTorch bit for bit") {
+  struct ref {
+    std::uint32_t f32, f16, bf16;
+  };
+  static constexpr ref table[] = {
+#include "../../data/half_reference.inc"
+  };
+  int checked = 0;
+  for (const ref& r : table) {
+    const float f = std::bit_cast<float>(r.f32);
+    CAPTURE(f);
+    CHECK(half(f).bits == r.f16);
+    CHECK(bfloat16(f).bits == r.bf16);
+    // and back: widening is exact, so converting the widened value again gives the same bits
+    CHECK(half(static_cast<float>(half::from_bits(static_cast<std::uint16_t>(r.f16)))).bits == r.f16);
+    ++checked;
+  }
+  CHECK(checked > 400);
 }
