@@ -14,7 +14,6 @@
 #include <typex/tensor/storage.hpp>
 #include <typex/tensor/tensor_spec.hpp>
 
-#include <algorithm>
 #include <initializer_list>
 #include <span>
 #include <string>
@@ -132,7 +131,8 @@ class host_tensor {
         w.put(" values given for shape "); s.write_values(w); w.put(", which holds "); w.put_int(s.numel());
       });
     }
-    std::copy(values.begin(), values.end(), t.data());
+    value_type* out = t.data();
+    for (std::size_t i = 0; i < values.size(); ++i) out[i] = values[i];
     return t;
   }
   static host_tensor from_values(const S& s, std::initializer_list<value_type> values) {
@@ -192,7 +192,10 @@ class host_tensor {
     return data()[offset_of(ix)];
   }
 
-  void fill(value_type v) const { std::fill(data(), data() + numel(), v); }
+  void fill(value_type v) const {
+    value_type* p = data();
+    for (index_t i = 0, n = numel(); i < n; ++i) p[i] = v;
+  }
   host_tensor clone() const { return host_tensor(shape_, storage_.clone()); }
 
   template <class W>
