@@ -119,23 +119,26 @@ std::size_t leaf_count(const T& tree) {
   }
 }
 
+namespace detail {
+template <class T>
+void write_spec(const T& tree, tree_spec& out) {
+  constexpr node_kind k = node_kind_of<T>();
+  if constexpr (k != node_kind::leaf) {
+    spec_writer::begin(out, k, k == node_kind::structure ? raw_type_name<T>() : std::string_view{});
+    for_each_child(tree, [&](const auto& c, std::string_view key, std::size_t) {
+      write_spec(c, spec_writer::add_child(out, key));
+    });
+    spec_writer::end(out);
+  }
+}
+}  // namespace detail
+
 // The spec of a value (vector lengths and optional presence are read from it).
 template <class T>
 tree_spec spec_of(const T& tree) {
-  constexpr node_kind k = node_kind_of<T>();
-  if constexpr (k == node_kind::leaf) {
-    return tree_spec::leaf();
-  } else {
-    std::vector<tree_spec> children;
-    std::vector<std::string> keys;
-    detail::for_each_child(tree, [&](const auto& c, std::string_view key, std::size_t) {
-      children.push_back(spec_of(c));
-      if (!key.empty()) keys.emplace_back(key);
-    });
-    std::string type_name;
-    if constexpr (k == node_kind::structure) type_name = std::string(detail::raw_type_name<T>());
-    return tree_spec::node(k, std::move(type_name), std::move(keys), std::move(children));
-  }
+  tree_spec s;
+  detail::write_spec(tree, s);
+  return s;
 }
 
 // The spec of a static structure, from its type alone.

@@ -16,6 +16,10 @@
 
 namespace typex {
 
+namespace detail {
+struct spec_writer;
+}
+
 class tree_spec {
  public:
   tree_spec() = default;  // a leaf
@@ -59,6 +63,8 @@ class tree_spec {
   }
 
  private:
+  friend struct detail::spec_writer;
+
   void write(std::string& s) const {
     if (is_leaf()) {
       s += '*';
@@ -93,5 +99,25 @@ class tree_spec {
   std::vector<tree_spec> children_;
   std::size_t num_leaves_ = 1;
 };
+
+namespace detail {
+// Builds a tree_spec node by node. Not a template and kept out of line, so that the per-type code
+// of spec_of<T> stays a few calls (inlined, a 50-leaf structure's spec cost a second to compile).
+struct spec_writer {
+  TYPEX_NOINLINE static void begin(tree_spec& s, node_kind kind, std::string_view type_name) {
+    s.kind_ = kind;
+    s.type_ = std::string(type_name);
+    s.num_leaves_ = 0;
+  }
+  TYPEX_NOINLINE static tree_spec& add_child(tree_spec& s, std::string_view key) {
+    if (!key.empty()) s.keys_.emplace_back(key);
+    return s.children_.emplace_back();
+  }
+  TYPEX_NOINLINE static void end(tree_spec& s) {
+    s.num_leaves_ = 0;
+    for (const auto& c : s.children_) s.num_leaves_ += c.num_leaves_;
+  }
+};
+}  // namespace detail
 
 }  // namespace typex
