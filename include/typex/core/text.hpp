@@ -9,6 +9,7 @@
 
 #include <typex/core/fixed_string.hpp>
 
+#include <concepts>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -77,3 +78,17 @@ std::string to_string_with(F&& f) {
 }
 
 }  // namespace typex::detail
+
+namespace typex {
+// `std::cout << x` for every typex value that describes itself with to_string() (shapes, tensor
+// specs, tensors, tree specs), without this header including <ostream>.
+template <class OStream, class T>
+  requires requires(OStream& os, const T& v, const std::string& s) {
+    { v.to_string() } -> std::same_as<std::string>;
+    os << s;
+  }
+OStream& operator<<(OStream& os, const T& v) {
+  os << v.to_string();
+  return os;
+}
+}  // namespace typex

@@ -55,13 +55,6 @@ class tree_spec {
     return s;
   }
 
-  template <class OStream>
-  friend OStream& operator<<(OStream& os, const tree_spec& s)
-    requires requires(OStream& o, const std::string& str) { o << str; }
-  {
-    return os << s.to_string();
-  }
-
  private:
   friend struct detail::spec_writer;
 

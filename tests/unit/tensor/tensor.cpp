@@ -1,6 +1,7 @@
 #include "../support.hpp"
 
 #include <cstdint>
+#include <sstream>
 
 using namespace typex;
 using batch = sym<"batch", 1, 64>;
@@ -61,4 +62,11 @@ TEST_CASE("binding a type-erased tensor checks dtype, rank, extents, symbols") {
   symbol_table t;
   (void)X::bind(a, t, "input 'x'");
   CHECK_THROWS_AS((void)(tensor<f32, batch>::bind(any_tensor(dtype::f32, {6}), t, "input 'm'")), constraint_violation);
+}
+
+TEST_CASE("typex values print to streams") {
+  std::ostringstream os;
+  const X x({2, 3});
+  os << x << ' ' << x.shape() << ' ' << x.spec() << ' ' << x.erase() << ' ' << spec_of(std::make_tuple(1, 2.0f));
+  CHECK(os.str() == "f32[2, 3] [2, 3] f32[2, 3] f32[2, 3] TreeSpec(tuple, None, [*, *])");
 }
