@@ -36,4 +36,16 @@ std::string message_of(F&& f) {
   return {};
 }
 
+// Dims used by the shape-rule tests: one test body runs over a static, a symbolic and a dynamic
+// version of the same extent (STYLE.md 11).
+using m_sym = typex::sym<"m", 1, 4096>;
+using k_sym = typex::sym<"k", 1, 4096>;
+
+// The extent 4 as a dim of kind D.
+template <class D>
+D rows() {
+  if constexpr (typex::is_static_dim_v<D>) return D{};
+  else return D(4);
+}
+
 }  // namespace typex_test
