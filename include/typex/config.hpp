@@ -29,6 +29,19 @@
 #define TYPEX_COLD
 #endif
 
+// The compiler's spelling of the current function, with template arguments (type names in messages).
+#if defined(__GNUC__) || defined(__clang__)
+#define TYPEX_PRETTY_FUNCTION __PRETTY_FUNCTION__
+#endif
+
+// clang 16 elides string template arguments after 32 characters in diagnostics: static error
+// messages are passed to it in pieces of this many characters (0: one piece, as g++ prints them whole).
+#if defined(__clang__)
+#define TYPEX_STATIC_MESSAGE_PIECE 31
+#else
+#define TYPEX_STATIC_MESSAGE_PIECE 0
+#endif
+
 // Alignment (bytes) of host tensor storage: one cache line, enough for AVX-512 loads.
 #ifndef TYPEX_CONFIG_ALIGNMENT
 #define TYPEX_CONFIG_ALIGNMENT 64

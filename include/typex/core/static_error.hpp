@@ -59,13 +59,8 @@ struct static_type_error {
 
 namespace detail {
 
-#if defined(__clang__)
-// clang 16 elides a string template argument after 32 characters in diagnostics; the message is
-// passed in pieces of 31 (the last padded with spaces) so that clang's notes show all of it.
-inline constexpr std::size_t static_message_piece = 31;
-#else
-inline constexpr std::size_t static_message_piece = 0;  // one piece: the whole sentence
-#endif
+// Pieces of the message (the last padded with spaces) for compilers that elide long strings.
+inline constexpr std::size_t static_message_piece = TYPEX_STATIC_MESSAGE_PIECE;
 
 template <class F, std::size_t I>
 consteval auto static_message_part() {

@@ -5,15 +5,17 @@
 // compiler's spelling, cut out of __PRETTY_FUNCTION__.
 #pragma once
 
+#include <typex/config.hpp>
+
 #include <string_view>
 
 namespace typex::detail {
 
 template <class T>
 constexpr std::string_view raw_type_name() noexcept {
-#if defined(__clang__) || defined(__GNUC__)
+#if defined(TYPEX_PRETTY_FUNCTION)
   // g++: "... raw_type_name() [with T = my::s; std::string_view = ...]"; clang: "... [T = my::s]"
-  constexpr std::string_view f = __PRETTY_FUNCTION__;
+  constexpr std::string_view f = TYPEX_PRETTY_FUNCTION;
   constexpr std::size_t begin = f.find("T = ") + 4;
   constexpr std::size_t end = f.find_first_of(";]", begin);
   return f.substr(begin, end - begin);
