@@ -1,8 +1,9 @@
 # cmake -DROOT=<dir containing the layer folders> -P check_layers.cmake
 #
 # The house plan's layers (ARCHITECTURE.md): a header may include typex headers of its own layer or
-# of layers below it, never above; a detail/ folder belongs to its layer alone. Fails listing every
-# violation.
+# of layers below it, never above; a detail/ folder belongs to its layer alone; only backend/eigen
+# includes Eigen and only backend/cuda includes CUDA headers; only config.hpp tests compilers.
+# Fails listing every violation.
 cmake_minimum_required(VERSION 3.21)
 set(LAYERS config core tree tensor ops ir trace nn passes export backend)
 
@@ -19,7 +20,11 @@ function(layer_of rel out)
   set(${out} "${first}" PARENT_SCOPE)
 endfunction()
 
+get_filename_component(ROOT "${ROOT}" ABSOLUTE)
 file(GLOB_RECURSE headers RELATIVE ${ROOT} ${ROOT}/*.hpp)
+if(NOT headers)
+  message(FATAL_ERROR "no headers under ${ROOT}: nothing was checked")
+endif()
 set(errors "")
 foreach(h IN LISTS headers)
   layer_of("${h}" from)
@@ -30,6 +35,20 @@ foreach(h IN LISTS headers)
   if(from_idx EQUAL -1)
     string(APPEND errors "${h}: folder '${from}' is not a layer of ARCHITECTURE.md\n")
     continue()
+  endif()
+  file(STRINGS ${ROOT}/${h} heavy REGEX "^#include <(Eigen|unsupported/Eigen|cuda|cublas|cudnn|cuda_runtime)")
+  foreach(inc IN LISTS heavy)
+    if(inc MATCHES "Eigen" AND NOT h MATCHES "^backend/eigen")
+      string(APPEND errors "${h}: ${inc}: only backend/eigen may include Eigen\n")
+    elseif(NOT inc MATCHES "Eigen" AND NOT h MATCHES "^backend/cuda")
+      string(APPEND errors "${h}: ${inc}: only backend/cuda may include CUDA headers\n")
+    endif()
+  endforeach()
+  if(NOT h STREQUAL "config.hpp")
+    file(STRINGS ${ROOT}/${h} compiler_tests REGEX "^#(if|elif).*(__GNUC__|__clang__|_MSC_VER|__CUDACC__|__INTEL)")
+    foreach(line IN LISTS compiler_tests)
+      string(APPEND errors "${h}: `${line}`: compiler tests belong in config.hpp (define a TYPEX_ macro there)\n")
+    endforeach()
   endif()
   file(STRINGS ${ROOT}/${h} includes REGEX "^#include <typex/")
   foreach(inc IN LISTS includes)
