@@ -410,6 +410,24 @@ constexpr D make_dim(index_t v) {
   else return D(v);
 }
 
+namespace detail {
+template <char... C>
+consteval index_t parse_extent() {
+  index_t v = 0;
+  ((v = v * 10 + (C - '0')), ...);
+  return v;
+}
+}  // namespace detail
+
+namespace literals {
+// 784_c is fix<784>{}: static extents in dim arithmetic read like numbers (2_c * seq{} + 1_c).
+template <char... C>
+constexpr auto operator""_c() {
+  static_assert(((C >= '0' && C <= '9') && ...), "typex: _c takes a decimal integer literal, e.g. 784_c");
+  return fix<detail::parse_extent<C...>()>{};
+}
+}  // namespace literals
+
 // Name of a dim type as written in shapes: "784", "batch", "?", "2*seq".
 template <dim D, class W>
 constexpr void write_dim_type(W& w) { D::write_type(w, 0); }

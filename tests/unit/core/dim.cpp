@@ -97,3 +97,12 @@ TEST_CASE("verdicts for every mix of dims") {
   static_assert(same<unify_t<batch, fix<3>>, fix<3>>);
   static_assert(same<unify_t<dyn, batch>, batch>);
 }
+
+TEST_CASE("_c literals are static extents") {
+  using namespace typex::literals;
+  static_assert(std::is_same_v<decltype(784_c), fix<784>>);
+  const auto d = 2_c * seq(10) + 1_c;
+  CHECK(d.get() == 21);
+  CHECK(detail::to_string_with([](auto& w) { std::remove_cvref_t<decltype(d)>::write_type(w); }) == "2*seq + 1");
+  static_assert(std::is_same_v<decltype(3_c * 4_c), fix<12>>);
+}
