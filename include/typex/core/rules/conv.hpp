@@ -32,9 +32,17 @@ struct pool2d_options {
 };
 
 namespace detail {
+// PyTorch's pooling_output_shape with ceil_mode: the last window may hang over the end, but must
+// start inside the input or the left padding. Below 1 the op is invalid.
+constexpr index_t ceil_window_out(index_t in, index_t kernel, index_t stride, index_t pad, index_t dil) noexcept {
+  index_t o = ceildiv(in + 2 * pad - dil * (kernel - 1) - 1, stride) + 1;
+  if ((o - 1) * stride >= in + pad) --o;
+  return o;
+}
+
 // Output extent of one spatial dim. K is the kernel dim (a dim value), the rest static.
-template <fixed_string Op, class S, std::size_t At, index_t Stride, index_t Pad, index_t Dil, bool Ceil, class In,
-          class K>
+// Floor mode (conv, and pools by default): the dilated kernel must fit the padded input.
+template <fixed_string Op, class S, std::size_t At, index_t Stride, index_t Pad, index_t Dil, class In, class K>
 constexpr auto window_out(const S& s, const In& in, const K& k) {
   const auto padded = in + fix<2 * Pad>{};
   const auto span = fix<Dil>{} * (k - fix<1>{}) + fix<1>{};  // the dilated kernel
@@ -70,17 +78,42 @@ constexpr auto window_out(const S& s, const In& in, const K& k) {
       }
       if (!std::is_constant_evaluated()) record_requirement(Op.view(), relation::at_least, padded, span, At);
     }
-    if constexpr (!Ceil) {
-      return floordiv(padded - span, fix<Stride>{}) + fix<1>{};
-    } else if constexpr (fits_static) {
-      // PyTorch: the last window must start inside the input or the left padding.
-      constexpr index_t o = ceildiv(P{}.get() - E{}.get(), Stride) + 1;
-      return fix<((o - 1) * Stride >= P{}.get() - Pad ? o - 1 : o)>{};
+    return floordiv(padded - span, fix<Stride>{}) + fix<1>{};
+  }
+}
+
+// Ceil mode (pools only; the kernel is static). The result is static for a static input, a dyn
+// otherwise (the rounding rule has no closed form as a dim expression).
+template <fixed_string Op, class S, std::size_t At, index_t Kernel, index_t Stride, index_t Pad, index_t Dil, class In>
+constexpr auto window_out_ceil(const S& s, const In& in) {
+  if constexpr (is_static_dim_v<In>) {
+    constexpr index_t o = ceil_window_out(In::value, Kernel, Stride, Pad, Dil);
+    if constexpr (o < 1) {
+      TYPEX_STATIC_FAIL(static_shape_error, [](auto& w) {
+        put_op(w, Op.view()); w.put(": input "); S::write_type(w); w.put(" is too small at dim "); w.put_int(At);
+        w.put(": a window of "); w.put_int(Kernel); w.put(" (dilation "); w.put_int(Dil); w.put(", padding ");
+        w.put_int(Pad); w.put(") leaves no output even with ceil_mode; pad the input or use a smaller kernel");
+      });
+      return fix<1>{};
     } else {
-      index_t o = ceildiv(padded.get() - span.get(), Stride) + 1;
-      if ((o - 1) * Stride >= in.get() + Pad) --o;
-      return dyn(o);
+      return fix<o>{};
     }
+  } else if constexpr (ceil_window_out(In::hi >= int_oo ? int_oo / 4 : In::hi, Kernel, Stride, Pad, Dil) < 1) {
+    TYPEX_STATIC_FAIL(static_constraint_violation, [](auto& w) {
+      put_op(w, Op.view()); w.put(": input "); S::write_type(w); w.put(" is too small at dim "); w.put_int(At);
+      w.put(" for every value in the declared range of "); write_dim_with_range<In>(w);
+      w.put(": no output even with ceil_mode; raise the declared minimum");
+    });
+    return dyn(1);
+  } else {
+    const index_t o = ceil_window_out(in.get(), Kernel, Stride, Pad, Dil);
+    if (o < 1) {
+      raise<shape_error>([&](auto& w) {
+        put_op(w, Op.view()); w.put(": input "); s.write_values(w); w.put(" is too small at dim ");
+        w.put_int(At); w.put(": a window of "); w.put_int(Kernel); w.put(" leaves no output even with ceil_mode");
+      });
+    }
+    return dyn(o);
   }
 }
 
@@ -145,9 +178,9 @@ constexpr auto conv2d_shape(const shape<X...>& x, const shape<W...>& w, op_name_
             out.put(" has output channels not divisible by groups="); out.put_int(Opt.groups);
           });
       }
-      const auto h = detail::window_out<Op, SX, c + 1, Opt.stride[0], Opt.padding[0], Opt.dilation[0], false>(
+      const auto h = detail::window_out<Op, SX, c + 1, Opt.stride[0], Opt.padding[0], Opt.dilation[0]>(
           x, x.template get<c + 1>(), w.template get<2>());
-      const auto wd = detail::window_out<Op, SX, c + 2, Opt.stride[1], Opt.padding[1], Opt.dilation[1], false>(
+      const auto wd = detail::window_out<Op, SX, c + 2, Opt.stride[1], Opt.padding[1], Opt.dilation[1]>(
           x, x.template get<c + 2>(), w.template get<3>());
       return detail::join(detail::take<0, c>(x), shape(w.template get<0>(), h, wd));
     }
@@ -169,10 +202,12 @@ constexpr auto pool2d_shape(const shape<X...>& x, op_name_t<Op> = {}) {
   detail::require_nchw<Op, SX>();
   if constexpr (SX::rank == 3 || SX::rank == 4) {
     constexpr std::size_t c = SX::rank - 3;
-    const auto h = detail::window_out<Op, SX, c + 1, sh, Opt.padding[0], Opt.dilation[0], Opt.ceil_mode>(
-        x, x.template get<c + 1>(), fix<Opt.kernel[0]>{});
-    const auto wd = detail::window_out<Op, SX, c + 2, sw, Opt.padding[1], Opt.dilation[1], Opt.ceil_mode>(
-        x, x.template get<c + 2>(), fix<Opt.kernel[1]>{});
+    const auto one = [&]<std::size_t D, index_t K, index_t St, index_t P, index_t Di>() {
+      if constexpr (Opt.ceil_mode) return detail::window_out_ceil<Op, SX, D, K, St, P, Di>(x, x.template get<D>());
+      else return detail::window_out<Op, SX, D, St, P, Di>(x, x.template get<D>(), fix<K>{});
+    };
+    const auto h = one.template operator()<c + 1, Opt.kernel[0], sh, Opt.padding[0], Opt.dilation[0]>();
+    const auto wd = one.template operator()<c + 2, Opt.kernel[1], sw, Opt.padding[1], Opt.dilation[1]>();
     return detail::join(detail::take<0, c + 1>(x), shape(h, wd));
   } else {
     return x;
