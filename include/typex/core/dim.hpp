@@ -334,17 +334,6 @@ constexpr auto fold_constant(const A& a, const B& b) {
     return derived<Op, A, B>(a, b);
   }
 }
-
-// Lets `2 * seq{}` and `seq{} + 1` work with plain integers on one side (they become fix<N> only
-// for literals known at compile time; a run-time integer becomes a dyn).
-template <class T>
-concept dim_or_int = dim<T> || std::integral<T>;
-
-template <class T>
-constexpr auto as_dim(const T& v) {
-  if constexpr (dim<T>) return v;
-  else return dyn(static_cast<index_t>(v));
-}
 }  // namespace detail
 
 template <class A, class B> requires(dim<A> && dim<B>)

@@ -32,7 +32,7 @@ namespace typex {
 
 // Specialize (with `: std::true_type`) to make T a pytree leaf.
 template <class T>
-struct tree_leaf : std::bool_constant<std::is_arithmetic_v<T> || requires { T::is_pytree_leaf; }> {};
+struct tree_leaf : std::bool_constant<std::is_arithmetic_v<T> || requires { requires T::is_pytree_leaf; }> {};
 
 template <class T>
 concept tree_leaf_type = tree_leaf<T>::value;
