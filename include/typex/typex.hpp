@@ -39,3 +39,12 @@
 #include <typex/tensor/host_tensor.hpp>
 #include <typex/tensor/storage.hpp>
 #include <typex/tensor/tensor_spec.hpp>
+
+// ir
+#include <typex/ir/graph.hpp>
+#include <typex/ir/printer.hpp>
+#include <typex/ir/sym_expr.hpp>
+#include <typex/ir/verifier.hpp>
+
+// passes
+#include <typex/passes/dce.hpp>

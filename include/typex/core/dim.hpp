@@ -189,6 +189,34 @@ constexpr int precedence(dim_op op) noexcept {
   return 0;
 }
 
+// Writes `lhs op rhs` with the parentheses precedence needs; write_lhs/write_rhs(prec) write the
+// operands. Shared by derived dims (types) and the IR's symbolic expressions (data).
+template <class W, class L, class R>
+constexpr void write_dim_op(W& w, dim_op op, int parent_prec, L&& write_lhs, R&& write_rhs) {
+  const int p = precedence(op);
+  if (op == dim_op::max || op == dim_op::bcast) {
+    w.put(op == dim_op::max ? "max(" : "broadcast(");
+    write_lhs(0);
+    w.put(", ");
+    write_rhs(0);
+    w.put(')');
+    return;
+  }
+  const bool parens = p < parent_prec || (op != dim_op::add && op != dim_op::mul && p == parent_prec);
+  if (parens) w.put('(');
+  write_lhs(p);
+  switch (op) {
+    case dim_op::add: w.put(" + "); break;
+    case dim_op::sub: w.put(" - "); break;
+    case dim_op::mul: w.put('*'); break;
+    case dim_op::floordiv: w.put("//"); break;
+    case dim_op::ceildiv: w.put(" ceildiv "); break;
+    default: break;
+  }
+  write_rhs(p + 1);
+  if (parens) w.put(')');
+}
+
 constexpr index_t apply(dim_op op, index_t a, index_t b) noexcept {
   switch (op) {
     case dim_op::add: return a + b;
@@ -248,24 +276,7 @@ struct derived {
   // Prints like torch's sympy output: 2*seq, seq + 1, (h + 2)//2, max(a, b).
   template <class W>
   static constexpr void write_type(W& w, int parent_prec = 0) {
-    constexpr int p = detail::precedence(Op);
-    if constexpr (Op == dim_op::max || Op == dim_op::bcast) {
-      w.put(Op == dim_op::max ? "max(" : "broadcast("); A::write_type(w, 0); w.put(", "); B::write_type(w, 0); w.put(')');
-    } else {
-      const bool parens = p < parent_prec || (Op != dim_op::add && Op != dim_op::mul && p == parent_prec);
-      if (parens) w.put('(');
-      A::write_type(w, p);
-      switch (Op) {
-        case dim_op::add: w.put(" + "); break;
-        case dim_op::sub: w.put(" - "); break;
-        case dim_op::mul: w.put('*'); break;
-        case dim_op::floordiv: w.put("//"); break;
-        case dim_op::ceildiv: w.put(" ceildiv "); break;
-        default: break;
-      }
-      B::write_type(w, p + 1);
-      if (parens) w.put(')');
-    }
+    detail::write_dim_op(w, Op, parent_prec, [&](int p) { A::write_type(w, p); }, [&](int p) { B::write_type(w, p); });
   }
 
  private:

@@ -1,0 +1,291 @@
+// typex/ir/graph.hpp — the functional graph: placeholders, calls, one output (torch.fx's shape).
+//
+// Plain run-time data: nodes in topological order, each with a unique name, an ATen-style target
+// ("aten.linear.default"), arguments (other nodes' values or constants), the metadata of the
+// values it produces (dtype and symbolic shape), the nn_module_stack it was recorded under and the
+// user's source location. Passes, printing, serialization and backends all work on this data; the
+// typed front end only builds it.
+#pragma once
+
+#include <typex/core/dtype.hpp>
+#include <typex/core/error.hpp>
+#include <typex/ir/sym_expr.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace typex::ir {
+
+// A graph that breaks its invariants (verifier, malformed construction).
+class graph_error : public error {
+ public:
+  using error::error;
+};
+
+// dtype and symbolic shape of one value: prints as f32[s0, 784].
+struct tensor_meta {
+  dtype scalar_type = dtype::f32;
+  std::vector<sym_expr> shape;
+
+  std::size_t rank() const noexcept { return shape.size(); }
+  std::string to_string() const {
+    std::string s(name(scalar_type));
+    s += '[';
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+      if (i) s += ", ";
+      s += shape[i].to_string();
+    }
+    s += ']';
+    return s;
+  }
+  friend bool operator==(const tensor_meta&, const tensor_meta&) = default;
+};
+
+using node_id = std::uint32_t;
+
+// An argument that is the value of another node (for multi-output nodes: output `index`).
+struct value_ref {
+  node_id node;
+  std::uint32_t index = 0;
+  friend bool operator==(const value_ref&, const value_ref&) = default;
+};
+
+struct none_t {
+  friend bool operator==(none_t, none_t) = default;
+};
+
+// What a call can take: values, None, scalars, int lists (dims, sizes), lists of values (cat),
+// symbolic ints, dtypes and strings (reduce="mean", approximate="tanh").
+using argument = std::variant<value_ref, none_t, bool, std::int64_t, double, std::string, std::vector<std::int64_t>,
+                              std::vector<value_ref>, sym_expr, dtype>;
+
+enum class node_op : unsigned char { placeholder, call_function, output };
+
+constexpr std::string_view name(node_op op) noexcept {
+  switch (op) {
+    case node_op::placeholder: return "placeholder";
+    case node_op::call_function: return "call_function";
+    case node_op::output: return "output";
+  }
+  return "?";
+}
+
+// One frame of the nn_module_stack: the submodule's path ("layers.0.attn") and its type.
+struct module_frame {
+  std::string path;
+  std::string type;
+  friend bool operator==(const module_frame&, const module_frame&) = default;
+};
+
+struct node {
+  node_op op = node_op::call_function;
+  std::string name;    // unique in the graph
+  std::string target;  // the op for calls ("aten.linear.default"); the name for placeholders; "output"
+  std::vector<argument> args;
+  std::vector<std::pair<std::string, argument>> kwargs;
+  std::vector<tensor_meta> vals;  // the values this node produces (one for most ops, none for output)
+  std::vector<module_frame> nn_module_stack;
+  std::string stack_trace;  // where the user's code recorded it: "model.cpp:12 in forward"
+};
+
+// What add_call needs; designated initializers name the parts.
+// (Every member has a default initializer: g++ 12's -Wmissing-field-initializers would otherwise
+// warn about each part a designated initializer leaves out.)
+struct call {
+  std::string target = {};
+  std::vector<argument> args = {};
+  std::vector<std::pair<std::string, argument>> kwargs = {};
+  std::vector<tensor_meta> vals = {};
+  std::string name_hint = {};  // default: the op's name ("aten.linear.default" -> linear)
+  std::vector<module_frame> nn_module_stack = {};
+  std::string stack_trace = {};
+};
+
+class graph {
+ public:
+  // Placeholders come first, in the order of the program's flat inputs.
+  node_id add_placeholder(std::string_view name_hint, tensor_meta meta) {
+    if (!nodes_.empty() && nodes_.back().op != node_op::placeholder)
+      detail::raise_message<graph_error>("typex::ir::graph: placeholders must come before every other node");
+    node n;
+    n.op = node_op::placeholder;
+    n.name = unique_name(name_hint);
+    n.target = n.name;
+    n.vals.push_back(std::move(meta));
+    return push(std::move(n));
+  }
+
+  // Appends a call: g.add_call({.target = "aten.relu.default", .args = {value_ref{x}}, .vals = {meta}}).
+  // Arguments must read existing values (graphs are built in topological order).
+  node_id add_call(call c) {
+    require_open();
+    for (const argument& a : c.args) check_refs(a, c.target);
+    for (const auto& kv : c.kwargs) check_refs(kv.second, c.target);
+    node n;
+    n.op = node_op::call_function;
+    n.name = unique_name(c.name_hint.empty() ? default_hint(c.target) : std::string_view(c.name_hint));
+    n.target = std::move(c.target);
+    n.args = std::move(c.args);
+    n.kwargs = std::move(c.kwargs);
+    n.vals = std::move(c.vals);
+    n.nn_module_stack = std::move(c.nn_module_stack);
+    n.stack_trace = std::move(c.stack_trace);
+    return push(std::move(n));
+  }
+
+  // The one output node, returning `outs` (flat: the program's outputs in order).
+  node_id set_output(std::vector<value_ref> outs) {
+    require_open();
+    node n;
+    n.op = node_op::output;
+    n.name = "output";
+    n.target = "output";
+    for (const value_ref& r : outs) {
+      check_refs(r, "output");
+      n.args.emplace_back(r);
+    }
+    return push(std::move(n));
+  }
+
+  const std::vector<node>& nodes() const noexcept { return nodes_; }
+  const node& operator[](node_id id) const { return nodes_.at(id); }
+  std::size_t size() const noexcept { return nodes_.size(); }
+  bool has_output() const noexcept { return !nodes_.empty() && nodes_.back().op == node_op::output; }
+
+  const node& output() const {
+    if (!has_output()) detail::raise_message<graph_error>("typex::ir::graph: the graph has no output node yet");
+    return nodes_.back();
+  }
+
+  const tensor_meta& meta(value_ref r) const {
+    const node& n = nodes_.at(r.node);
+    if (r.index >= n.vals.size()) {
+      detail::raise<graph_error>([&](auto& w) {
+        w.put("typex::ir::graph: node '"); w.put(n.name); w.put("' has no output "); w.put_int(r.index);
+      });
+    }
+    return n.vals[r.index];
+  }
+
+  std::vector<node_id> placeholders() const {
+    std::vector<node_id> out;
+    for (node_id i = 0; i < nodes_.size() && nodes_[i].op == node_op::placeholder; ++i) out.push_back(i);
+    return out;
+  }
+
+  // users()[i]: the nodes that read node i, in graph order (each once).
+  std::vector<std::vector<node_id>> users() const {
+    std::vector<std::vector<node_id>> u(nodes_.size());
+    for (node_id i = 0; i < nodes_.size(); ++i) {
+      for_each_ref(nodes_[i], [&](value_ref r) {
+        if (u[r.node].empty() || u[r.node].back() != i) u[r.node].push_back(i);
+      });
+    }
+    return u;
+  }
+
+  // Calls f(value_ref) for every value an argument holds (a list holds several).
+  template <class F>
+  static void for_each_ref(const argument& a, F&& f) {
+    if (const auto* r = std::get_if<value_ref>(&a)) f(*r);
+    else if (const auto* rs = std::get_if<std::vector<value_ref>>(&a))
+      for (const value_ref& x : *rs) f(x);
+  }
+  // Calls f(value_ref) for every value a node reads (args and kwargs).
+  template <class F>
+  static void for_each_ref(const node& n, F&& f) {
+    for (const argument& a : n.args) for_each_ref(a, f);
+    for (const auto& kv : n.kwargs) for_each_ref(kv.second, f);
+  }
+
+  // A name not used yet, from a hint, as torch.fx makes them: linear, linear_1, linear_2, ...
+  std::string unique_name(std::string_view hint) {
+    std::string base = sanitize(hint);
+    if (!taken(base)) return base;
+    for (int k = 1;; ++k) {
+      std::string candidate = base + "_" + std::to_string(k);
+      if (!taken(candidate)) return candidate;
+    }
+  }
+
+  // Rebuilds the node list keeping only `keep[i]` nodes, renumbering references. Used by passes.
+  void retain(const std::vector<bool>& keep) {
+    std::vector<node_id> remap(nodes_.size(), static_cast<node_id>(-1));
+    std::vector<node> kept;
+    for (node_id i = 0; i < nodes_.size(); ++i) {
+      if (!keep[i]) continue;
+      remap[i] = static_cast<node_id>(kept.size());
+      kept.push_back(std::move(nodes_[i]));
+    }
+    auto fix = [&](argument& a) {
+      if (auto* r = std::get_if<value_ref>(&a)) r->node = checked(remap, r->node);
+      else if (auto* rs = std::get_if<std::vector<value_ref>>(&a))
+        for (value_ref& x : *rs) x.node = checked(remap, x.node);
+    };
+    for (node& n : kept) {
+      for (argument& a : n.args) fix(a);
+      for (auto& kv : n.kwargs) fix(kv.second);
+    }
+    nodes_ = std::move(kept);
+    names_.clear();
+    for (const node& n : nodes_) names_.insert(n.name);
+  }
+
+ private:
+  static node_id checked(const std::vector<node_id>& remap, node_id old) {
+    if (remap[old] == static_cast<node_id>(-1))
+      detail::raise_message<graph_error>("typex::ir::graph: a kept node reads a removed one");
+    return remap[old];
+  }
+
+  node_id push(node n) {
+    names_.insert(n.name);
+    nodes_.push_back(std::move(n));
+    return static_cast<node_id>(nodes_.size() - 1);
+  }
+
+  void require_open() const {
+    if (has_output()) detail::raise_message<graph_error>("typex::ir::graph: the output node is already set");
+  }
+
+  void check_refs(const argument& a, std::string_view who) const {
+    for_each_ref(a, [&](value_ref r) {
+      if (r.node >= nodes_.size() || r.index >= nodes_[r.node].vals.size()) {
+        detail::raise<graph_error>([&](auto& w) {
+          w.put("typex::ir::graph: "); w.put(who); w.put(" reads value "); w.put_int(r.node); w.put('.');
+          w.put_int(r.index); w.put(", which does not exist yet (graphs are built in topological order)");
+        });
+      }
+    });
+  }
+
+  bool taken(const std::string& s) const { return s == "output" || names_.contains(s); }
+
+  // "aten.linear.default" -> "linear"; "aten.add.Tensor" -> "add"
+  static std::string default_hint(std::string_view target) {
+    std::string_view t = target;
+    if (t.starts_with("aten.")) t.remove_prefix(5);
+    return std::string(t.substr(0, t.find('.')));
+  }
+
+  // A Python-like identifier: [A-Za-z_][A-Za-z0-9_]*.
+  static std::string sanitize(std::string_view hint) {
+    std::string s;
+    for (char c : hint) {
+      const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+      s += ok ? c : '_';
+    }
+    if (s.empty() || (s[0] >= '0' && s[0] <= '9')) s.insert(s.begin(), '_');
+    return s;
+  }
+
+  std::vector<node> nodes_;
+  std::unordered_set<std::string> names_;  // for unique_name: graphs reach thousands of nodes
+};
+
+}  // namespace typex::ir

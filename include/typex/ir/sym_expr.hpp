@@ -1,0 +1,139 @@
+// typex/ir/sym_expr.hpp — symbolic integer expressions as run-time data (the IR's dims).
+//
+// The typed front end knows a dim by its type (fix<784>, sym<"batch", 1, 1024>, 2*seq); the graph
+// holds the same facts as data: a sym_expr is a constant, a symbol, or an operation on two
+// expressions (the dim_ops of core/dim.hpp). Expressions are immutable and share their nodes, so
+// copying one is a reference-count increment. They print as the typed dims do (2*seq + 1,
+// (h - 1)//2 + 1) and evaluate against symbol bindings.
+#pragma once
+
+#include <typex/core/dim.hpp>
+#include <typex/core/symbol_table.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace typex::ir {
+
+class sym_expr {
+ public:
+  enum class kind : unsigned char { constant, symbol, op };
+
+  sym_expr() : sym_expr(index_t{0}) {}
+  sym_expr(index_t v) : node_(std::make_shared<const node>(node{kind::constant, v, {}, dim_op::add, {}, {}})) {}  // NOLINT
+  static sym_expr constant(index_t v) { return sym_expr(v); }
+  static sym_expr symbol(std::string name) {
+    return sym_expr(std::make_shared<const node>(node{kind::symbol, 0, std::move(name), dim_op::add, {}, {}}));
+  }
+  static sym_expr apply(dim_op op, sym_expr a, sym_expr b) {
+    if (a.is_constant() && b.is_constant() && !((op == dim_op::floordiv || op == dim_op::ceildiv) && *b.value() <= 0))
+      return sym_expr(detail::apply(op, *a.value(), *b.value()));
+    return sym_expr(std::make_shared<const node>(node{kind::op, 0, {}, op, a.node_, b.node_}));
+  }
+
+  kind what() const noexcept { return node_->k; }
+  bool is_constant() const noexcept { return node_->k == kind::constant; }
+  bool is_symbol() const noexcept { return node_->k == kind::symbol; }
+  // The constant's value; nullopt for anything else.
+  std::optional<index_t> value() const noexcept {
+    return is_constant() ? std::optional<index_t>(node_->value) : std::nullopt;
+  }
+  // The symbol's name; empty for anything else.
+  std::string_view name() const noexcept { return node_->name; }
+  dim_op op() const noexcept { return node_->op; }
+  sym_expr lhs() const { return sym_expr(node_->lhs); }
+  sym_expr rhs() const { return sym_expr(node_->rhs); }
+
+  // The value for the bound symbols; nullopt while a symbol is unbound.
+  std::optional<index_t> evaluate(const symbol_table& t) const { return eval(*node_, t); }
+
+  std::string to_string() const {
+    std::string s;
+    write(s, *node_, 0);
+    return s;
+  }
+
+  friend bool operator==(const sym_expr& a, const sym_expr& b) noexcept { return equal(*a.node_, *b.node_); }
+
+  friend sym_expr operator+(const sym_expr& a, const sym_expr& b) { return apply(dim_op::add, a, b); }
+  friend sym_expr operator-(const sym_expr& a, const sym_expr& b) { return apply(dim_op::sub, a, b); }
+  friend sym_expr operator*(const sym_expr& a, const sym_expr& b) { return apply(dim_op::mul, a, b); }
+
+ private:
+  struct node {
+    kind k;
+    index_t value;
+    std::string name;
+    dim_op op;
+    std::shared_ptr<const node> lhs, rhs;
+  };
+  explicit sym_expr(std::shared_ptr<const node> n) : node_(std::move(n)) {}
+
+  static std::optional<index_t> eval(const node& n, const symbol_table& t) {
+    switch (n.k) {
+      case kind::constant: return n.value;
+      case kind::symbol: return t.value(n.name);
+      case kind::op: {
+        const auto a = eval(*n.lhs, t), b = eval(*n.rhs, t);
+        if (!a || !b) return std::nullopt;
+        if ((n.op == dim_op::floordiv || n.op == dim_op::ceildiv) && *b <= 0) return std::nullopt;
+        return detail::apply(n.op, *a, *b);
+      }
+    }
+    return std::nullopt;
+  }
+
+  static bool equal(const node& a, const node& b) noexcept {
+    if (&a == &b) return true;
+    if (a.k != b.k) return false;
+    switch (a.k) {
+      case kind::constant: return a.value == b.value;
+      case kind::symbol: return a.name == b.name;
+      case kind::op: return a.op == b.op && equal(*a.lhs, *b.lhs) && equal(*a.rhs, *b.rhs);
+    }
+    return false;
+  }
+
+  // The same notation as core/dim.hpp's derived dims (one spelling in types and in graphs).
+  static void write(std::string& s, const node& n, int parent_prec) {
+    switch (n.k) {
+      case kind::constant: s += std::to_string(n.value); return;
+      case kind::symbol: s += n.name; return;
+      case kind::op: break;
+    }
+    detail::string_writer w{s};
+    detail::write_dim_op(w, n.op, parent_prec, [&](int p) { write(s, *n.lhs, p); }, [&](int p) { write(s, *n.rhs, p); });
+  }
+
+  std::shared_ptr<const node> node_;
+};
+
+// Names the anonymous dims met while converting typed shapes: s0, s1, ... (torch.export's names).
+class symbol_namer {
+ public:
+  std::string fresh() {
+    // (not "s" + std::to_string(n): g++ 12 -O2 reports a bogus -Wrestrict there, GCC bug 105329)
+    std::string name = std::to_string(next_++);
+    name.insert(name.begin(), 's');
+    return name;
+  }
+
+ private:
+  int next_ = 0;
+};
+
+// The sym_expr of a dim type: fix<N> -> N, sym<"batch"> -> batch, derived -> its expression,
+// dyn -> a fresh symbol from `namer`.
+template <dim D>
+sym_expr to_sym_expr(symbol_namer& namer) {
+  if constexpr (is_static_dim_v<D>) return sym_expr(D::value);
+  else if constexpr (is_symbolic_dim_v<D>) return sym_expr::symbol(std::string(D::name.view()));
+  else if constexpr (is_derived_dim_v<D>)
+    return sym_expr::apply(D::op, to_sym_expr<typename D::lhs_type>(namer), to_sym_expr<typename D::rhs_type>(namer));
+  else return sym_expr::symbol(namer.fresh());
+}
+
+}  // namespace typex::ir
