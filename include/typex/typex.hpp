@@ -48,3 +48,10 @@
 
 // passes
 #include <typex/passes/dce.hpp>
+
+// export
+#include <typex/export/exported_program.hpp>
+#include <typex/export/graph_signature.hpp>
+#include <typex/export/module_call_graph.hpp>
+#include <typex/export/named_tensors.hpp>
+#include <typex/export/range_constraints.hpp>

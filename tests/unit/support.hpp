@@ -4,6 +4,9 @@
 #include <doctest/doctest.h>
 #include <typex/typex.hpp>
 
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -34,6 +37,21 @@ std::string message_of(F&& f) {
     return e.what();
   }
   return {};
+}
+
+// Compares `actual` with tests/golden/<name>. TYPEX_UPDATE_GOLDEN=1 in the environment rewrites the
+// file instead (then review the diff and commit it).
+inline void check_golden(const std::string& name, const std::string& actual) {
+  const std::string path = std::string(TYPEX_TEST_SOURCE_DIR) + "/golden/" + name;
+  if (const char* update = std::getenv("TYPEX_UPDATE_GOLDEN"); update != nullptr && std::string(update) == "1") {
+    std::ofstream(path, std::ios::binary) << actual;
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE_MESSAGE(in.good(), "missing golden file " << path << " (run with TYPEX_UPDATE_GOLDEN=1 to create it)");
+  std::ostringstream expected;
+  expected << in.rdbuf();
+  CHECK_MESSAGE(expected.str() == actual, "output differs from " << path << ":\n" << actual);
 }
 
 // Dims used by the shape-rule tests: one test body runs over a static, a symbolic and a dynamic

@@ -1,0 +1,164 @@
+// typex/export/exported_program.hpp — torch.export's ExportedProgram, as run-time data.
+//
+// The graph with its signature, the state dict and constants it lifted, the range constraints of
+// its symbols, the module call graph (whose root entry carries the calling convention's in/out
+// specs) and the example inputs. Constructing one runs the verifier: the graph's own invariants,
+// then the graph against the signature and the lifted tensors' dtypes and shapes. Printing follows
+// torch.export (ExportedProgram: / Graph signature: / Range constraints:).
+#pragma once
+
+#include <typex/export/graph_signature.hpp>
+#include <typex/export/module_call_graph.hpp>
+#include <typex/export/named_tensors.hpp>
+#include <typex/export/range_constraints.hpp>
+#include <typex/ir/printer.hpp>
+#include <typex/ir/verifier.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace typex {
+
+class exported_program {
+ public:
+  exported_program(ir::graph graph, graph_signature signature, named_tensors state_dict, named_tensors constants,
+                   range_constraints ranges, std::vector<module_call_entry> module_call_graph,
+                   std::vector<any_tensor> example_inputs = {})
+      : graph_(std::move(graph)),
+        signature_(std::move(signature)),
+        state_dict_(std::move(state_dict)),
+        constants_(std::move(constants)),
+        ranges_(std::move(ranges)),
+        module_call_graph_(std::move(module_call_graph)),
+        example_inputs_(std::move(example_inputs)) {
+    verify();
+  }
+
+  const ir::graph& graph() const noexcept { return graph_; }
+  const graph_signature& signature() const noexcept { return signature_; }
+  const named_tensors& state_dict() const noexcept { return state_dict_; }
+  const named_tensors& constants() const noexcept { return constants_; }
+  const range_constraints& ranges() const noexcept { return ranges_; }
+  const std::vector<module_call_entry>& module_call_graph() const noexcept { return module_call_graph_; }
+  const std::vector<any_tensor>& example_inputs() const noexcept { return example_inputs_; }
+
+  // The calling convention (torch: call_spec): the root entry's in/out specs.
+  const tree_spec& in_spec() const { return root_signature().in_spec; }
+  const tree_spec& out_spec() const { return root_signature().out_spec; }
+
+  std::string to_string() const {
+    std::string s = "ExportedProgram:\n    ";
+    s += indent(ir::print_readable(graph_));
+    s += "\nGraph signature: ";
+    s += indent(signature_.to_string());
+    s += "\nRange constraints: ";
+    s += ranges_.to_string();
+    s += '\n';
+    return s;
+  }
+
+ private:
+  const module_call_signature& root_signature() const {
+    if (module_call_graph_.empty() || !module_call_graph_.front().fqn.empty() ||
+        !module_call_graph_.front().signature)
+      detail::raise_message<ir::graph_error>("typex::exported_program: the module call graph has no root signature");
+    return *module_call_graph_.front().signature;
+  }
+
+  static std::string indent(const std::string& text) {
+    std::string s;
+    for (char c : text) {
+      s += c;
+      if (c == '\n') s += "    ";
+    }
+    return s;
+  }
+
+  [[noreturn]] void fail(std::string_view what) const {
+    detail::raise<ir::graph_error>([&](auto& w) { w.put("typex::exported_program: "); w.put(what); });
+  }
+
+  // The signature against the graph, and the lifted tensors against the placeholders' metadata.
+  void verify() const {
+    ir::verify(graph_);
+    const auto placeholders = graph_.placeholders();
+    const auto& ins = signature_.input_specs();
+    if (placeholders.size() != ins.size()) {
+      detail::raise<ir::graph_error>([&](auto& w) {
+        w.put("typex::exported_program: the graph has "); w.put_int(static_cast<long long>(placeholders.size()));
+        w.put(" placeholders but the signature describes "); w.put_int(static_cast<long long>(ins.size()));
+        w.put(" inputs");
+      });
+    }
+    bool user_seen = false;
+    for (std::size_t i = 0; i < ins.size(); ++i) {
+      const ir::node& ph = graph_[placeholders[i]];
+      const input_spec& spec = ins[i];
+      if (ph.name != spec.arg) {
+        detail::raise<ir::graph_error>([&](auto& w) {
+          w.put("typex::exported_program: input "); w.put_int(static_cast<long long>(i)); w.put(" is the placeholder '");
+          w.put(ph.name); w.put("' but the signature names '"); w.put(spec.arg); w.put('\'');
+        });
+      }
+      if (spec.kind == input_kind::user_input) {
+        user_seen = true;
+        continue;
+      }
+      if (user_seen) fail("lifted parameters, buffers and constants must come before the user inputs");
+      if (spec.target.empty()) fail("a lifted input without the FQN it refers to");
+      const bool in_state_dict =
+          spec.kind == input_kind::parameter || (spec.kind == input_kind::buffer && spec.persistent);
+      const any_tensor* t = in_state_dict ? state_dict_.find(spec.target) : constants_.find(spec.target);
+      if (t == nullptr) {
+        detail::raise<ir::graph_error>([&](auto& w) {
+          w.put("typex::exported_program: "); w.put(name(spec.kind)); w.put(" '"); w.put(spec.target);
+          w.put(in_state_dict ? "' is not in the state dict" : "' is not in the constants");
+        });
+      }
+      check_lifted_meta(ph, spec.target, *t);
+    }
+    const ir::node& out = graph_.output();
+    const auto& outs = signature_.output_specs();
+    if (out.args.size() != outs.size()) {
+      detail::raise<ir::graph_error>([&](auto& w) {
+        w.put("typex::exported_program: the graph returns "); w.put_int(static_cast<long long>(out.args.size()));
+        w.put(" values but the signature describes "); w.put_int(static_cast<long long>(outs.size()));
+        w.put(" outputs");
+      });
+    }
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      const auto r = std::get<ir::value_ref>(out.args[i]);
+      std::string produced = graph_[r.node].name;
+      if (graph_[r.node].vals.size() > 1) produced += "[" + std::to_string(r.index) + "]";
+      if (produced != outs[i].arg) {
+        detail::raise<ir::graph_error>([&](auto& w) {
+          w.put("typex::exported_program: output "); w.put_int(static_cast<long long>(i)); w.put(" is '"); w.put(produced);
+          w.put("' but the signature names '"); w.put(outs[i].arg); w.put('\'');
+        });
+      }
+    }
+  }
+
+  static void check_lifted_meta(const ir::node& ph, const std::string& fqn, const any_tensor& t) {
+    const ir::tensor_meta& m = ph.vals.front();
+    bool same = m.scalar_type == t.scalar_type() && m.shape.size() == t.rank();
+    for (std::size_t d = 0; same && d < m.shape.size(); ++d) same = m.shape[d].value() == t.extents()[d];
+    if (!same) {
+      detail::raise<ir::graph_error>([&](auto& w) {
+        w.put("typex::exported_program: placeholder '"); w.put(ph.name); w.put("' is "); w.put(m.to_string());
+        w.put(" but '"); w.put(fqn); w.put("' is "); w.put(t.to_string());
+      });
+    }
+  }
+
+  ir::graph graph_;
+  graph_signature signature_;
+  named_tensors state_dict_;
+  named_tensors constants_;
+  range_constraints ranges_;
+  std::vector<module_call_entry> module_call_graph_;
+  std::vector<any_tensor> example_inputs_;
+};
+
+}  // namespace typex

@@ -1,0 +1,96 @@
+// typex/export/range_constraints.hpp — the declared range of every symbol of an exported program.
+//
+// torch.export's range_constraints: symbol -> [lo, hi] ({s0: VR[1, 1024]}). Adding a range to a
+// symbol that has one intersects them; an empty intersection is a constraint violation. check()
+// validates bound symbols at run time and names the symbol, its value and the range.
+#pragma once
+
+#include <typex/core/dim.hpp>
+#include <typex/core/symbol_table.hpp>
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace typex {
+
+struct value_range {
+  index_t lo = 0;
+  index_t hi = int_oo;
+  bool contains(index_t v) const noexcept { return v >= lo && v <= hi; }
+  std::string to_string() const {
+    std::string s = "VR[";
+    s += std::to_string(lo);
+    s += ", ";
+    s += hi >= int_oo ? std::string("int_oo") : std::to_string(hi);
+    s += ']';
+    return s;
+  }
+  friend bool operator==(const value_range&, const value_range&) = default;
+};
+
+class range_constraints {
+ public:
+  // Records (or narrows) the range of `symbol`.
+  void add(std::string_view symbol, value_range r) {
+    for (auto& [name, range] : entries_) {
+      if (name != symbol) continue;
+      const value_range merged{range.lo > r.lo ? range.lo : r.lo, range.hi < r.hi ? range.hi : r.hi};
+      if (merged.lo > merged.hi) {
+        detail::raise<constraint_violation>([&](auto& w) {
+          w.put("typex: symbol '"); w.put(symbol); w.put("' is constrained to both "); w.put(range.to_string());
+          w.put(" and "); w.put(r.to_string()); w.put(", which have no value in common");
+        });
+      }
+      range = merged;
+      return;
+    }
+    entries_.emplace_back(std::string(symbol), r);
+  }
+
+  // Records the declared range of a symbolic dim type.
+  template <class D>
+    requires is_symbolic_dim_v<D>
+  void add() {
+    add(D::name.view(), value_range{D::lo, D::hi});
+  }
+
+  const value_range* find(std::string_view symbol) const noexcept {
+    for (const auto& e : entries_)
+      if (e.first == symbol) return &e.second;
+    return nullptr;
+  }
+  const std::vector<std::pair<std::string, value_range>>& entries() const noexcept { return entries_; }
+  bool empty() const noexcept { return entries_.empty(); }
+
+  // Every bound symbol with a range must be inside it.
+  void check(const symbol_table& bound) const {
+    for (const auto& e : bound.entries()) {
+      const value_range* r = find(e.name);
+      if (r == nullptr || r->contains(e.value)) continue;
+      detail::raise<constraint_violation>([&](auto& w) {
+        w.put("typex: "); w.put(e.bound_by); w.put(" binds symbol '"); w.put(e.name); w.put("' to ");
+        w.put_int(e.value); w.put(", outside its range "); w.put(r->to_string());
+      });
+    }
+  }
+
+  // {s0: VR[1, 1024], seq: VR[1, 512]}
+  std::string to_string() const {
+    std::string s = "{";
+    for (std::size_t i = 0; i < entries_.size(); ++i) {
+      if (i) s += ", ";
+      s += entries_[i].first;
+      s += ": ";
+      s += entries_[i].second.to_string();
+    }
+    s += '}';
+    return s;
+  }
+
+ private:
+  std::vector<std::pair<std::string, value_range>> entries_;  // in the order symbols appear
+};
+
+}  // namespace typex
