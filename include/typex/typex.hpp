@@ -37,6 +37,7 @@
 
 // tensor
 #include <typex/tensor/host_tensor.hpp>
+#include <typex/tensor/named_tensors.hpp>
 #include <typex/tensor/storage.hpp>
 #include <typex/tensor/tensor_spec.hpp>
 
@@ -46,6 +47,11 @@
 #include <typex/ir/sym_expr.hpp>
 #include <typex/ir/verifier.hpp>
 
+// trace
+#include <typex/trace/init.hpp>
+#include <typex/trace/module.hpp>
+#include <typex/trace/module_tensor.hpp>
+
 // passes
 #include <typex/passes/dce.hpp>
 
@@ -53,5 +59,4 @@
 #include <typex/export/exported_program.hpp>
 #include <typex/export/graph_signature.hpp>
 #include <typex/export/module_call_graph.hpp>
-#include <typex/export/named_tensors.hpp>
 #include <typex/export/range_constraints.hpp>

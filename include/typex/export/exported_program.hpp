@@ -9,7 +9,7 @@
 
 #include <typex/export/graph_signature.hpp>
 #include <typex/export/module_call_graph.hpp>
-#include <typex/export/named_tensors.hpp>
+#include <typex/tensor/named_tensors.hpp>
 #include <typex/export/range_constraints.hpp>
 #include <typex/ir/printer.hpp>
 #include <typex/ir/verifier.hpp>

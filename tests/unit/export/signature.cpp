@@ -2,7 +2,7 @@
 #include "../support.hpp"
 
 #include <typex/export/graph_signature.hpp>
-#include <typex/export/named_tensors.hpp>
+#include <typex/tensor/named_tensors.hpp>
 #include <typex/export/range_constraints.hpp>
 
 using namespace typex;

@@ -1,4 +1,4 @@
-// typex/export/named_tensors.hpp — tensors by fully-qualified name, in insertion order.
+// typex/tensor/named_tensors.hpp — tensors by fully-qualified name, in insertion order.
 //
 // The state dict (parameters and persistent buffers) and the constants (non-persistent buffers,
 // lifted constant tensors) of an exported program: a handful to thousands of entries, looked up

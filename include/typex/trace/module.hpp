@@ -1,0 +1,180 @@
+// typex/trace/module.hpp — modules: structs of tensors and submodules, named by reflection.
+//
+// A module is a struct adapted with one line of Boost.Hana (BOOST_HANA_ADAPT_STRUCT(my::block,
+// attn, ffn, norm);). Its members are walked in declaration order: module tensors (parameter,
+// buffer, constant) get fully-qualified names (`fc1.weight`), adapted structs are submodules,
+// std::array / std::vector of submodules are numbered (`layers.0`, `layers.1`), a plain host_tensor
+// member counts as a constant (as torch.export lifts tensor attributes), and anything else
+// (sizes, flags, options) is configuration and skipped.
+//
+//   named_parameters(m)       parameters, each storage once (tied weights: the first name)
+//   named_buffers(m)          buffers, persistent and not
+//   state_dict(m)             parameters and persistent buffers, every name (tied ones twice)
+//   load_state_dict(m, sd)    copies values in, checking names, dtypes and shapes
+#pragma once
+
+#include <typex/tensor/named_tensors.hpp>
+#include <typex/trace/module_tensor.hpp>
+#include <typex/tree/node.hpp>
+
+#include <boost/hana/accessors.hpp>
+#include <boost/hana/concept/struct.hpp>
+#include <boost/hana/for_each.hpp>
+
+#include <array>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace typex {
+
+template <class T>
+concept module_type = boost::hana::Struct<T>::value && !module_tensor_type<T> && !host_tensor_type<T>;
+
+namespace detail {
+template <class T> struct is_module_sequence : std::false_type {};
+template <class T, std::size_t N> struct is_module_sequence<std::array<T, N>> : std::bool_constant<module_type<T>> {};
+template <class T, class A> struct is_module_sequence<std::vector<T, A>> : std::bool_constant<module_type<T>> {};
+
+inline std::string join_fqn(std::string_view prefix, std::string_view name) {
+  std::string s(prefix);
+  if (!s.empty()) s += '.';
+  s += name;
+  return s;
+}
+
+// Visits every member of module m (tensors and submodules), recursively.
+//   on_tensor(fqn, role, persistent, tensor&), on_module(fqn, module&) — the root's fqn is `prefix`.
+template <class M, class OnTensor, class OnModule>
+void walk_module(M& m, const std::string& prefix, OnTensor&& on_tensor, OnModule&& on_module) {
+  on_module(prefix, m);
+  boost::hana::for_each(boost::hana::accessors<std::remove_const_t<M>>(), [&](auto acc) {
+    auto& member = boost::hana::second(acc)(m);
+    using T = std::remove_cvref_t<decltype(member)>;
+    const std::string fqn = join_fqn(prefix, boost::hana::to<const char*>(boost::hana::first(acc)));
+    if constexpr (module_tensor_type<T>) {
+      on_tensor(fqn, T::role, T::persistent, member);
+    } else if constexpr (host_tensor_type<T>) {
+      on_tensor(fqn, tensor_role::constant, true, member);
+    } else if constexpr (module_type<T>) {
+      walk_module(member, fqn, on_tensor, on_module);
+    } else if constexpr (is_module_sequence<T>::value) {
+      std::size_t i = 0;
+      for (auto& sub : member) walk_module(sub, join_fqn(fqn, std::to_string(i++)), on_tensor, on_module);
+    }
+  });
+}
+}  // namespace detail
+
+// Calls f(fqn, role, persistent, tensor) for every module tensor of m, in declaration order.
+template <module_type M, class F>
+void for_each_module_tensor(M& m, F&& f) {
+  detail::walk_module(m, std::string{}, f, [](const std::string&, const auto&) {});
+}
+
+// Calls f(fqn, module) for m ("") and every submodule, parents first.
+template <module_type M, class F>
+void for_each_submodule(M& m, F&& f) {
+  detail::walk_module(m, std::string{}, [](const std::string&, tensor_role, bool, const auto&) {}, f);
+}
+
+namespace detail {
+template <class M, class Keep>
+std::vector<std::pair<std::string, any_tensor>> collect(const M& m, bool remove_duplicate, Keep&& keep) {
+  std::vector<std::pair<std::string, any_tensor>> out;
+  std::vector<const std::byte*> seen;
+  for_each_module_tensor(m, [&](const std::string& fqn, tensor_role role, bool persistent, const auto& t) {
+    if (!keep(role, persistent)) return;
+    const std::byte* id = t.get_storage().data();
+    if (remove_duplicate && id != nullptr) {
+      for (const std::byte* s : seen)
+        if (s == id) return;
+      seen.push_back(id);
+    }
+    out.emplace_back(fqn, t.erase());
+  });
+  return out;
+}
+}  // namespace detail
+
+// (name, tensor) for every parameter; a storage shared by several names (tied weights) appears
+// once, under its first name, unless remove_duplicate is false.
+template <module_type M>
+std::vector<std::pair<std::string, any_tensor>> named_parameters(const M& m, bool remove_duplicate = true) {
+  return detail::collect(m, remove_duplicate, [](tensor_role r, bool) { return r == tensor_role::parameter; });
+}
+
+template <module_type M>
+std::vector<std::pair<std::string, any_tensor>> named_buffers(const M& m, bool remove_duplicate = true) {
+  return detail::collect(m, remove_duplicate, [](tensor_role r, bool) { return r == tensor_role::buffer; });
+}
+
+// Tensors that are neither parameters nor buffers (constants, plain tensor members).
+template <module_type M>
+std::vector<std::pair<std::string, any_tensor>> named_constants(const M& m) {
+  return detail::collect(m, false, [](tensor_role r, bool) { return r == tensor_role::constant; });
+}
+
+// Parameters and persistent buffers under every name, as torch's state_dict().
+template <module_type M>
+named_tensors state_dict(const M& m) {
+  named_tensors sd;
+  for (auto& [name, t] :
+       detail::collect(m, false, [](tensor_role r, bool p) { return r == tensor_role::parameter || (r == tensor_role::buffer && p); }))
+    sd.insert(std::move(name), std::move(t));
+  return sd;
+}
+
+// Copies the values of `sd` into m's parameters and persistent buffers (their storage is kept, so
+// tied weights stay tied). Every such tensor must be in `sd` with its dtype and shape; with `strict`,
+// `sd` may hold nothing else. Nothing is copied unless everything fits.
+template <module_type M>
+void load_state_dict(M& m, const named_tensors& sd, bool strict = true) {
+  std::vector<std::string> missing;
+  std::vector<std::string> used;
+  std::vector<std::pair<std::byte*, const any_tensor*>> copies;
+  for_each_module_tensor(m, [&](const std::string& fqn, tensor_role role, bool persistent, auto& t) {
+    if (!(role == tensor_role::parameter || (role == tensor_role::buffer && persistent))) return;
+    const any_tensor* src = sd.find(fqn);
+    if (src == nullptr) {
+      missing.push_back(fqn);
+      return;
+    }
+    used.push_back(fqn);
+    const auto e = t.extents();
+    bool same_shape = src->rank() == e.size();
+    for (std::size_t d = 0; same_shape && d < e.size(); ++d) same_shape = src->extents()[d] == e[d];
+    if (src->scalar_type() != t.scalar_type || !same_shape) {
+      detail::raise<shape_error>([&](auto& w) {
+        w.put("typex::load_state_dict: '"); w.put(fqn); w.put("' is "); w.put(t.to_string()); w.put(" in the module but ");
+        w.put(src->to_string()); w.put(" in the state dict");
+      });
+    }
+    copies.emplace_back(reinterpret_cast<std::byte*>(t.data()), src);
+  });
+  std::vector<std::string> unexpected;
+  if (strict) {
+    for (const auto& [name, t] : sd) {
+      bool found = false;
+      for (const auto& u : used) found = found || u == name;
+      if (!found) unexpected.push_back(name);
+    }
+  }
+  if (!missing.empty() || !unexpected.empty()) {
+    detail::raise<argument_error>([&](auto& w) {
+      w.put("typex::load_state_dict: ");
+      auto list = [&](std::string_view what, const std::vector<std::string>& names) {
+        w.put(what);
+        for (std::size_t i = 0; i < names.size(); ++i) { w.put(i ? ", '" : " '"); w.put(names[i]); w.put('\''); }
+      };
+      if (!missing.empty()) list("missing keys:", missing);
+      if (!missing.empty() && !unexpected.empty()) w.put("; ");
+      if (!unexpected.empty()) list("unexpected keys:", unexpected);
+    });
+  }
+  for (const auto& [dst, src] : copies)
+    if (dst != src->raw_data()) std::memcpy(dst, src->raw_data(), static_cast<std::size_t>(src->numel()) * itemsize(src->scalar_type()));
+}
+
+}  // namespace typex
