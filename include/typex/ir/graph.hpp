@@ -108,10 +108,11 @@ struct call {
 
 class graph {
  public:
-  // Placeholders come first, in the order of the program's flat inputs.
+  // A placeholder (an input of the graph). A finished graph has them first, in the order of the
+  // program's flat inputs; a tracer that finds an input late (a tensor constant) adds it where it
+  // is and calls reorder() at the end.
   node_id add_placeholder(std::string_view name_hint, tensor_meta meta) {
-    if (!nodes_.empty() && nodes_.back().op != node_op::placeholder)
-      detail::raise_message<graph_error>("typex::ir::graph: placeholders must come before every other node");
+    require_open();
     node n;
     n.op = node_op::placeholder;
     n.name = unique_name(name_hint);
@@ -172,9 +173,11 @@ class graph {
     return n.vals[r.index];
   }
 
+  // The placeholders, in graph order.
   std::vector<node_id> placeholders() const {
     std::vector<node_id> out;
-    for (node_id i = 0; i < nodes_.size() && nodes_[i].op == node_op::placeholder; ++i) out.push_back(i);
+    for (node_id i = 0; i < nodes_.size(); ++i)
+      if (nodes_[i].op == node_op::placeholder) out.push_back(i);
     return out;
   }
 
@@ -211,6 +214,39 @@ class graph {
       std::string candidate = base + "_" + std::to_string(k);
       if (!taken(candidate)) return candidate;
     }
+  }
+
+  // Puts the nodes in the order `order` (a permutation of the node ids), renumbering references.
+  // The result must still read every value after it is produced.
+  void reorder(const std::vector<node_id>& order) {
+    if (order.size() != nodes_.size())
+      detail::raise_message<graph_error>("typex::ir::graph::reorder: the order must list every node once");
+    std::vector<node_id> position(nodes_.size(), static_cast<node_id>(-1));
+    for (node_id k = 0; k < order.size(); ++k) {
+      if (order[k] >= nodes_.size() || position[order[k]] != static_cast<node_id>(-1))
+        detail::raise_message<graph_error>("typex::ir::graph::reorder: the order must list every node once");
+      position[order[k]] = k;
+    }
+    // check everything before touching anything: a failed reorder leaves the graph as it was
+    for (node_id old = 0; old < nodes_.size(); ++old) {
+      for_each_ref(nodes_[old], [&](value_ref r) {
+        if (position[r.node] >= position[old])
+          detail::raise_message<graph_error>("typex::ir::graph::reorder: a node would read a value produced after it");
+      });
+    }
+    std::vector<node> reordered;
+    reordered.reserve(nodes_.size());
+    for (node_id old : order) reordered.push_back(std::move(nodes_[old]));
+    auto fix = [&](argument& a) {
+      if (auto* r = std::get_if<value_ref>(&a)) r->node = position[r->node];
+      else if (auto* rs = std::get_if<std::vector<value_ref>>(&a))
+        for (value_ref& x : *rs) x.node = position[x.node];
+    };
+    for (node& n : reordered) {
+      for (argument& a : n.args) fix(a);
+      for (auto& kv : n.kwargs) fix(kv.second);
+    }
+    nodes_ = std::move(reordered);
   }
 
   // Rebuilds the node list keeping only `keep[i]` nodes, renumbering references. Used by passes.

@@ -26,8 +26,8 @@ TEST_CASE("graph: construction refuses what would break the order") {
   CHECK_THROWS_AS(g.add_call({.target = "aten.relu.default", .args = {value_ref{x, 1}}, .vals = {{dtype::f32, {3}}}}),
                   graph_error);
   const node_id r = g.add_call({.target = "aten.relu.default", .args = {value_ref{x}}, .vals = {{dtype::f32, {3}}}});
-  CHECK_THROWS_AS(g.add_placeholder("y", {dtype::f32, {3}}), graph_error);
   g.set_output({value_ref{r}});
+  CHECK_THROWS_AS(g.add_placeholder("y", {dtype::f32, {3}}), graph_error);
   CHECK_THROWS_AS(g.set_output({value_ref{r}}), graph_error);
   CHECK_THROWS_AS(g.add_call({.target = "aten.relu.default", .args = {value_ref{r}}, .vals = {{dtype::f32, {3}}}}),
                   graph_error);
@@ -40,4 +40,19 @@ TEST_CASE("graph: names are identifiers and never collide") {
   CHECK(g[g.add_placeholder("x", {dtype::f32, {1}})].name == "x");
   CHECK(g[g.add_placeholder("x", {dtype::f32, {1}})].name == "x_1");
   CHECK(g[g.add_placeholder("output", {dtype::f32, {1}})].name == "output_1");
+}
+
+TEST_CASE("graph: a placeholder found late is moved first by reorder") {
+  graph g;
+  const node_id x = g.add_placeholder("x", {dtype::f32, {3}});
+  const node_id n = g.add_call({.target = "aten.neg.default", .args = {value_ref{x}}, .vals = {{dtype::f32, {3}}}});
+  const node_id c = g.add_placeholder("c_table", {dtype::f32, {3}});  // a constant met while tracing
+  const node_id a = g.add_call({.target = "aten.add.Tensor", .args = {value_ref{n}, value_ref{c}}, .vals = {{dtype::f32, {3}}}});
+  CHECK_THROWS_AS(g.reorder({a, n, c, x}), graph_error);  // would read before producing
+  CHECK_THROWS_AS(g.reorder({c, x, n}), graph_error);     // not a permutation
+  g.reorder({c, x, n, a});
+  g.set_output({value_ref{3}});
+  CHECK(g[0].name == "c_table");
+  CHECK(std::get<value_ref>(g[3].args[1]).node == 0);
+  CHECK(std::get<value_ref>(g[3].args[0]).node == 2);
 }
