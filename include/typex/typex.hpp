@@ -48,9 +48,11 @@
 #include <typex/ir/verifier.hpp>
 
 // trace
+#include <typex/trace/context.hpp>
 #include <typex/trace/init.hpp>
 #include <typex/trace/module.hpp>
 #include <typex/trace/module_tensor.hpp>
+#include <typex/trace/traced.hpp>
 
 // passes
 #include <typex/passes/dce.hpp>

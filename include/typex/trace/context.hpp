@@ -1,0 +1,141 @@
+// typex/trace/context.hpp — the tracing context: the graph being recorded and what feeds it.
+//
+// While a functor is traced, every op records a call node here. Tensors that are not traced values
+// (module parameters and buffers, constants, tensors the forward creates) are found by their
+// storage: a lifted module tensor maps to its placeholder; an unknown tensor is lifted as a
+// constant (c_lifted_tensor_0, as torch.export names them). The context is also the thread's
+// requirement recorder: shape facts the rules could not decide from types become the program's
+// guards. One context is active per thread, installed by scoped_tracing.
+#pragma once
+
+#include <typex/core/requirement.hpp>
+#include <typex/ir/graph.hpp>
+#include <typex/tensor/host_tensor.hpp>
+
+#include <source_location>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace typex {
+
+// Where the user's code recorded an op: "model.cpp:21 in forward" (torch.export's stack_trace).
+inline std::string format_location(const std::source_location& loc) {
+  std::string_view file = loc.file_name();
+  if (const auto slash = file.find_last_of('/'); slash != std::string_view::npos) file.remove_prefix(slash + 1);
+  std::string s(file);
+  s += ':';
+  s += std::to_string(loc.line());
+  std::string_view fn = loc.function_name();
+  // "auto ns::model::operator()(const X&) const [with X = ...]" -> "operator()"
+  if (const auto paren = fn.find('('); paren != std::string_view::npos) fn = fn.substr(0, paren);
+  if (const auto space = fn.find_last_of(" :"); space != std::string_view::npos) fn.remove_prefix(space + 1);
+  if (!fn.empty()) {
+    s += " in ";
+    s += fn;
+  }
+  return s;
+}
+
+class tracing_context final : public requirement_recorder {
+ public:
+  ir::graph& graph() noexcept { return graph_; }
+  const ir::graph& graph() const noexcept { return graph_; }
+  ir::symbol_namer& namer() noexcept { return namer_; }
+
+  // -- shape facts --------------------------------------------------------------------------------
+  void record(shape_requirement r) override { requirements_.push_back(std::move(r)); }
+  const std::vector<shape_requirement>& requirements() const noexcept { return requirements_; }
+
+  // -- module scopes (nn_module_stack) ------------------------------------------------------------
+  void push_module(std::string path, std::string type) { stack_.push_back({std::move(path), std::move(type)}); }
+  void pop_module() { stack_.pop_back(); }
+  const std::vector<ir::module_frame>& module_stack() const noexcept { return stack_; }
+
+  // -- tensors by storage ---------------------------------------------------------------------------
+  void bind_storage(const void* storage, ir::value_ref v) { by_storage_[storage] = v; }
+  const ir::value_ref* find_storage(const void* storage) const {
+    const auto it = by_storage_.find(storage);
+    return it == by_storage_.end() ? nullptr : &it->second;
+  }
+
+  // The graph value of an eager tensor met while tracing: its placeholder if it was lifted (or an
+  // op recorded it), otherwise a new constant placeholder holding it.
+  template <class DT, class S>
+  ir::value_ref value_of(const host_tensor<DT, S>& t) {
+    const void* id = t.get_storage().data();
+    if (const ir::value_ref* v = find_storage(id)) return *v;
+    const std::string name = "lifted_tensor_" + std::to_string(lifted_constants_.size());
+    const ir::node_id ph = graph_.add_placeholder("c_" + name, meta_of(t));
+    lifted_constants_.emplace_back(name, t.erase());
+    const ir::value_ref v{ph};
+    bind_storage(id, v);
+    return v;
+  }
+  // Constants lifted while tracing, as (FQN, tensor), in order of discovery.
+  const std::vector<std::pair<std::string, any_tensor>>& lifted_constants() const noexcept { return lifted_constants_; }
+
+  // Records a call and returns its (first) value.
+  ir::value_ref call(std::string target, std::vector<ir::argument> args, std::vector<ir::tensor_meta> vals,
+                     std::vector<std::pair<std::string, ir::argument>> kwargs, const std::source_location& loc) {
+    const ir::node_id n = graph_.add_call({.target = std::move(target),
+                                           .args = std::move(args),
+                                           .kwargs = std::move(kwargs),
+                                           .vals = std::move(vals),
+                                           .name_hint = {},
+                                           .nn_module_stack = stack_,
+                                           .stack_trace = format_location(loc)});
+    return ir::value_ref{n};
+  }
+
+  // The metadata of a typed tensor: its dims as symbolic expressions (anonymous dims get fresh
+  // symbols s0, s1, ...).
+  template <class T>
+  ir::tensor_meta meta_of(const T&) {
+    return meta_of_type<typename T::dtype_type, typename T::shape_type>();
+  }
+  template <class DT, class S>
+  ir::tensor_meta meta_of_type() {
+    ir::tensor_meta m{DT::value, {}};
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (m.shape.push_back(ir::to_sym_expr<typename S::template dim_t<I>>(namer_)), ...);
+    }(std::make_index_sequence<S::rank>{});
+    return m;
+  }
+
+ private:
+  ir::graph graph_;
+  ir::symbol_namer namer_;
+  std::vector<shape_requirement> requirements_;
+  std::vector<ir::module_frame> stack_;
+  std::unordered_map<const void*, ir::value_ref> by_storage_;
+  std::vector<std::pair<std::string, any_tensor>> lifted_constants_;
+};
+
+namespace detail {
+inline tracing_context*& current_tracing_context_slot() noexcept {
+  thread_local tracing_context* c = nullptr;
+  return c;
+}
+}  // namespace detail
+
+// The context tracing on this thread, or nullptr.
+inline tracing_context* current_tracing_context() noexcept { return detail::current_tracing_context_slot(); }
+
+// Makes `ctx` the thread's tracing context and requirement recorder for its lifetime.
+class scoped_tracing {
+ public:
+  explicit scoped_tracing(tracing_context& ctx) : prev_(detail::current_tracing_context_slot()), recorder_(ctx) {
+    detail::current_tracing_context_slot() = &ctx;
+  }
+  ~scoped_tracing() { detail::current_tracing_context_slot() = prev_; }
+  scoped_tracing(const scoped_tracing&) = delete;
+  scoped_tracing& operator=(const scoped_tracing&) = delete;
+
+ private:
+  tracing_context* prev_;
+  scoped_requirement_recorder recorder_;
+};
+
+}  // namespace typex

@@ -1,0 +1,52 @@
+// typex/trace/traced.hpp — traced values: what a functor computes with while it is exported.
+//
+// traced<f32, shape<batch, fix<784>>> carries its dtype and shape in its type, like a host_tensor,
+// but no data: it names a value of the graph being recorded. Its shape's symbolic dims hold the
+// example inputs' values, so shape rules check them and record the facts they need.
+#pragma once
+
+#include <typex/tensor/tensor_spec.hpp>
+#include <typex/trace/context.hpp>
+
+namespace typex {
+
+template <dtype_tag_type DT, shape_type S>
+class traced {
+ public:
+  using dtype_type = DT;
+  using shape_type = S;
+  static constexpr dtype scalar_type = DT::value;
+  static constexpr std::size_t rank = S::rank;
+  static constexpr bool is_pytree_leaf = true;
+
+  traced(tracing_context& ctx, ir::value_ref v, const S& s) : ctx_(&ctx), value_(v), shape_(s) {}
+
+  const S& shape() const noexcept { return shape_; }
+  ir::value_ref value() const noexcept { return value_; }
+  tracing_context& context() const noexcept { return *ctx_; }
+  tensor_spec<DT, S> spec() const noexcept { return tensor_spec<DT, S>(shape_); }
+  const std::string& name() const { return ctx_->graph()[value_.node].name; }
+
+  template <class W>
+  static constexpr void write_type(W& w) {
+    w.put("traced<");
+    tensor_spec<DT, S>::write_type(w);
+    w.put('>');
+  }
+  std::string to_string() const { return "traced " + spec().to_string(); }
+
+ private:
+  tracing_context* ctx_;
+  ir::value_ref value_;
+  S shape_;
+};
+
+namespace detail {
+template <class T> struct is_traced : std::false_type {};
+template <class DT, class S> struct is_traced<traced<DT, S>> : std::true_type {};
+}  // namespace detail
+
+template <class T>
+concept traced_type = detail::is_traced<std::remove_cvref_t<T>>::value;
+
+}  // namespace typex
