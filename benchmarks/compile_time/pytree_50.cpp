@@ -1,5 +1,5 @@
 // A 50-leaf pytree of distinct tensor types: flattened, respecified and unflattened.
-#include <typex/typex.hpp>
+#include <typex/core.hpp>
 
 #include <boost/hana/adapt_struct.hpp>
 

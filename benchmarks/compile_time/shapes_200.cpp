@@ -1,6 +1,6 @@
 // 200 distinct shape computations (40 x {broadcast, matmul, reshape, conv2d, reduce}), each with
 // different extents so that nothing is shared between instantiations, half with a symbolic batch.
-#include <typex/typex.hpp>
+#include <typex/core.hpp>
 
 #include <utility>
 

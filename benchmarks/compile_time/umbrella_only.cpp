@@ -1,3 +1,3 @@
-// The cost of including typex's umbrella header and nothing else.
+// The cost of the full umbrella header (core, graphs, tracing, exported programs) and nothing else.
 #include <typex/typex.hpp>
 int main() { return 0; }
