@@ -11,6 +11,13 @@
 // core, tree, tensor: the compile-time core
 #include <typex/core.hpp>
 
+// ops
+#include <typex/ops/apply.hpp>
+#include <typex/ops/binary.hpp>
+#include <typex/ops/linear.hpp>
+#include <typex/ops/tensor_like.hpp>
+#include <typex/ops/unary.hpp>
+
 // ir
 #include <typex/ir/graph.hpp>
 #include <typex/ir/printer.hpp>
@@ -22,12 +29,14 @@
 #include <typex/trace/init.hpp>
 #include <typex/trace/module.hpp>
 #include <typex/trace/module_tensor.hpp>
+#include <typex/trace/record.hpp>
 #include <typex/trace/traced.hpp>
 
 // passes
 #include <typex/passes/dce.hpp>
 
 // export
+#include <typex/export/export_program.hpp>
 #include <typex/export/exported_program.hpp>
 #include <typex/export/graph_signature.hpp>
 #include <typex/export/module_call_graph.hpp>

@@ -28,9 +28,13 @@ inline std::string format_location(const std::source_location& loc) {
   s += ':';
   s += std::to_string(loc.line());
   std::string_view fn = loc.function_name();
-  // "auto ns::model::operator()(const X&) const [with X = ...]" -> "operator()"
-  if (const auto paren = fn.find('('); paren != std::string_view::npos) fn = fn.substr(0, paren);
-  if (const auto space = fn.find_last_of(" :"); space != std::string_view::npos) fn.remove_prefix(space + 1);
+  // "auto ns::model::operator()(const X&) const [with X = ...]" -> "operator()"; "void ns::f(int)" -> "f"
+  if (const auto call = fn.find("operator()"); call != std::string_view::npos) {
+    fn = "operator()";
+  } else {
+    if (const auto paren = fn.find('('); paren != std::string_view::npos) fn = fn.substr(0, paren);
+    if (const auto space = fn.find_last_of(" :"); space != std::string_view::npos) fn.remove_prefix(space + 1);
+  }
   if (!fn.empty()) {
     s += " in ";
     s += fn;
@@ -76,16 +80,28 @@ class tracing_context final : public requirement_recorder {
   // Constants lifted while tracing, as (FQN, tensor), in order of discovery.
   const std::vector<std::pair<std::string, any_tensor>>& lifted_constants() const noexcept { return lifted_constants_; }
 
-  // Records a call and returns its (first) value.
+  // -- modules ----------------------------------------------------------------------------------------
+  // Remembers a module object's FQN and type (export registers the whole tree before tracing).
+  void register_module(const void* address, std::string fqn, std::string type) {
+    modules_[address] = ir::module_frame{std::move(fqn), std::move(type)};
+  }
+  const ir::module_frame* find_module(const void* address) const {
+    const auto it = modules_.find(address);
+    return it == modules_.end() ? nullptr : &it->second;
+  }
+  // FQNs of the submodule calls seen, in call order (the module call graph's entries).
+  std::vector<std::string>& module_calls() noexcept { return module_calls_; }
+
+  // Records a call and returns its (first) value. `loc` may be null (operators have no location).
   ir::value_ref call(std::string target, std::vector<ir::argument> args, std::vector<ir::tensor_meta> vals,
-                     std::vector<std::pair<std::string, ir::argument>> kwargs, const std::source_location& loc) {
+                     std::vector<std::pair<std::string, ir::argument>> kwargs, const std::source_location* loc) {
     const ir::node_id n = graph_.add_call({.target = std::move(target),
                                            .args = std::move(args),
                                            .kwargs = std::move(kwargs),
                                            .vals = std::move(vals),
                                            .name_hint = {},
                                            .nn_module_stack = stack_,
-                                           .stack_trace = format_location(loc)});
+                                           .stack_trace = loc ? format_location(*loc) : std::string{}});
     return ir::value_ref{n};
   }
 
@@ -111,6 +127,8 @@ class tracing_context final : public requirement_recorder {
   std::vector<ir::module_frame> stack_;
   std::unordered_map<const void*, ir::value_ref> by_storage_;
   std::vector<std::pair<std::string, any_tensor>> lifted_constants_;
+  std::unordered_map<const void*, ir::module_frame> modules_;
+  std::vector<std::string> module_calls_;
 };
 
 namespace detail {
@@ -136,6 +154,31 @@ class scoped_tracing {
  private:
   tracing_context* prev_;
   scoped_requirement_recorder recorder_;
+};
+
+// Marks a module's forward: while tracing, the ops recorded inside carry the module in their
+// nn_module_stack and the call joins the module call graph. Eagerly it does nothing. A module's
+// call operator starts with `const typex::module_scope scope(*this);`.
+class module_scope {
+ public:
+  template <class M>
+  explicit module_scope(const M& m) {
+    tracing_context* ctx = current_tracing_context();
+    if (ctx == nullptr) return;
+    const ir::module_frame* f = ctx->find_module(&m);
+    if (f == nullptr || f->path.empty()) return;  // the root is not a frame; unregistered: not a module of the export
+    ctx->push_module(f->path, f->type);
+    ctx->module_calls().push_back(f->path);
+    ctx_ = ctx;
+  }
+  ~module_scope() {
+    if (ctx_ != nullptr) ctx_->pop_module();
+  }
+  module_scope(const module_scope&) = delete;
+  module_scope& operator=(const module_scope&) = delete;
+
+ private:
+  tracing_context* ctx_ = nullptr;
 };
 
 }  // namespace typex

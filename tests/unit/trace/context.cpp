@@ -22,7 +22,8 @@ TEST_CASE("the context records calls under the module stack, with their location
   CHECK(tx.name() == "x");
   CHECK(tx.to_string() == "traced f32[5, 3]");
   ctx.push_module("fc1", "typex::nn::linear");
-  const ir::value_ref r = ctx.call("aten.relu.default", {tx.value()}, {ctx.meta_of(tx)}, {}, std::source_location::current());
+  const auto here = std::source_location::current();
+  const ir::value_ref r = ctx.call("aten.relu.default", {tx.value()}, {ctx.meta_of(tx)}, {}, &here);
   ctx.pop_module();
   const ir::node& n = ctx.graph()[r.node];
   CHECK(n.nn_module_stack == std::vector<ir::module_frame>{{"fc1", "typex::nn::linear"}});

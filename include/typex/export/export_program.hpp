@@ -1,0 +1,183 @@
+// typex/export/export_program.hpp — export_program(module, inputs...): trace a module into an
+// exported_program, as torch.export.export does.
+//
+//   auto ep = typex::export_program(model, typex::input<"x">(tensor_spec<f32, shape<batch, fix<784>>>(...)));
+//
+// The module's parameters, buffers and constants are lifted to placeholders (p_/b_/c_ + FQN; a
+// storage shared by several names — tied weights — is lifted once, under its first name); each
+// input becomes a placeholder named by input<"name">(...) or args_<i>; the module is called on
+// traced values and every op records a node; the outputs become the output node. Then the
+// placeholders are ordered as torch.export orders them (parameters, buffers, constants, user
+// inputs), dead code is removed, and the signature, state dict, constants, range constraints and
+// module call graph are assembled. The program's verifier runs before it is returned.
+//
+// Inputs are tensors or tensor specs, one per argument of the module's call operator (nested input
+// structures arrive with the dynamic-shapes and pytree work of the export issue); outputs may be any
+// pytree of traced values.
+#pragma once
+
+#include <typex/export/exported_program.hpp>
+#include <typex/passes/dce.hpp>
+#include <typex/trace/module.hpp>
+#include <typex/trace/record.hpp>
+#include <typex/tree/flatten.hpp>
+
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace typex {
+
+// An input with a name for its placeholder: input<"x">(spec).
+template <fixed_string Name, class T>
+struct named_input {
+  T value;
+};
+template <fixed_string Name, class T>
+named_input<Name, T> input(const T& value) {
+  return {value};
+}
+
+namespace detail {
+template <class T> struct input_parts {
+  static std::string name(std::size_t i) { return "args_" + std::to_string(i); }
+  static const T& value(const T& v) { return v; }
+};
+template <fixed_string Name, class T> struct input_parts<named_input<Name, T>> {
+  static std::string name(std::size_t) { return std::string(Name.view()); }
+  static const T& value(const named_input<Name, T>& v) { return v.value; }
+};
+
+// A placeholder for one user input, and the traced value the module receives for it.
+template <class T>
+auto trace_input(tracing_context& ctx, const T& in, std::size_t i, std::vector<std::string>& names,
+                 range_constraints& ranges) {
+  const auto& v = input_parts<T>::value(in);
+  using V = std::remove_cvref_t<decltype(v)>;
+  static_assert(tensor_like<V>, "typex::export_program: each input must be a tensor or a tensor_spec (or input<\"name\">(one))");
+  using DT = typename V::dtype_type;
+  using S = typename V::shape_type;
+  const auto spec = spec_of_argument(v);
+  const ir::node_id ph = ctx.graph().add_placeholder(input_parts<T>::name(i), ctx.meta_of_type<DT, S>());
+  names.push_back(ctx.graph()[ph].name);
+  [&]<std::size_t... K>(std::index_sequence<K...>) {
+    auto add = [&]<class D>(std::type_identity<D>) {
+      if constexpr (is_symbolic_dim_v<D>) ranges.add<D>();
+    };
+    (add(std::type_identity<typename S::template dim_t<K>>{}), ...);
+  }(std::make_index_sequence<S::rank>{});
+  return traced<DT, S>(ctx, ir::value_ref{ph}, spec.shape);
+}
+}  // namespace detail
+
+template <module_type M, class... In>
+exported_program export_program(const M& module, const In&... inputs) {
+  tracing_context ctx;
+  const scoped_tracing on(ctx);
+  ir::graph& g = ctx.graph();
+
+  // 1. the module's tensors, lifted once per storage, and its submodules' names
+  struct lifted {
+    input_kind kind;
+    bool persistent;
+    std::string fqn;
+    ir::node_id placeholder;
+  };
+  std::vector<lifted> lifted_tensors;
+  named_tensors state, constants;
+  for_each_module_tensor(module, [&](const std::string& fqn, tensor_role role, bool persistent, const auto& t) {
+    const void* id = t.get_storage().data();
+    if (id != nullptr && ctx.find_storage(id) != nullptr) return;  // tied: lifted under its first name
+    const input_kind kind = role == tensor_role::parameter ? input_kind::parameter
+                            : role == tensor_role::buffer  ? input_kind::buffer
+                                                           : input_kind::constant_tensor;
+    const ir::node_id ph = g.add_placeholder(placeholder_name(kind, fqn), ctx.meta_of(t));
+    if (id != nullptr) ctx.bind_storage(id, ir::value_ref{ph});
+    lifted_tensors.push_back({kind, persistent, fqn, ph});
+    if (kind == input_kind::parameter || (kind == input_kind::buffer && persistent)) state.insert(fqn, t.erase());
+    else constants.insert(fqn, t.erase());
+  });
+  for_each_submodule(module, [&](const std::string& fqn, const auto& sub) {
+    ctx.register_module(&sub, fqn, std::string(detail::raw_type_name<std::remove_cvref_t<decltype(sub)>>()));
+  });
+
+  // 2. the user inputs
+  range_constraints ranges;
+  std::vector<std::string> input_names;
+  auto traced_inputs = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::tuple{detail::trace_input(ctx, inputs, I, input_names, ranges)...};
+  }(std::index_sequence_for<In...>{});
+  const std::size_t first_user = g.size() - sizeof...(In);
+
+  // 3. the call
+  const auto outputs = std::apply([&](const auto&... t) { return module(t...); }, traced_inputs);
+
+  // 4. the outputs
+  std::vector<ir::value_ref> outs;
+  for_each_leaf(outputs, [&](const auto& leaf) {
+    using L = std::remove_cvref_t<decltype(leaf)>;
+    if constexpr (traced_type<L>) outs.push_back(leaf.value());
+    else if constexpr (host_tensor_type<L> || module_tensor_type<L>) outs.push_back(ctx.value_of(leaf));
+    else static_assert(traced_type<L>, "typex::export_program: the module returned a leaf that is not a tensor");
+  });
+  const ir::node_id output = g.set_output(outs);
+  (void)output;
+
+  // 5. placeholder order: parameters, buffers, constants (the module's, then those met while
+  //    tracing), user inputs; then the calls
+  std::vector<const lifted*> ordered;  // the module's lifted tensors in signature order
+  for (input_kind k : {input_kind::parameter, input_kind::buffer, input_kind::constant_tensor})
+    for (const lifted& l : lifted_tensors)
+      if (l.kind == k) ordered.push_back(&l);
+  std::vector<ir::node_id> order;
+  for (const lifted* l : ordered) order.push_back(l->placeholder);
+  const std::size_t n_module_lifted = order.size();
+  for (ir::node_id i = static_cast<ir::node_id>(first_user + sizeof...(In)); i < g.size(); ++i)
+    if (g[i].op == ir::node_op::placeholder) order.push_back(i);  // constants lifted while tracing
+  for (std::size_t i = 0; i < sizeof...(In); ++i) order.push_back(static_cast<ir::node_id>(first_user + i));
+  for (ir::node_id i = 0; i < g.size(); ++i)
+    if (g[i].op != ir::node_op::placeholder) order.push_back(i);
+  g.reorder(order);
+  passes::eliminate_dead_code(g);
+
+  // 6. the signature
+  std::vector<input_spec> in_specs;
+  const auto placeholders = g.placeholders();
+  for (std::size_t k = 0; k < placeholders.size(); ++k) {
+    const std::string& arg = g[placeholders[k]].name;
+    if (k < n_module_lifted) {
+      in_specs.push_back({ordered[k]->kind, arg, ordered[k]->fqn, ordered[k]->persistent});
+    } else if (k < placeholders.size() - sizeof...(In)) {
+      const auto& c = ctx.lifted_constants()[k - n_module_lifted];
+      in_specs.push_back({input_kind::constant_tensor, arg, c.first, true});
+      constants.insert(c.first, c.second);
+    } else {
+      in_specs.push_back({input_kind::user_input, arg, "", true});
+    }
+  }
+  std::vector<output_spec> out_specs;
+  std::vector<std::string> output_names;
+  for (const ir::argument& a : g.output().args) {
+    const auto r = std::get<ir::value_ref>(a);
+    output_names.push_back(g[r.node].name);
+    out_specs.push_back({output_kind::user_output, g[r.node].name, ""});
+  }
+
+  // 7. the module call graph: the root with the calling convention, then each submodule call
+  std::vector<module_call_entry> calls;
+  calls.push_back({"", module_call_signature{input_names, output_names,
+                                             spec_of(std::apply([](const auto&... t) { return std::make_tuple(t.spec()...); },
+                                                                traced_inputs)),
+                                             spec_of(outputs)}});
+  for (const std::string& fqn : ctx.module_calls()) {
+    int seen = 0;
+    for (const auto& c : calls) seen += c.fqn == fqn || c.fqn.starts_with(fqn + "@") ? 1 : 0;
+    calls.push_back({seen == 0 ? fqn : fqn + "@" + std::to_string(seen), std::nullopt});
+  }
+
+  return exported_program(std::move(g), graph_signature(std::move(in_specs), std::move(out_specs)), std::move(state),
+                          std::move(constants), std::move(ranges), std::move(calls));
+}
+
+}  // namespace typex

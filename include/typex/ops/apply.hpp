@@ -1,0 +1,47 @@
+// typex/ops/apply.hpp — how an op call reaches whoever runs it.
+//
+// An op is a struct holding what it means (its ATen target, its result rule, its attributes);
+// typex::relu(x) and friends hand it to apply_op with their arguments. The arguments decide the
+// mode: if any is a traced value the call is recorded (the trace layer specializes op_runner for
+// trace_mode); otherwise it runs on host tensors (a backend specializes op_runner for eager_mode).
+// The ops layer depends on neither: it only names the extension points.
+#pragma once
+
+#include <typex/core/static_error.hpp>
+
+#include <source_location>
+#include <type_traits>
+
+namespace typex {
+
+struct eager_mode {};
+struct trace_mode {};
+
+// Specialized (as true) by the trace layer for its traced values.
+template <class T>
+struct is_traced_argument : std::false_type {};
+
+template <class... A>
+using op_mode_t = std::conditional_t<(is_traced_argument<std::remove_cvref_t<A>>::value || ...), trace_mode, eager_mode>;
+
+// An error here means: this mode has no runner. For eager_mode, include a backend
+// (<typex/backend/eigen.hpp>) to run ops on host tensors; for trace_mode, include
+// <typex/trace/record.hpp> (the umbrella <typex/typex.hpp> does).
+template <class Mode>
+struct op_runner {
+  template <class Op, class... A>
+  static void run(const Op&, const std::source_location*, const A&...) {
+    static_assert(sizeof(Op) == 0,
+                  "typex: no runner for these arguments: include <typex/trace/record.hpp> to trace, or a backend "
+                  "(<typex/backend/eigen.hpp>) to run ops on host tensors");
+  }
+};
+
+// `loc` is where the user's code called the op; nullptr where C++ cannot know it (operators take
+// no default arguments, so `a + b` has no source location).
+template <class Op, class... A>
+auto apply_op(const Op& op, const std::source_location* loc, const A&... args) {
+  return op_runner<op_mode_t<A...>>::run(op, loc, args...);
+}
+
+}  // namespace typex

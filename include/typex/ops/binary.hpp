@@ -1,0 +1,91 @@
+// typex/ops/binary.hpp — pointwise binary arithmetic with broadcasting: add, sub, mul, div, and
+// the operators + - * / on tensor-like values (tensor op tensor, tensor op scalar, scalar op tensor).
+//
+// dtypes promote as torch.promote_types; a Python-style scalar does not widen a floating tensor, and
+// a floating scalar with an integer tensor gives f32 (PyTorch's default dtype). Shapes broadcast
+// with the op's name in every message.
+#pragma once
+
+#include <typex/core/rules/broadcast.hpp>
+#include <typex/ops/apply.hpp>
+#include <typex/ops/tensor_like.hpp>
+
+#include <source_location>
+#include <string_view>
+
+namespace typex {
+
+namespace detail {
+template <fixed_string Name>
+struct binary_pointwise {
+  template <class A, class B>
+  static constexpr auto result(const A& a, const B& b) {
+    if constexpr (scalar_like<A>) {
+      return result(b, a);
+    } else if constexpr (scalar_like<B>) {
+      using DT = dtype_tag<(std::is_floating_point_v<B> && !is_floating_point(A::dtype_type::value)) ? dtype::f32
+                                                                                                     : A::dtype_type::value>;
+      return tensor_spec<DT, typename A::shape_type>(a.shape);
+    } else {
+      using DT = promote_t<typename A::dtype_type, typename B::dtype_type>;
+      const auto s = broadcast_shapes(a.shape, b.shape, op_name<Name>);
+      return tensor_spec<DT, std::remove_cvref_t<decltype(s)>>(s);
+    }
+  }
+};
+}  // namespace detail
+
+struct add_op : detail::binary_pointwise<"add"> {
+  static constexpr std::string_view target = "aten.add.Tensor";
+  template <class T>
+  static constexpr T scalar(T a, T b) { return a + b; }
+};
+struct sub_op : detail::binary_pointwise<"sub"> {
+  static constexpr std::string_view target = "aten.sub.Tensor";
+  template <class T>
+  static constexpr T scalar(T a, T b) { return a - b; }
+};
+struct mul_op : detail::binary_pointwise<"mul"> {
+  static constexpr std::string_view target = "aten.mul.Tensor";
+  template <class T>
+  static constexpr T scalar(T a, T b) { return a * b; }
+};
+struct div_op : detail::binary_pointwise<"div"> {
+  static constexpr std::string_view target = "aten.div.Tensor";
+  template <class T>
+  static constexpr T scalar(T a, T b) { return a / b; }
+};
+
+// At least one side is a tensor; the other a tensor or an arithmetic scalar.
+template <class A, class B>
+concept binary_operands = (tensor_like<A> && (tensor_like<B> || scalar_like<B>)) || (scalar_like<A> && tensor_like<B>);
+
+template <class A, class B> requires binary_operands<A, B>
+auto add(const A& a, const B& b, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(add_op{}, &loc, a, b);
+}
+template <class A, class B> requires binary_operands<A, B>
+auto sub(const A& a, const B& b, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(sub_op{}, &loc, a, b);
+}
+template <class A, class B> requires binary_operands<A, B>
+auto mul(const A& a, const B& b, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(mul_op{}, &loc, a, b);
+}
+template <class A, class B> requires binary_operands<A, B>
+auto div(const A& a, const B& b, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(div_op{}, &loc, a, b);
+}
+
+// Operators on tensor-like values (never on dims or scalars alone). Operators cannot take a default
+// argument, so the nodes they record carry no source location; call add(a, b) to get one.
+template <class A, class B> requires binary_operands<A, B>
+auto operator+(const A& a, const B& b) { return apply_op(add_op{}, nullptr, a, b); }
+template <class A, class B> requires binary_operands<A, B>
+auto operator-(const A& a, const B& b) { return apply_op(sub_op{}, nullptr, a, b); }
+template <class A, class B> requires binary_operands<A, B>
+auto operator*(const A& a, const B& b) { return apply_op(mul_op{}, nullptr, a, b); }
+template <class A, class B> requires binary_operands<A, B>
+auto operator/(const A& a, const B& b) { return apply_op(div_op{}, nullptr, a, b); }
+
+}  // namespace typex

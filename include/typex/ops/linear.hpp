@@ -1,0 +1,45 @@
+// typex/ops/linear.hpp — linear(x, weight[, bias]) = x @ weight^T + bias (torch.nn.functional.linear).
+//
+// x [..., in], weight [out, in], bias [out]: the result is [..., out]. The inner extents and the
+// bias must fit: a compile error naming "linear" and the shapes when static, checked otherwise.
+#pragma once
+
+#include <typex/core/rules/matmul.hpp>
+#include <typex/core/rules/permute.hpp>
+#include <typex/ops/apply.hpp>
+#include <typex/ops/tensor_like.hpp>
+
+#include <source_location>
+#include <string_view>
+
+namespace typex {
+
+struct linear_op {
+  static constexpr std::string_view target = "aten.linear.default";
+
+  template <class X, class W>
+  static constexpr auto result(const X& x, const W& w) {
+    static_assert(W::shape_type::rank == 2, "typex::linear: the weight must be 2-d: [out_features, in_features]");
+    const auto s = matmul_shape(x.shape, transpose_shape<0, 1>(w.shape), op_name<"linear">);
+    return tensor_spec<promote_t<typename X::dtype_type, typename W::dtype_type>, std::remove_cvref_t<decltype(s)>>(s);
+  }
+  template <class X, class W, class B>
+  static constexpr auto result(const X& x, const W& w, const B& b) {
+    const auto r = result(x, w);
+    static_assert(B::shape_type::rank == 1, "typex::linear: the bias must be 1-d: [out_features]");
+    (void)broadcast_shapes(r.shape, b.shape, op_name<"linear">);  // the bias must fit the output
+    return r;
+  }
+};
+
+template <tensor_like X, tensor_like W>
+auto linear(const X& x, const W& weight, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(linear_op{}, &loc, x, weight);
+}
+
+template <tensor_like X, tensor_like W, tensor_like B>
+auto linear(const X& x, const W& weight, const B& bias, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(linear_op{}, &loc, x, weight, bias);
+}
+
+}  // namespace typex

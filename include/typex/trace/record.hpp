@@ -1,0 +1,60 @@
+// typex/trace/record.hpp — the trace-mode runner: an op call on traced values records a node.
+//
+// The result's dtype and shape come from the op's rule (so static mistakes are compile errors and
+// run-time facts are checked on the example extents and recorded); its arguments become graph
+// values (traced values directly, host and module tensors by storage, lifted if new) or constants
+// (scalars). The node carries the module stack and the user's source location.
+#pragma once
+
+#include <typex/ops/apply.hpp>
+#include <typex/ops/tensor_like.hpp>
+#include <typex/trace/traced.hpp>
+
+#include <string>
+#include <vector>
+
+namespace typex {
+
+template <class DT, class S>
+struct is_traced_argument<traced<DT, S>> : std::true_type {};
+
+namespace detail {
+template <class A, class... Rest>
+tracing_context& context_of(const A& a, const Rest&... rest) {
+  if constexpr (traced_type<A>) return a.context();
+  else return context_of(rest...);
+}
+
+template <class T>
+ir::argument to_ir_argument(tracing_context& ctx, const T& a) {
+  if constexpr (traced_type<T>) {
+    if (&a.context() != &ctx)
+      raise_message<argument_error>("typex: an op mixes values traced by two different exports");
+    return a.value();
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return a;
+  } else if constexpr (std::is_integral_v<T>) {
+    return static_cast<std::int64_t>(a);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return static_cast<double>(a);
+  } else {
+    return ctx.value_of(static_cast<const host_tensor<typename T::dtype_type, typename T::shape_type>&>(a));
+  }
+}
+}  // namespace detail
+
+template <>
+struct op_runner<trace_mode> {
+  template <class Op, class... A>
+  static auto run(const Op& op, const std::source_location* loc, const A&... args) {
+    tracing_context& ctx = detail::context_of(args...);
+    const auto spec = op.result(detail::spec_of_argument(args)...);
+    using R = std::remove_cvref_t<decltype(spec)>;
+    std::vector<ir::argument> ir_args{detail::to_ir_argument(ctx, args)...};
+    const ir::value_ref v = ctx.call(std::string(Op::target), std::move(ir_args),
+                                     {ctx.meta_of_type<typename R::dtype_type, typename R::shape_type>()}, {}, loc);
+    return traced<typename R::dtype_type, typename R::shape_type>(ctx, v, spec.shape);
+  }
+};
+
+}  // namespace typex

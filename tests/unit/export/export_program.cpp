@@ -1,0 +1,104 @@
+// Tests for typex/export/export_program.hpp: a module traced into an exported program.
+#include "../support.hpp"
+
+#include <boost/hana/adapt_struct.hpp>
+
+using namespace typex;
+
+namespace exp_test {
+using batch = sym<"batch", 1, 1024>;
+
+template <int In, int Out>
+struct dense {
+  parameter<f32, fix<Out>, fix<In>> weight;
+  parameter<f32, fix<Out>> bias;
+
+  template <class X>
+  auto operator()(const X& x) const {
+    const module_scope scope(*this);
+    return linear(x, weight, bias);
+  }
+};
+
+using dense48 = dense<4, 8>;  // (an alias: BOOST_HANA_ADAPT_STRUCT cannot take a comma)
+using dense88 = dense<8, 8>;
+
+struct net {
+  dense48 fc1;
+  dense88 fc2;
+  dense88 head;  // its weight is tied to fc2's
+  buffer<f32, fix<8>> running_mean;
+  constant<f32, fix<8>> scale;
+
+  template <class X>
+  auto operator()(const X& x) const {
+    const auto h = relu(fc1(x));
+    const auto y = head(fc2(h));
+    const auto centered = y - running_mean;  // (one statement each: argument order is unspecified)
+    const auto scaled = mul(y, scale);
+    return std::make_tuple(centered, scaled);
+  }
+};
+}  // namespace exp_test
+BOOST_HANA_ADAPT_STRUCT(exp_test::dense48, weight, bias);
+BOOST_HANA_ADAPT_STRUCT(exp_test::dense88, weight, bias);
+BOOST_HANA_ADAPT_STRUCT(exp_test::net, fc1, fc2, head, running_mean, scale);
+
+namespace {
+exp_test::net tied_net() {
+  exp_test::net n;
+  n.head.weight = n.fc2.weight;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("export: parameters, buffers and constants lifted; tied weights once; torch's order and names") {
+  using namespace exp_test;
+  const net n = tied_net();
+  const tensor_spec<f32, shape<batch, fix<4>>> x_spec(shape<batch, fix<4>>(batch(2), {}));
+  const exported_program ep = export_program(n, input<"x">(x_spec));
+
+  const auto& ins = ep.signature().input_specs();
+  REQUIRE(ins.size() == 8);
+  CHECK(ins[0] == input_spec{input_kind::parameter, "p_fc1_weight", "fc1.weight", true});
+  CHECK(ins[2] == input_spec{input_kind::parameter, "p_fc2_weight", "fc2.weight", true});
+  CHECK(ins[4] == input_spec{input_kind::parameter, "p_head_bias", "head.bias", true});  // head.weight is fc2.weight
+  CHECK(ins[5] == input_spec{input_kind::buffer, "b_running_mean", "running_mean", true});
+  CHECK(ins[6] == input_spec{input_kind::constant_tensor, "c_scale", "scale", true});
+  CHECK(ins[7] == input_spec{input_kind::user_input, "x", "", true});
+  CHECK(ep.signature().user_outputs() == std::vector<std::string>{"sub", "mul"});
+  CHECK(ep.state_dict().size() == 6);  // 5 lifted parameters + the persistent buffer
+  CHECK(ep.constants().contains("scale"));
+  CHECK(ep.ranges().to_string() == "{batch: VR[1, 1024]}");
+  REQUIRE(ep.module_call_graph().size() == 4);
+  CHECK(ep.module_call_graph()[1].fqn == "fc1");
+  CHECK(ep.module_call_graph()[3].fqn == "head");
+  CHECK(ep.in_spec().to_string() == "TreeSpec(tuple, None, [*])");
+  CHECK(ep.out_spec().to_string() == "TreeSpec(tuple, None, [*, *])");
+
+  // the head's linear reads fc2's weight placeholder: the tie survives in the graph
+  const ir::graph& g = ep.graph();
+  bool head_reads_fc2 = false;
+  for (const ir::node& nd : g.nodes())
+    if (!nd.nn_module_stack.empty() && nd.nn_module_stack.back().path == "head")
+      head_reads_fc2 = g[std::get<ir::value_ref>(nd.args[1]).node].name == "p_fc2_weight";
+  CHECK(head_reads_fc2);
+
+  std::string printed = ep.to_string();
+  // the source lines depend on this file; pin the rest
+  const std::string file = "export_program.cpp:";
+  for (std::size_t at = printed.find(file); at != std::string::npos; at = printed.find(file, at + file.size())) {
+    const std::size_t end = printed.find(' ', at);
+    printed.replace(at, end - at, file + "N");
+  }
+  typex_test::check_golden("export_tied_mlp.txt", printed);
+}
+
+TEST_CASE("export: unnamed inputs are args_<i>; a wrong static shape does not compile (see compile_fail)") {
+  using namespace exp_test;
+  const net n = tied_net();
+  const exported_program ep = export_program(n, tensor_spec<f32, shape_c<3, 4>>());
+  CHECK(ep.signature().user_inputs() == std::vector<std::string>{"args_0"});
+  CHECK(ep.ranges().empty());
+  CHECK(ep.graph()[ep.graph().placeholders().back()].vals.front().to_string() == "f32[3, 4]");
+}
