@@ -123,33 +123,27 @@ class graph_signature {
   //   # outputs
   //   linear: USER_OUTPUT
   std::string to_string() const {
-    std::string s = "\n# inputs\n";
-    for (std::size_t k = 0; k < inputs_.size(); ++k) {
-      const input_spec& i = inputs_[k];
+    std::string s;
+    // "<arg>: <KIND>[ target='<fqn>']", one spec a line
+    auto line = [&](std::size_t k, const std::string& arg, std::string_view kind, const std::string& target) {
       if (k) s += '\n';
-      s += i.arg;
+      s += arg;
       s += ": ";
-      s += name(i.kind);
-      if (!i.target.empty()) {
+      s += kind;
+      if (!target.empty()) {
         s += " target='";
-        s += i.target;
+        s += target;
         s += '\'';
       }
+    };
+    s += "\n# inputs\n";
+    for (std::size_t k = 0; k < inputs_.size(); ++k) {
+      const input_spec& i = inputs_[k];
+      line(k, i.arg, name(i.kind), i.target);
       if (i.kind == input_kind::buffer) s += i.persistent ? " persistent=True" : " persistent=False";
     }
     s += "\n\n# outputs\n";
-    for (std::size_t k = 0; k < outputs_.size(); ++k) {
-      const output_spec& o = outputs_[k];
-      if (k) s += '\n';
-      s += o.arg;
-      s += ": ";
-      s += name(o.kind);
-      if (!o.target.empty()) {
-        s += " target='";
-        s += o.target;
-        s += '\'';
-      }
-    }
+    for (std::size_t k = 0; k < outputs_.size(); ++k) line(k, outputs_[k].arg, name(outputs_[k].kind), outputs_[k].target);
     s += '\n';
     return s;
   }
