@@ -16,7 +16,10 @@
 
 namespace typex {
 
-enum class verdict : unsigned char { always, runtime, never };
+// same_symbol: both sides are the same named non-static dim. Symbolically the fact holds (nothing
+// to record), but two tensors built separately can still carry different values for one symbol,
+// so the values are compared (a mismatch means inconsistent inputs, never a silent wrong answer).
+enum class verdict : unsigned char { always, runtime, never, same_symbol };
 
 namespace detail {
 constexpr bool overlaps(index_t alo, index_t ahi, index_t blo, index_t bhi) noexcept {
@@ -29,7 +32,7 @@ constexpr verdict equal_verdict() noexcept {
   if constexpr (is_static_dim_v<A> && is_static_dim_v<B>) {
     return A::value == B::value ? verdict::always : verdict::never;
   } else if constexpr (std::same_as<A, B> && is_named_dim_v<A>) {
-    return verdict::always;
+    return verdict::same_symbol;
   } else {
     return detail::overlaps(A::lo, A::hi, B::lo, B::hi) ? verdict::runtime : verdict::never;
   }
@@ -42,7 +45,7 @@ constexpr verdict broadcast_verdict() noexcept {
   } else if constexpr (is_static_dim_v<A> && is_static_dim_v<B>) {
     return A::value == B::value ? verdict::always : verdict::never;
   } else if constexpr (std::same_as<A, B> && is_named_dim_v<A>) {
-    return verdict::always;
+    return verdict::same_symbol;
   } else {
     const bool can_be_one = (A::lo <= 1 && 1 <= A::hi) || (B::lo <= 1 && 1 <= B::hi);
     return (can_be_one || detail::overlaps(A::lo, A::hi, B::lo, B::hi)) ? verdict::runtime : verdict::never;
@@ -86,18 +89,28 @@ constexpr broadcast_dim_t<A, B> broadcast_dim(const A& a, const B& b) {
 }
 
 namespace detail {
-// Run-time half of the checks: only called for verdict::runtime. `fail()` raises the rule's error.
-template <class A, class B, class Fail>
-constexpr void check_equal(std::string_view op, const A& a, const B& b, int dim, Fail&& fail) {
-  if (a.get() != b.get()) fail();
-  if (!std::is_constant_evaluated()) record_requirement(op, relation::equal, a, b, dim);
+// Run-time half of the checks, for each verdict: `runtime` compares the values and records the fact
+// for the tracer; `same_symbol` compares the values only; `always` does nothing. `fail()` raises the
+// rule's error. (`never` was a compile error already.)
+template <verdict V, class A, class B, class Fail>
+constexpr void require_equal(std::string_view op, const A& a, const B& b, int dim, Fail&& fail) {
+  if constexpr (V == verdict::runtime || V == verdict::same_symbol) {
+    if (a.get() != b.get()) fail();
+  }
+  if constexpr (V == verdict::runtime) {
+    if (!std::is_constant_evaluated()) record_requirement(op, relation::equal, a, b, dim);
+  }
 }
 
-template <class A, class B, class Fail>
-constexpr void check_broadcastable(std::string_view op, const A& a, const B& b, int dim, Fail&& fail) {
-  const index_t x = a.get(), y = b.get();
-  if (x != y && x != 1 && y != 1) fail();
-  if (!std::is_constant_evaluated()) record_requirement(op, relation::broadcastable, a, b, dim);
+template <verdict V, class A, class B, class Fail>
+constexpr void require_broadcastable(std::string_view op, const A& a, const B& b, int dim, Fail&& fail) {
+  if constexpr (V == verdict::runtime) {
+    const index_t x = a.get(), y = b.get();
+    if (x != y && x != 1 && y != 1) fail();
+    if (!std::is_constant_evaluated()) record_requirement(op, relation::broadcastable, a, b, dim);
+  } else if constexpr (V == verdict::same_symbol) {
+    if (a.get() != b.get()) fail();  // one symbol: the same value on both sides
+  }
 }
 
 // First index holding `v`, or N.

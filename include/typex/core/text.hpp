@@ -69,6 +69,15 @@ consteval auto make_text() {
   return w.s;
 }
 
+// prefix + decimal digits of v. (Spelled out: "x" + std::to_string(v) makes g++ 12 -O2 report a
+// bogus -Wrestrict, GCC bug 105329, in every unit that includes the code.)
+inline std::string with_number(std::string_view prefix, long long v) {
+  std::string s(prefix);
+  string_writer w{s};
+  w.put_int(v);
+  return s;
+}
+
 template <class F>
 std::string to_string_with(F&& f) {
   std::string s;

@@ -41,7 +41,7 @@ named_input<Name, T> input(const T& value) {
 
 namespace detail {
 template <class T> struct input_parts {
-  static std::string name(std::size_t i) { return "args_" + std::to_string(i); }
+  static std::string name(std::size_t i) { return with_number("args_", static_cast<long long>(i)); }
   static const T& value(const T& v) { return v; }
 };
 template <fixed_string Name, class T> struct input_parts<named_input<Name, T>> {
@@ -173,7 +173,7 @@ exported_program export_program(const M& module, const In&... inputs) {
   for (const std::string& fqn : ctx.module_calls()) {
     int seen = 0;
     for (const auto& c : calls) seen += c.fqn == fqn || c.fqn.starts_with(fqn + "@") ? 1 : 0;
-    calls.push_back({seen == 0 ? fqn : fqn + "@" + std::to_string(seen), std::nullopt});
+    calls.push_back({seen == 0 ? fqn : detail::with_number(fqn + "@", seen), std::nullopt});
   }
 
   return exported_program(std::move(g), graph_signature(std::move(in_specs), std::move(out_specs)), std::move(state),

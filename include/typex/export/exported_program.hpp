@@ -130,7 +130,7 @@ class exported_program {
     for (std::size_t i = 0; i < outs.size(); ++i) {
       const auto r = std::get<ir::value_ref>(out.args[i]);
       std::string produced = graph_[r.node].name;
-      if (graph_[r.node].vals.size() > 1) produced += "[" + std::to_string(r.index) + "]";
+      if (graph_[r.node].vals.size() > 1) produced = detail::with_number(produced + "[", r.index) + "]";
       if (produced != outs[i].arg) {
         detail::raise<ir::graph_error>([&](auto& w) {
           w.put("typex::exported_program: output "); w.put_int(static_cast<long long>(i)); w.put(" is '"); w.put(produced);

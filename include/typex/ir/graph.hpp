@@ -211,7 +211,7 @@ class graph {
     std::string base = sanitize(hint);
     if (!taken(base)) return base;
     for (int k = 1;; ++k) {
-      std::string candidate = base + "_" + std::to_string(k);
+      std::string candidate = typex::detail::with_number(base + "_", k);
       if (!taken(candidate)) return candidate;
     }
   }

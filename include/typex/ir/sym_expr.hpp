@@ -114,12 +114,7 @@ class sym_expr {
 // Names the anonymous dims met while converting typed shapes: s0, s1, ... (torch.export's names).
 class symbol_namer {
  public:
-  std::string fresh() {
-    // (not "s" + std::to_string(n): g++ 12 -O2 reports a bogus -Wrestrict there, GCC bug 105329)
-    std::string name = std::to_string(next_++);
-    name.insert(name.begin(), 's');
-    return name;
-  }
+  std::string fresh() { return typex::detail::with_number("s", next_++); }
 
  private:
   int next_ = 0;

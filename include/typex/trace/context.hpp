@@ -70,7 +70,7 @@ class tracing_context final : public requirement_recorder {
   ir::value_ref value_of(const host_tensor<DT, S>& t) {
     const void* id = t.get_storage().data();
     if (const ir::value_ref* v = find_storage(id)) return *v;
-    const std::string name = "lifted_tensor_" + std::to_string(lifted_constants_.size());
+    const std::string name = detail::with_number("lifted_tensor_", static_cast<long long>(lifted_constants_.size()));
     const ir::node_id ph = graph_.add_placeholder("c_" + name, meta_of(t));
     lifted_constants_.emplace_back(name, t.erase());
     const ir::value_ref v{ph};

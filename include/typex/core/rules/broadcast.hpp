@@ -88,9 +88,8 @@ constexpr auto broadcast_shapes(const shape<A...>& a, const shape<B...>& b, op_n
       auto one = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
         const auto x = detail::aligned_dim<SA, R, K>(a);
         const auto y = detail::aligned_dim<SB, R, K>(b);
-        if constexpr (vs[K] == verdict::runtime)
-          detail::check_broadcastable(Op.view(), x, y, static_cast<int>(K),
-                                      [&] { detail::raise_broadcast<Op>(a, b, K); });
+        detail::require_broadcastable<vs[K]>(Op.view(), x, y, static_cast<int>(K),
+                                             [&] { detail::raise_broadcast<Op>(a, b, K); });
         return broadcast_dim(x, y);
       };
       return shape(one(std::integral_constant<std::size_t, I>{})...);

@@ -60,8 +60,7 @@ constexpr auto concat2(const shape<A...>& a, const shape<B...>& b) {
             if constexpr (K == at) {
               return x + y;
             } else {
-              if constexpr (vs[K] == verdict::runtime)
-                check_equal(Op.view(), x, y, static_cast<int>(K), [&] {
+              require_equal<vs[K]>(Op.view(), x, y, static_cast<int>(K), [&] {
                   raise<shape_error>([&](auto& w) {
                     put_op(w, Op.view()); w.put(": shapes "); a.write_values(w); w.put(" and "); b.write_values(w);
                     w.put(" differ at dim "); w.put_int(K); w.put("; every dim except the concatenated dim ");

@@ -163,8 +163,7 @@ constexpr auto conv2d_shape(const shape<X...>& x, const shape<W...>& w, op_name_
       });
       return x;
     } else {
-      if constexpr (v == verdict::runtime)
-        detail::check_equal(Op.view(), x.template get<c>(), cin, static_cast<int>(c), [&] {
+      detail::require_equal<v>(Op.view(), x.template get<c>(), cin, static_cast<int>(c), [&] {
           detail::raise<shape_error>([&](auto& out) {
             detail::put_op(out, Op.view()); out.put(": input "); x.write_values(out); out.put(" has ");
             out.put_int(x.template get<c>().get()); out.put(" channels, but weight "); w.write_values(out);

@@ -60,8 +60,7 @@ constexpr auto matmul_shape(const shape<A...>& a, const shape<B...>& b, op_name_
     } else {
       const KA ka = a.template get<ra - 1>();
       const KB kb = b.template get<(rb == 1 ? 0 : rb - 2)>();
-      if constexpr (v == verdict::runtime)
-        detail::check_equal(Op.view(), ka, kb, -1, [&] { detail::raise_matmul<Op>(a, b, ka.get(), kb.get()); });
+      detail::require_equal<v>(Op.view(), ka, kb, -1, [&] { detail::raise_matmul<Op>(a, b, ka.get(), kb.get()); });
       // rows of lhs and columns of rhs (absent for 1-d operands)
       constexpr std::size_t ba = ra >= 2 ? ra - 2 : 0, bb = rb >= 2 ? rb - 2 : 0;
       const auto rows = [&] {

@@ -56,6 +56,20 @@ constexpr auto nonstatic_product(const shape<D...>& s) {
 template <class S>
 using nonstatic_product_t = decltype(nonstatic_product(std::declval<const S&>()));
 
+// The non-static dims of src and target are the same symbols (so the check is exact by type), but
+// tensors built separately may bind them differently: compare the values.
+template <fixed_string Op, class Src, class Tgt>
+constexpr void require_same_nonstatic(const Src& src, const Tgt& tgt) {
+  const index_t a = nonstatic_product(src).get(), b = nonstatic_product(tgt).get();
+  if (a != b) {
+    raise<shape_error>([&](auto& w) {
+      put_op(w, Op.view()); w.put(": cannot reshape "); src.write_values(w); w.put(" into "); tgt.write_values(w);
+      w.put(": their symbolic dims "); Src::write_type(w); w.put(" and "); Tgt::write_type(w);
+      w.put(" are bound to different values");
+    });
+  }
+}
+
 template <class W, class S>
 constexpr void put_shape_and_count(W& w) {
   S::write_type(w);
@@ -104,6 +118,8 @@ constexpr auto reshape_shape(const shape<S...>& src, const reshape_target<T...>&
       });
       return src;
     } else {
+      // the non-static parts are the same symbols: their values must agree too
+      if constexpr (same_nonstatic) detail::require_same_nonstatic<Op>(src, target.dims);
       if constexpr (!same_nonstatic) {
         const auto ns = detail::product(src);
         const auto nt = detail::product(target.dims);
@@ -116,7 +132,7 @@ constexpr auto reshape_shape(const shape<S...>& src, const reshape_target<T...>&
             detail::write_dim_with_range<decltype(detail::product(Tgt{}))>(w);
           });
         } else {
-          detail::check_equal(Op.view(), ns, nt, -1, [&] {
+          detail::require_equal<v>(Op.view(), ns, nt, -1, [&] {
             detail::raise<shape_error>([&](auto& w) {
               detail::put_op(w, Op.view()); w.put(": cannot reshape "); src.write_values(w); w.put(" (");
               w.put_int(ns.get()); w.put(" elements) into "); target.dims.write_values(w); w.put(" (");
@@ -141,6 +157,7 @@ constexpr auto reshape_shape(const shape<S...>& src, const reshape_target<T...>&
     } else {
       const auto inferred = [&] {
         if constexpr (same_nonstatic) {
+          detail::require_same_nonstatic<Op>(src, target.dims);
           return fix<fs / ft>{};
         } else if constexpr (std::same_as<NT, fix<1>> && ft != 0 && fs % ft == 0) {
           return detail::nonstatic_product(src) * fix<fs / ft>{};

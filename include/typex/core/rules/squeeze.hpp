@@ -59,9 +59,8 @@ constexpr auto squeeze_shape(const shape<D...>& s, op_name_t<Op> = {}) {
       }
       return s;
     } else {
-      if constexpr (v == verdict::runtime)
-        detail::check_equal(Op.view(), s.template get<at>(), fix<1>{}, static_cast<int>(at),
-                            [&] { detail::raise_squeeze<Op>(s, at); });
+      detail::require_equal<v>(Op.view(), s.template get<at>(), fix<1>{}, static_cast<int>(at),
+                               [&] { detail::raise_squeeze<Op>(s, at); });
       return detail::join(detail::take<0, at>(s), detail::take<at + 1, rank - at - 1>(s));
     }
   }

@@ -34,3 +34,10 @@ TEST_CASE("broadcast: two different symbols give broadcast(a, b), including 0-si
   const auto same_sym = broadcast_shapes(shape<m_sym>(m_sym(6)), shape<m_sym>(m_sym(6)));
   static_assert(same<decltype(same_sym), const shape<m_sym>>);
 }
+
+TEST_CASE("broadcast: the same symbol bound to two values is an error (eager tensors built apart)") {
+  typex_test::recorder rec;
+  CHECK_THROWS_AS((void)broadcast_shapes(shape<m_sym>(m_sym(4)), shape<m_sym>(m_sym(5))), shape_error);
+  CHECK(broadcast_shapes(shape<m_sym>(m_sym(4)), shape<m_sym>(m_sym(4))).to_string() == "[4]");
+  CHECK(rec.seen.empty());  // one symbol: nothing to record
+}

@@ -36,3 +36,7 @@ TEST_CASE("matmul: a symbolic inner dim is checked at run time and recorded") {
   CHECK(typex_test::message_of<shape_error>([&] { (void)matmul_shape(bad, shape_c<8, 5>{}, op_name<"linear">); }) ==
         "typex::linear: inner extents differ (lhs [3, 7], rhs [8, 5]): 7 vs 8 (types [m, k] and [8, 5])");
 }
+
+TEST_CASE("matmul: the same symbol bound to two values is an error") {
+  CHECK_THROWS_AS((void)matmul_shape(shape<fix<2>, k_sym>({}, k_sym(3)), shape<k_sym, fix<4>>(k_sym(4), {})), shape_error);
+}

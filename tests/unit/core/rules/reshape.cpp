@@ -42,3 +42,9 @@ TEST_CASE("reshape: run-time mismatches throw; divisibility is recorded") {
   CHECK(rec.seen.back().rel == relation::divisible);
   CHECK_THROWS_AS((void)reshape_shape(shape<dyn>(dyn(6)), reshape_to(fix<4>{})), shape_error);
 }
+
+TEST_CASE("reshape: one symbol bound to two values is an error, not a silent wrong shape") {
+  const shape<m_sym, fix<28>, fix<28>> img(m_sym(5), {}, {});
+  CHECK_THROWS_AS((void)reshape_shape(img, reshape_to(m_sym(6), fix<784>{})), shape_error);
+  CHECK(reshape_shape(img, reshape_to(m_sym(5), fix<784>{})).to_string() == "[5, 784]");
+}
