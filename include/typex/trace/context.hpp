@@ -71,7 +71,9 @@ class tracing_context final : public requirement_recorder {
     const void* id = t.get_storage().data();
     if (const ir::value_ref* v = find_storage(id)) return *v;
     const std::string name = detail::with_number("lifted_tensor_", static_cast<long long>(lifted_constants_.size()));
-    const ir::node_id ph = graph_.add_placeholder("c_" + name, meta_of(t));
+    std::string placeholder = "c_";
+    placeholder += name;
+    const ir::node_id ph = graph_.add_placeholder(placeholder, meta_of(t));
     lifted_constants_.emplace_back(name, t.erase());
     const ir::value_ref v{ph};
     bind_storage(id, v);

@@ -33,7 +33,11 @@ class traced {
     tensor_spec<DT, S>::write_type(w);
     w.put('>');
   }
-  std::string to_string() const { return "traced " + spec().to_string(); }
+  std::string to_string() const {
+    std::string s = "traced ";  // (not "traced " + ...: g++ 12's bogus -Wrestrict, GCC bug 105329)
+    s += spec().to_string();
+    return s;
+  }
 
  private:
   tracing_context* ctx_;
