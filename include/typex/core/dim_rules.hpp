@@ -3,10 +3,12 @@
 //   equal:         a == b            (matmul inner dims, concat's other dims, reshape's element count)
 //   broadcastable: a == b, a == 1, or b == 1
 //
-// For a pair of dim *types* each fact has a verdict known at compile time: always (both static and
-// fitting, or the same named dim), never (both static and not fitting, or declared ranges that
-// exclude every fitting value), or runtime (decided by the values). Shape rules turn `never` into a
-// compile error and check `runtime` against the values, recording the fact for the tracer.
+// For a pair of dim *types* each fact has a verdict known at compile time: always (static and
+// fitting, or one side a static 1), same_symbol (the same named dim on both sides: holds by type,
+// the values are still compared), never (static and not fitting, or declared ranges that exclude
+// every fitting value), or runtime (decided by the values). Shape rules turn `never` into a compile
+// error; require_equal / require_broadcastable do the run-time half for the other verdicts,
+// recording `runtime` facts for the tracer.
 #pragma once
 
 #include <typex/core/dim.hpp>
