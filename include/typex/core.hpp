@@ -30,6 +30,7 @@
 
 // tree
 #include <typex/tree/flatten.hpp>
+#include <typex/tree/map.hpp>
 #include <typex/tree/node.hpp>
 #include <typex/tree/spec.hpp>
 #include <typex/tree/unflatten.hpp>

@@ -14,12 +14,17 @@
 // ops
 #include <typex/ops/apply.hpp>
 #include <typex/ops/binary.hpp>
+#include <typex/ops/conv.hpp>
+#include <typex/ops/embedding.hpp>
 #include <typex/ops/linear.hpp>
+#include <typex/ops/normalization.hpp>
+#include <typex/ops/shape_ops.hpp>
 #include <typex/ops/tensor_like.hpp>
 #include <typex/ops/unary.hpp>
 
 // ir
 #include <typex/ir/graph.hpp>
+#include <typex/ir/op_arguments.hpp>
 #include <typex/ir/printer.hpp>
 #include <typex/ir/sym_expr.hpp>
 #include <typex/ir/verifier.hpp>
@@ -40,4 +45,5 @@
 #include <typex/export/exported_program.hpp>
 #include <typex/export/graph_signature.hpp>
 #include <typex/export/module_call_graph.hpp>
+#include <typex/export/program_module.hpp>
 #include <typex/export/range_constraints.hpp>

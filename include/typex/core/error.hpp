@@ -50,6 +50,12 @@ class argument_error : public error {
   using error::error;
 };
 
+// An op, dtype or feature a backend does not run (named in the message), found before running.
+class unsupported_error : public error {
+ public:
+  using error::error;
+};
+
 namespace detail {
 
 // Formats the message with `f(writer)` and throws E. Out of line and cold: the formatting code

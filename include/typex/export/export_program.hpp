@@ -21,6 +21,7 @@
 #include <typex/trace/module.hpp>
 #include <typex/trace/record.hpp>
 #include <typex/tree/flatten.hpp>
+#include <typex/tree/map.hpp>
 
 #include <string>
 #include <tuple>
@@ -48,31 +49,148 @@ template <fixed_string Name, class T> struct input_parts<named_input<Name, T>> {
   static std::string name(std::size_t) { return std::string(Name.view()); }
   static const T& value(const named_input<Name, T>& v) { return v.value; }
 };
+template <class T>
+using input_tree_t = std::remove_cvref_t<decltype(input_parts<T>::value(std::declval<const T&>()))>;
 
-// A placeholder for one user input, and the traced value the module receives for it.
+// Placeholder names of a tree's leaves, in flattening order: the input's name, then the path
+// (x, or x_0, x_1 for a tuple, inputs_image for a struct field), as torch.export names them.
+template <class T>
+void leaf_names(const T& tree, const std::string& prefix, std::vector<std::string>& out) {
+  if constexpr (node_kind_of<T>() == node_kind::leaf) {
+    out.push_back(prefix);
+  } else {
+    for_each_child(tree, [&](const auto& c, std::string_view key, std::size_t i) {
+      std::string p = prefix;
+      p += '_';
+      if (key.empty()) p += std::to_string(i);
+      else p += key;
+      leaf_names(c, p, out);
+    });
+  }
+}
+
+// One user input: a placeholder per tensor leaf (its symbolic dims join the range constraints),
+// the tree of traced values the module receives; scalar leaves are kept as they are (specialized
+// into the graph, as torch.export does) and remembered for the run-time check.
 template <class T>
 auto trace_input(tracing_context& ctx, const T& in, std::size_t i, std::vector<std::string>& names,
-                 range_constraints& ranges) {
+                 range_constraints& ranges, std::vector<any_tensor>& examples, std::vector<double>& scalars) {
   const auto& v = input_parts<T>::value(in);
-  using V = std::remove_cvref_t<decltype(v)>;
-  static_assert(tensor_like<V>, "typex::export_program: each input must be a tensor or a tensor_spec (or input<\"name\">(one))");
-  using DT = typename V::dtype_type;
-  using S = typename V::shape_type;
-  const auto spec = spec_of_argument(v);
-  const ir::node_id ph = ctx.graph().add_placeholder(input_parts<T>::name(i), ctx.meta_of_type<DT, S>());
-  names.push_back(ctx.graph()[ph].name);
-  [&]<std::size_t... K>(std::index_sequence<K...>) {
-    auto add = [&]<class D>(std::type_identity<D>) {
-      if constexpr (is_symbolic_dim_v<D>) ranges.add<D>();
-    };
-    (add(std::type_identity<typename S::template dim_t<K>>{}), ...);
-  }(std::make_index_sequence<S::rank>{});
-  return traced<DT, S>(ctx, ir::value_ref{ph}, spec.shape);
+  std::vector<std::string> paths;
+  leaf_names(v, input_parts<T>::name(i), paths);
+  std::size_t k = 0;
+  return map_tree<traced>(v, [&](const auto& leaf) {
+    using L = std::remove_cvref_t<decltype(leaf)>;
+    const std::string& path = paths[k++];
+    if constexpr (std::is_arithmetic_v<L>) {
+      scalars.push_back(static_cast<double>(leaf));
+      return leaf;
+    } else {
+      static_assert(tensor_like<L>, "typex::export_program: an input leaf must be a tensor, a tensor_spec or a number");
+      using DT = typename L::dtype_type;
+      using S = typename L::shape_type;
+      const auto spec = spec_of_argument(leaf);
+      const ir::node_id ph = ctx.graph().add_placeholder(path, ctx.meta_of_type<DT, S>());
+      names.push_back(ctx.graph()[ph].name);
+      if constexpr (host_tensor_type<L> || module_tensor_type<L>) examples.push_back(leaf.erase());
+      [&]<std::size_t... K>(std::index_sequence<K...>) {
+        auto add = [&]<class D>(std::type_identity<D>) {
+          if constexpr (is_symbolic_dim_v<D>) ranges.add<D>();
+        };
+        (add(std::type_identity<typename S::template dim_t<K>>{}), ...);
+      }(std::make_index_sequence<S::rank>{});
+      return traced<DT, S>(ctx, ir::value_ref{ph}, spec.shape);
+    }
+  });
 }
 }  // namespace detail
 
+// An exported program that remembers its calling convention as types: In is the tuple of the
+// input trees (specs or tensors), Out the tree of traced values the module returned. Its module()
+// takes exactly rebind_tree_t<In, host_tensor>... and returns rebind_tree_t<Out, host_tensor>, so a
+// wrong input type is a compile error. It is an exported_program (the type-erased view) too.
+template <class In, class Out>
+class typed_program;
+
+template <class... In, class Out>
+class typed_program<std::tuple<In...>, Out> : public exported_program {
+ public:
+  using output_type = rebind_tree_t<Out, host_tensor>;
+
+  typed_program(exported_program ep, Out prototype, std::vector<double> scalars)
+      : exported_program(std::move(ep)), prototype_(std::move(prototype)), scalars_(std::move(scalars)) {}
+
+  template <class Backend>
+  class typed_module {
+   public:
+    explicit typed_module(const typed_program& p) : run_(p.exported_program::template module<Backend>()), program_(&p) {}
+
+    output_type operator()(const rebind_tree_t<In, host_tensor>&... args) const {
+      std::vector<any_tensor> flat;
+      std::size_t k = 0, leaf = 0;
+      auto one = [&](const auto& tree) {
+        for_each_leaf(tree, [&](const auto& l) {
+          using L = std::remove_cvref_t<decltype(l)>;
+          if constexpr (std::is_arithmetic_v<L>) {
+            check_scalar(k, leaf, static_cast<double>(l));
+            ++k;
+          } else {
+            flat.push_back(l.erase());
+          }
+          ++leaf;
+        });
+      };
+      (one(args), ...);
+      const tree_spec given = spec_of(std::make_tuple(args...));
+      if (given != program_->in_spec()) {
+        detail::raise<tree_error>([&](auto& w) {
+          w.put("typex: the inputs have the structure "); w.put(given.to_string());
+          w.put(", but the program was exported for "); w.put(program_->in_spec().to_string());
+        });
+      }
+      const std::vector<any_tensor> out = run_(flat);
+      std::size_t i = 0;
+      return map_tree<host_tensor>(program_->prototype_, [&](const auto& l) {
+        using L = std::remove_cvref_t<decltype(l)>;
+        const std::size_t at = i++;
+        return host_tensor<typename L::dtype_type, typename L::shape_type>::bind(out[at], program_->output_name(at));
+      });
+    }
+
+   private:
+    void check_scalar(std::size_t k, std::size_t leaf, double v) const {
+      if (v == program_->scalars_[k]) return;
+      detail::raise<argument_error>([&](auto& w) {
+        w.put("typex: input leaf "); w.put_int(static_cast<long long>(leaf)); w.put(" is the number ");
+        w.put(std::to_string(v)); w.put(", but the program was exported with ");
+        w.put(std::to_string(program_->scalars_[k])); w.put(" (numbers are specialized into the program; export again for another value)");
+      });
+    }
+
+    program_module<Backend> run_;
+    const typed_program* program_;
+  };
+
+  // A callable with the model's calling convention (the program must outlive it).
+  template <class Backend = eigen_backend>
+  typed_module<Backend> module() const {
+    return typed_module<Backend>(*this);
+  }
+
+ private:
+  std::string output_name(std::size_t i) const {
+    std::string s = "output '";
+    s += signature().output_specs()[i].arg;
+    s += '\'';
+    return s;
+  }
+
+  Out prototype_;
+  std::vector<double> scalars_;
+};
+
 template <module_type M, class... In>
-exported_program export_program(const M& module, const In&... inputs) {
+auto export_program(const M& module, const In&... inputs) {
   tracing_context ctx;
   const scoped_tracing on(ctx);
   ir::graph& g = ctx.graph();
@@ -105,10 +223,13 @@ exported_program export_program(const M& module, const In&... inputs) {
   // 2. the user inputs
   range_constraints ranges;
   std::vector<std::string> input_names;
+  std::vector<any_tensor> examples;
+  std::vector<double> scalars;
+  const std::size_t first_user = g.size();
   auto traced_inputs = [&]<std::size_t... I>(std::index_sequence<I...>) {
-    return std::tuple{detail::trace_input(ctx, inputs, I, input_names, ranges)...};
+    return std::tuple{detail::trace_input(ctx, inputs, I, input_names, ranges, examples, scalars)...};
   }(std::index_sequence_for<In...>{});
-  const std::size_t first_user = g.size() - sizeof...(In);
+  const std::size_t n_user = g.size() - first_user;
 
   // 3. the call
   const auto outputs = std::apply([&](const auto&... t) { return module(t...); }, traced_inputs);
@@ -133,9 +254,9 @@ exported_program export_program(const M& module, const In&... inputs) {
   std::vector<ir::node_id> order;
   for (const lifted* l : ordered) order.push_back(l->placeholder);
   const std::size_t n_module_lifted = order.size();
-  for (ir::node_id i = static_cast<ir::node_id>(first_user + sizeof...(In)); i < g.size(); ++i)
+  for (ir::node_id i = static_cast<ir::node_id>(first_user + n_user); i < g.size(); ++i)
     if (g[i].op == ir::node_op::placeholder) order.push_back(i);  // constants lifted while tracing
-  for (std::size_t i = 0; i < sizeof...(In); ++i) order.push_back(static_cast<ir::node_id>(first_user + i));
+  for (std::size_t i = 0; i < n_user; ++i) order.push_back(static_cast<ir::node_id>(first_user + i));
   for (ir::node_id i = 0; i < g.size(); ++i)
     if (g[i].op != ir::node_op::placeholder) order.push_back(i);
   g.reorder(order);
@@ -148,7 +269,7 @@ exported_program export_program(const M& module, const In&... inputs) {
     const std::string& arg = g[placeholders[k]].name;
     if (k < n_module_lifted) {
       in_specs.push_back({ordered[k]->kind, arg, ordered[k]->fqn, ordered[k]->persistent});
-    } else if (k < placeholders.size() - sizeof...(In)) {
+    } else if (k < placeholders.size() - n_user) {
       const auto& c = ctx.lifted_constants()[k - n_module_lifted];
       in_specs.push_back({input_kind::constant_tensor, arg, c.first, true});
       constants.insert(c.first, c.second);
@@ -167,8 +288,7 @@ exported_program export_program(const M& module, const In&... inputs) {
   // 7. the module call graph: the root with the calling convention, then each submodule call
   std::vector<module_call_entry> calls;
   calls.push_back({"", module_call_signature{input_names, output_names,
-                                             spec_of(std::apply([](const auto&... t) { return std::make_tuple(t.spec()...); },
-                                                                traced_inputs)),
+                                             spec_of(traced_inputs),
                                              spec_of(outputs)}});
   for (const std::string& fqn : ctx.module_calls()) {
     int seen = 0;
@@ -176,8 +296,11 @@ exported_program export_program(const M& module, const In&... inputs) {
     calls.push_back({seen == 0 ? fqn : detail::with_number(fqn + "@", seen), std::nullopt});
   }
 
-  return exported_program(std::move(g), graph_signature(std::move(in_specs), std::move(out_specs)), std::move(state),
-                          std::move(constants), std::move(ranges), std::move(calls));
+  using program = typed_program<std::tuple<detail::input_tree_t<In>...>, std::remove_cvref_t<decltype(outputs)>>;
+  return program(exported_program(std::move(g), graph_signature(std::move(in_specs), std::move(out_specs)),
+                                  std::move(state), std::move(constants), std::move(ranges), std::move(calls),
+                                  std::move(examples)),
+                 outputs, std::move(scalars));
 }
 
 }  // namespace typex

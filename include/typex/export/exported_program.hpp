@@ -9,6 +9,7 @@
 
 #include <typex/export/graph_signature.hpp>
 #include <typex/export/module_call_graph.hpp>
+#include <typex/export/program_module.hpp>
 #include <typex/tensor/named_tensors.hpp>
 #include <typex/export/range_constraints.hpp>
 #include <typex/ir/printer.hpp>
@@ -46,6 +47,22 @@ class exported_program {
   // The calling convention (torch: call_spec): the root entry's in/out specs.
   const tree_spec& in_spec() const { return root_signature().in_spec; }
   const tree_spec& out_spec() const { return root_signature().out_spec; }
+
+  // A callable running the program on a backend (<typex/backend/eigen.hpp>): it takes the tensor
+  // leaves of the inputs (std::vector<any_tensor>, in flattening order), checks their dtypes and
+  // shapes against the program, and returns the output leaves.
+  template <class Backend = eigen_backend>
+  program_module<Backend> module() const {
+    return program_module<Backend>(*this);
+  }
+
+  // std::cout << program (any stream that takes a std::string; no <ostream> needed here).
+  template <class Stream>
+    requires requires(Stream& os, const std::string& text) { os << text; }
+  friend Stream& operator<<(Stream& os, const exported_program& ep) {
+    os << ep.to_string();
+    return os;
+  }
 
   std::string to_string() const {
     std::string s = "ExportedProgram:\n    ";

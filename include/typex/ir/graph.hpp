@@ -60,9 +60,9 @@ struct none_t {
 };
 
 // What a call can take: values, None, scalars, int lists (dims, sizes), lists of values (cat),
-// symbolic ints, dtypes and strings (reduce="mean", approximate="tanh").
+// symbolic ints and lists of them (a view's sizes), dtypes and strings (approximate="tanh").
 using argument = std::variant<value_ref, none_t, bool, std::int64_t, double, std::string, std::vector<std::int64_t>,
-                              std::vector<value_ref>, sym_expr, dtype>;
+                              std::vector<value_ref>, sym_expr, dtype, std::vector<sym_expr>>;
 
 enum class node_op : unsigned char { placeholder, call_function, output };
 

@@ -52,11 +52,13 @@ inline void print_argument(std::string& s, const graph& g, const argument& a) {
           s += '\'';
           s += v;
           s += '\'';
-        } else if constexpr (std::is_same_v<T, std::vector<std::int64_t>> || std::is_same_v<T, std::vector<value_ref>>) {
+        } else if constexpr (std::is_same_v<T, std::vector<std::int64_t>> || std::is_same_v<T, std::vector<value_ref>> ||
+                             std::is_same_v<T, std::vector<sym_expr>>) {
           s += '[';
           for (std::size_t i = 0; i < v.size(); ++i) {
             if (i) s += ", ";
             if constexpr (std::is_same_v<T, std::vector<value_ref>>) print_value(s, g, v[i]);
+            else if constexpr (std::is_same_v<T, std::vector<sym_expr>>) s += v[i].to_string();
             else s += std::to_string(v[i]);
           }
           s += ']';

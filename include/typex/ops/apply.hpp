@@ -5,6 +5,16 @@
 // mode: if any is a traced value the call is recorded (the trace layer specializes op_runner for
 // trace_mode); otherwise it runs on host tensors (a backend specializes op_runner for eager_mode).
 // The ops layer depends on neither: it only names the extension points.
+//
+// An op struct has
+//   static constexpr std::string_view target;      the ATen overload it records ("aten.conv2d.default")
+//   result(specs...)                               its rule: argument specs (or scalars) -> result spec
+// and, when the ATen schema has non-tensor arguments,
+//   template <class V> void attributes(V&& v) const  calls v(a) for each, in schema order; a is an
+//       index_t, double, bool, std::string_view, std::array<index_t, N> (an int list), a shape
+//       (a list of possibly symbolic sizes) or std::nullptr_t (None)
+//   static constexpr std::size_t attributes_at      where they go among the arguments (default: last)
+// A tensor argument that is absent (conv2d without bias) is passed as nullptr and records None.
 #pragma once
 
 #include <typex/core/static_error.hpp>
@@ -20,6 +30,18 @@ struct trace_mode {};
 // Specialized (as true) by the trace layer for its traced values.
 template <class T>
 struct is_traced_argument : std::false_type {};
+
+// Where an op's attributes sit among its arguments: after the first attributes_at (default: all).
+template <class Op>
+constexpr std::size_t attributes_position(std::size_t n_args) noexcept {
+  if constexpr (requires { Op::attributes_at; }) return Op::attributes_at < n_args ? Op::attributes_at : n_args;
+  else return n_args;
+}
+
+template <class Op, class V>
+void visit_attributes(const Op& op, V&& v) {
+  if constexpr (requires { op.attributes(v); }) op.attributes(v);
+}
 
 template <class... A>
 using op_mode_t = std::conditional_t<(is_traced_argument<std::remove_cvref_t<A>>::value || ...), trace_mode, eager_mode>;

@@ -1,5 +1,6 @@
-// typex/ops/binary.hpp — pointwise binary arithmetic with broadcasting: add, sub, mul, div, and
-// the operators + - * / on tensor-like values (tensor op tensor, tensor op scalar, scalar op tensor).
+// typex/ops/binary.hpp — pointwise binary ops with broadcasting: add, sub, mul, div, maximum,
+// minimum, the comparisons eq, ne, lt, le, gt, ge (bool results), and the operators
+// + - * / < <= > >= on tensor-like values (tensor op tensor, tensor op scalar, scalar op tensor).
 //
 // dtypes promote as torch.promote_types; a Python-style scalar does not widen a floating tensor, and
 // a floating scalar with an integer tensor gives f32 (PyTorch's default dtype). Shapes broadcast
@@ -33,6 +34,16 @@ struct binary_pointwise {
     }
   }
 };
+
+// Comparisons: the operands promote for the comparison; the result is bool.
+template <fixed_string Name>
+struct comparison {
+  template <class A, class B>
+  static constexpr auto result(const A& a, const B& b) {
+    const auto r = binary_pointwise<Name>::result(a, b);
+    return tensor_spec<b8, typename std::remove_cvref_t<decltype(r)>::shape_type>(r.shape);
+  }
+};
 }  // namespace detail
 
 struct add_op : detail::binary_pointwise<"add"> {
@@ -56,6 +67,42 @@ struct div_op : detail::binary_pointwise<"div"> {
   static constexpr T scalar(T a, T b) { return a / b; }
 };
 
+struct maximum_op : detail::binary_pointwise<"maximum"> {
+  static constexpr std::string_view target = "aten.maximum.default";
+  template <class T>
+  static constexpr T scalar(T a, T b) { return a < b ? b : a; }
+};
+struct minimum_op : detail::binary_pointwise<"minimum"> {
+  static constexpr std::string_view target = "aten.minimum.default";
+  template <class T>
+  static constexpr T scalar(T a, T b) { return b < a ? b : a; }
+};
+
+struct eq_op : detail::comparison<"eq"> {
+  static constexpr std::string_view target = "aten.eq.Tensor";
+  template <class T> static constexpr bool scalar(T a, T b) { return a == b; }
+};
+struct ne_op : detail::comparison<"ne"> {
+  static constexpr std::string_view target = "aten.ne.Tensor";
+  template <class T> static constexpr bool scalar(T a, T b) { return a != b; }
+};
+struct lt_op : detail::comparison<"lt"> {
+  static constexpr std::string_view target = "aten.lt.Tensor";
+  template <class T> static constexpr bool scalar(T a, T b) { return a < b; }
+};
+struct le_op : detail::comparison<"le"> {
+  static constexpr std::string_view target = "aten.le.Tensor";
+  template <class T> static constexpr bool scalar(T a, T b) { return a <= b; }
+};
+struct gt_op : detail::comparison<"gt"> {
+  static constexpr std::string_view target = "aten.gt.Tensor";
+  template <class T> static constexpr bool scalar(T a, T b) { return a > b; }
+};
+struct ge_op : detail::comparison<"ge"> {
+  static constexpr std::string_view target = "aten.ge.Tensor";
+  template <class T> static constexpr bool scalar(T a, T b) { return a >= b; }
+};
+
 // At least one side is a tensor; the other a tensor or an arithmetic scalar.
 template <class A, class B>
 concept binary_operands = (tensor_like<A> && (tensor_like<B> || scalar_like<B>)) || (scalar_like<A> && tensor_like<B>);
@@ -77,6 +124,27 @@ auto div(const A& a, const B& b, const std::source_location& loc = std::source_l
   return apply_op(div_op{}, &loc, a, b);
 }
 
+template <class A, class B> requires binary_operands<A, B>
+auto maximum(const A& a, const B& b, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(maximum_op{}, &loc, a, b);
+}
+template <class A, class B> requires binary_operands<A, B>
+auto minimum(const A& a, const B& b, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(minimum_op{}, &loc, a, b);
+}
+template <class A, class B> requires binary_operands<A, B>
+auto eq(const A& a, const B& b, const std::source_location& loc = std::source_location::current()) { return apply_op(eq_op{}, &loc, a, b); }
+template <class A, class B> requires binary_operands<A, B>
+auto ne(const A& a, const B& b, const std::source_location& loc = std::source_location::current()) { return apply_op(ne_op{}, &loc, a, b); }
+template <class A, class B> requires binary_operands<A, B>
+auto lt(const A& a, const B& b, const std::source_location& loc = std::source_location::current()) { return apply_op(lt_op{}, &loc, a, b); }
+template <class A, class B> requires binary_operands<A, B>
+auto le(const A& a, const B& b, const std::source_location& loc = std::source_location::current()) { return apply_op(le_op{}, &loc, a, b); }
+template <class A, class B> requires binary_operands<A, B>
+auto gt(const A& a, const B& b, const std::source_location& loc = std::source_location::current()) { return apply_op(gt_op{}, &loc, a, b); }
+template <class A, class B> requires binary_operands<A, B>
+auto ge(const A& a, const B& b, const std::source_location& loc = std::source_location::current()) { return apply_op(ge_op{}, &loc, a, b); }
+
 // Operators on tensor-like values (never on dims or scalars alone). Operators cannot take a default
 // argument, so the nodes they record carry no source location; call add(a, b) to get one.
 template <class A, class B> requires binary_operands<A, B>
@@ -87,5 +155,18 @@ template <class A, class B> requires binary_operands<A, B>
 auto operator*(const A& a, const B& b) { return apply_op(mul_op{}, nullptr, a, b); }
 template <class A, class B> requires binary_operands<A, B>
 auto operator/(const A& a, const B& b) { return apply_op(div_op{}, nullptr, a, b); }
+
+// Ordering comparisons as operators (== and != stay equality of values: tensor specs compare
+// shapes with them; call eq(a, b) / ne(a, b) for the elementwise ops). Not on tensor specs.
+template <class A, class B>
+concept comparison_operands = binary_operands<A, B> && !tensor_spec_type<A> && !tensor_spec_type<B>;
+template <class A, class B> requires comparison_operands<A, B>
+auto operator<(const A& a, const B& b) { return apply_op(lt_op{}, nullptr, a, b); }
+template <class A, class B> requires comparison_operands<A, B>
+auto operator<=(const A& a, const B& b) { return apply_op(le_op{}, nullptr, a, b); }
+template <class A, class B> requires comparison_operands<A, B>
+auto operator>(const A& a, const B& b) { return apply_op(gt_op{}, nullptr, a, b); }
+template <class A, class B> requires comparison_operands<A, B>
+auto operator>=(const A& a, const B& b) { return apply_op(ge_op{}, nullptr, a, b); }
 
 }  // namespace typex

@@ -1,4 +1,5 @@
-// typex/ops/linear.hpp — linear(x, weight[, bias]) = x @ weight^T + bias (torch.nn.functional.linear).
+// typex/ops/linear.hpp — linear(x, weight[, bias]) = x @ weight^T + bias (torch.nn.functional.linear),
+// and matmul(a, b) (torch.matmul: 1-d, 2-d and batched operands, batch dims broadcast).
 //
 // x [..., in], weight [out, in], bias [out]: the result is [..., out]. The inner extents and the
 // bias must fit: a compile error naming "linear" and the shapes when static, checked otherwise.
@@ -31,6 +32,21 @@ struct linear_op {
     return r;
   }
 };
+
+struct matmul_op {
+  static constexpr std::string_view target = "aten.matmul.default";
+
+  template <class A, class B>
+  static constexpr auto result(const A& a, const B& b) {
+    const auto s = matmul_shape(a.shape, b.shape, op_name<"matmul">);
+    return tensor_spec<promote_t<typename A::dtype_type, typename B::dtype_type>, std::remove_cvref_t<decltype(s)>>(s);
+  }
+};
+
+template <tensor_like A, tensor_like B>
+auto matmul(const A& a, const B& b, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(matmul_op{}, &loc, a, b);
+}
 
 template <tensor_like X, tensor_like W>
 auto linear(const X& x, const W& weight, const std::source_location& loc = std::source_location::current()) {

@@ -28,7 +28,7 @@ concept scalar_like = std::is_arithmetic_v<T>;
 namespace detail {
 template <class T>
 auto spec_of_argument(const T& a) {
-  if constexpr (scalar_like<T>) {
+  if constexpr (scalar_like<T> || std::is_null_pointer_v<T>) {
     return a;
   } else if constexpr (requires { a.shape(); }) {
     return tensor_spec<typename T::dtype_type, typename T::shape_type>(a.shape());

@@ -1,12 +1,14 @@
-// typex/ops/unary.hpp — pointwise unary ops: neg, relu (the op set grows in the op-set issue).
+// typex/ops/unary.hpp — pointwise unary ops: neg, abs, exp, log, sqrt, rsqrt, relu, gelu, silu,
+// tanh, sigmoid (and unary minus on tensor-like values).
 //
 // Each op names its ATen target, keeps its argument's dtype and shape, and carries the scalar math
-// that backends share.
+// that backends share (computed in the argument's type; backends compute f16/bf16 in f32).
 #pragma once
 
 #include <typex/ops/apply.hpp>
 #include <typex/ops/tensor_like.hpp>
 
+#include <cmath>
 #include <source_location>
 #include <string_view>
 
@@ -23,24 +25,97 @@ struct unary_pointwise {
 
 struct neg_op : detail::unary_pointwise {
   static constexpr std::string_view target = "aten.neg.default";
-  template <class T>
-  static constexpr T scalar(T x) { return -x; }
+  template <class T> static constexpr T scalar(T x) { return -x; }
 };
-
+struct abs_op : detail::unary_pointwise {
+  static constexpr std::string_view target = "aten.abs.default";
+  template <class T> static constexpr T scalar(T x) { return x < T(0) ? -x : x; }
+};
+struct exp_op : detail::unary_pointwise {
+  static constexpr std::string_view target = "aten.exp.default";
+  template <class T> static T scalar(T x) { return std::exp(x); }
+};
+struct log_op : detail::unary_pointwise {
+  static constexpr std::string_view target = "aten.log.default";
+  template <class T> static T scalar(T x) { return std::log(x); }
+};
+struct sqrt_op : detail::unary_pointwise {
+  static constexpr std::string_view target = "aten.sqrt.default";
+  template <class T> static T scalar(T x) { return std::sqrt(x); }
+};
+struct rsqrt_op : detail::unary_pointwise {
+  static constexpr std::string_view target = "aten.rsqrt.default";
+  template <class T> static T scalar(T x) { return T(1) / std::sqrt(x); }
+};
 struct relu_op : detail::unary_pointwise {
   static constexpr std::string_view target = "aten.relu.default";
+  template <class T> static constexpr T scalar(T x) { return x > T(0) ? x : T(0); }
+};
+struct tanh_op : detail::unary_pointwise {
+  static constexpr std::string_view target = "aten.tanh.default";
+  template <class T> static T scalar(T x) { return std::tanh(x); }
+};
+struct sigmoid_op : detail::unary_pointwise {
+  static constexpr std::string_view target = "aten.sigmoid.default";
+  template <class T> static T scalar(T x) { return T(1) / (T(1) + std::exp(-x)); }
+};
+struct silu_op : detail::unary_pointwise {
+  static constexpr std::string_view target = "aten.silu.default";
+  template <class T> static T scalar(T x) { return x / (T(1) + std::exp(-x)); }
+};
+
+// torch.nn.functional.gelu's `approximate`: "none" (the exact erf form) or "tanh".
+enum class gelu_approximation : unsigned char { none, tanh };
+
+struct gelu_op : detail::unary_pointwise {
+  static constexpr std::string_view target = "aten.gelu.default";
+  gelu_approximation approximate = gelu_approximation::none;
+
+  template <class V>
+  void attributes(V&& v) const {
+    if (approximate == gelu_approximation::tanh) v(std::string_view("tanh"));  // the default is not spelled
+  }
   template <class T>
-  static constexpr T scalar(T x) { return x > T(0) ? x : T(0); }
+  static T scalar(T x, gelu_approximation a) {
+    if (a == gelu_approximation::tanh) {
+      constexpr T k = T(0.7978845608028654);  // sqrt(2/pi)
+      return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
+    }
+    return T(0.5) * x * (T(1) + std::erf(x * T(0.7071067811865476)));
+  }
 };
 
 template <tensor_like X>
-auto neg(const X& x, const std::source_location& loc = std::source_location::current()) {
-  return apply_op(neg_op{}, &loc, x);
+auto neg(const X& x, const std::source_location& loc = std::source_location::current()) { return apply_op(neg_op{}, &loc, x); }
+template <tensor_like X>
+auto abs(const X& x, const std::source_location& loc = std::source_location::current()) { return apply_op(abs_op{}, &loc, x); }
+template <tensor_like X>
+auto exp(const X& x, const std::source_location& loc = std::source_location::current()) { return apply_op(exp_op{}, &loc, x); }
+template <tensor_like X>
+auto log(const X& x, const std::source_location& loc = std::source_location::current()) { return apply_op(log_op{}, &loc, x); }
+template <tensor_like X>
+auto sqrt(const X& x, const std::source_location& loc = std::source_location::current()) { return apply_op(sqrt_op{}, &loc, x); }
+template <tensor_like X>
+auto rsqrt(const X& x, const std::source_location& loc = std::source_location::current()) { return apply_op(rsqrt_op{}, &loc, x); }
+template <tensor_like X>
+auto relu(const X& x, const std::source_location& loc = std::source_location::current()) { return apply_op(relu_op{}, &loc, x); }
+template <tensor_like X>
+auto tanh(const X& x, const std::source_location& loc = std::source_location::current()) { return apply_op(tanh_op{}, &loc, x); }
+template <tensor_like X>
+auto sigmoid(const X& x, const std::source_location& loc = std::source_location::current()) { return apply_op(sigmoid_op{}, &loc, x); }
+template <tensor_like X>
+auto silu(const X& x, const std::source_location& loc = std::source_location::current()) { return apply_op(silu_op{}, &loc, x); }
+template <tensor_like X>
+auto gelu(const X& x, gelu_approximation approximate = gelu_approximation::none,
+          const std::source_location& loc = std::source_location::current()) {
+  gelu_op op;
+  op.approximate = approximate;
+  return apply_op(op, &loc, x);
 }
 
+// -x on a tensor-like value records neg (without a source location: operators take no default argument).
 template <tensor_like X>
-auto relu(const X& x, const std::source_location& loc = std::source_location::current()) {
-  return apply_op(relu_op{}, &loc, x);
-}
+  requires(!tensor_spec_type<X>)
+auto operator-(const X& x) { return apply_op(neg_op{}, nullptr, x); }
 
 }  // namespace typex

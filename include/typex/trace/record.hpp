@@ -6,6 +6,7 @@
 // (scalars). The node carries the module stack and the user's source location.
 #pragma once
 
+#include <typex/ir/op_arguments.hpp>
 #include <typex/ops/apply.hpp>
 #include <typex/ops/tensor_like.hpp>
 #include <typex/trace/traced.hpp>
@@ -31,6 +32,8 @@ ir::argument to_ir_argument(tracing_context& ctx, const T& a) {
     if (&a.context() != &ctx)
       raise_message<argument_error>("typex: an op mixes values traced by two different exports");
     return a.value();
+  } else if constexpr (std::is_null_pointer_v<T>) {
+    return ir::none_t{};
   } else if constexpr (std::is_same_v<T, bool>) {
     return a;
   } else if constexpr (std::is_integral_v<T>) {
@@ -50,7 +53,8 @@ struct op_runner<trace_mode> {
     tracing_context& ctx = detail::context_of(args...);
     const auto spec = op.result(detail::spec_of_argument(args)...);
     using R = std::remove_cvref_t<decltype(spec)>;
-    std::vector<ir::argument> ir_args{detail::to_ir_argument(ctx, args)...};
+    std::vector<ir::argument> ir_args =
+        ir::op_arguments(op, &ctx.namer(), [&](const auto& a) { return detail::to_ir_argument(ctx, a); }, args...);
     const ir::value_ref v = ctx.call(std::string(Op::target), std::move(ir_args),
                                      {ctx.meta_of_type<typename R::dtype_type, typename R::shape_type>()}, {}, loc);
     return traced<typename R::dtype_type, typename R::shape_type>(ctx, v, spec.shape);

@@ -1,0 +1,130 @@
+// typex/ops/conv.hpp — conv2d, max_pool2d, avg_pool2d, adaptive_avg_pool2d on [N, C, H, W] or
+// [C, H, W] inputs.
+//
+//   conv2d<conv2d_options{.padding = {1, 1}}>(x, weight, bias)
+//       aten.conv2d.default(x, weight, bias, [1, 1], [1, 1], [1, 1], 1)
+//   max_pool2d<pool2d_options{.kernel = {2, 2}}>(x)
+//       aten.max_pool2d.default(x, [2, 2], [2, 2], [0, 0], [1, 1], False)
+//   avg_pool2d<pool2d_options{.kernel = {2, 2}}>(x)
+//       aten.avg_pool2d.default(x, [2, 2], [2, 2], [0, 0], False, True)
+//   adaptive_avg_pool2d<1, 1>(x)
+//       aten.adaptive_avg_pool2d.default(x, [1, 1])
+// Options are template arguments (structural values): output sizes stay static for static inputs,
+// and a kernel that cannot fit is a compile error (core/rules/conv.hpp).
+#pragma once
+
+#include <typex/core/rules/conv.hpp>
+#include <typex/ops/apply.hpp>
+#include <typex/ops/tensor_like.hpp>
+
+#include <array>
+#include <source_location>
+#include <string_view>
+
+namespace typex {
+
+template <conv2d_options Opt>
+struct conv2d_op {
+  static constexpr std::string_view target = "aten.conv2d.default";
+
+  template <class X, class W, class B>
+  static constexpr auto result(const X& x, const W& w, const B& b) {
+    static_assert(is_floating_point(X::dtype_type::value), "typex::conv2d: the input must be a floating-point tensor");
+    const auto s = conv2d_shape<Opt>(x.shape, w.shape, op_name<"conv2d">);
+    if constexpr (!std::is_null_pointer_v<B>) {
+      static_assert(B::shape_type::rank == 1, "typex::conv2d: the bias must be 1-d: [out_channels]");
+      (void)broadcast_shapes(shape(w.shape.template get<0>()), b.shape, op_name<"conv2d">);
+    }
+    return tensor_spec<promote_t<typename X::dtype_type, typename W::dtype_type>, std::remove_cvref_t<decltype(s)>>(s);
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(Opt.stride);
+    v(Opt.padding);
+    v(Opt.dilation);
+    v(Opt.groups);
+  }
+};
+
+namespace detail {
+template <pool2d_options Opt>
+constexpr std::array<index_t, 2> pool_stride() {
+  return {Opt.stride[0] == 0 ? Opt.kernel[0] : Opt.stride[0], Opt.stride[1] == 0 ? Opt.kernel[1] : Opt.stride[1]};
+}
+template <pool2d_options Opt, fixed_string Name>
+struct pool2d_like {
+  template <class X>
+  static constexpr auto result(const X& x) {
+    const auto s = pool2d_shape<Opt>(x.shape, op_name<Name>);
+    return tensor_spec<typename X::dtype_type, std::remove_cvref_t<decltype(s)>>(s);
+  }
+};
+}  // namespace detail
+
+template <pool2d_options Opt>
+struct max_pool2d_op : detail::pool2d_like<Opt, "max_pool2d"> {
+  static constexpr std::string_view target = "aten.max_pool2d.default";
+  template <class V>
+  void attributes(V&& v) const {
+    v(Opt.kernel);
+    v(detail::pool_stride<Opt>());
+    v(Opt.padding);
+    v(Opt.dilation);
+    v(Opt.ceil_mode);
+  }
+};
+
+// avg_pool2d has no dilation (PyTorch's), and counts padding in the divisor (count_include_pad).
+template <pool2d_options Opt>
+struct avg_pool2d_op : detail::pool2d_like<Opt, "avg_pool2d"> {
+  static_assert(Opt.dilation[0] == 1 && Opt.dilation[1] == 1, "typex::avg_pool2d: average pooling has no dilation");
+  static constexpr std::string_view target = "aten.avg_pool2d.default";
+  template <class V>
+  void attributes(V&& v) const {
+    v(Opt.kernel);
+    v(detail::pool_stride<Opt>());
+    v(Opt.padding);
+    v(Opt.ceil_mode);
+    v(true);  // count_include_pad
+  }
+};
+
+template <index_t OH, index_t OW>
+struct adaptive_avg_pool2d_op {
+  static_assert(OH >= 1 && OW >= 1, "typex::adaptive_avg_pool2d: the output size must be at least 1x1");
+  static constexpr std::string_view target = "aten.adaptive_avg_pool2d.default";
+  template <class X>
+  static constexpr auto result(const X& x) {
+    detail::require_nchw<"adaptive_avg_pool2d", typename X::shape_type>();
+    constexpr std::size_t c = X::shape_type::rank - 3;
+    const auto s = detail::join(detail::take<0, c + 1>(x.shape), shape<fix<OH>, fix<OW>>{});
+    return tensor_spec<typename X::dtype_type, std::remove_cvref_t<decltype(s)>>(s);
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(std::array<index_t, 2>{OH, OW});
+  }
+};
+
+template <conv2d_options Opt = conv2d_options{}, tensor_like X, tensor_like W, tensor_like B>
+auto conv2d(const X& x, const W& weight, const B& bias, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(conv2d_op<Opt>{}, &loc, x, weight, bias);
+}
+template <conv2d_options Opt = conv2d_options{}, tensor_like X, tensor_like W>
+auto conv2d(const X& x, const W& weight, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(conv2d_op<Opt>{}, &loc, x, weight, nullptr);
+}
+template <pool2d_options Opt, tensor_like X>
+auto max_pool2d(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(max_pool2d_op<Opt>{}, &loc, x);
+}
+template <pool2d_options Opt, tensor_like X>
+auto avg_pool2d(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(avg_pool2d_op<Opt>{}, &loc, x);
+}
+template <index_t OH, index_t OW, tensor_like X>
+auto adaptive_avg_pool2d(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(adaptive_avg_pool2d_op<OH, OW>{}, &loc, x);
+}
+
+}  // namespace typex

@@ -1,0 +1,124 @@
+// typex/ops/normalization.hpp — softmax, log_softmax, layer_norm, batch_norm (inference form).
+//
+//   softmax<-1>(x)                          aten.softmax.int(x, -1)
+//   layer_norm(x, weight, bias, 1e-5)       aten.layer_norm.default(x, [256], weight, bias, 1e-05)
+//   batch_norm(x, weight, bias, mean, var, 0.1, 1e-5)
+//                                           aten.batch_norm.default(x, weight, bias, mean, var, False, 0.1, 1e-05, True)
+// layer_norm normalizes over the weight's dims, which must be x's trailing dims; batch_norm over
+// every dim but the channels (dim 1), using the running statistics (training-mode batch norm,
+// which updates them, is part of the op-set issue).
+#pragma once
+
+#include <typex/core/rules/broadcast.hpp>
+#include <typex/ops/apply.hpp>
+#include <typex/ops/tensor_like.hpp>
+
+#include <array>
+#include <source_location>
+#include <string_view>
+
+namespace typex {
+
+template <long long Dim, fixed_string Name>
+struct softmax_like {
+  template <class X>
+  static constexpr X result(const X& x) {
+    static_assert(is_floating_point(X::dtype_type::value), "typex::softmax: the input must be a floating-point tensor");
+    (void)detail::checked_dim<Name, Dim, static_cast<long long>(X::shape_type::rank)>();
+    return x;
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(index_t{Dim});
+  }
+};
+template <long long Dim>
+struct softmax_op : softmax_like<Dim, "softmax"> {
+  static constexpr std::string_view target = "aten.softmax.int";
+};
+template <long long Dim>
+struct log_softmax_op : softmax_like<Dim, "log_softmax"> {
+  static constexpr std::string_view target = "aten.log_softmax.int";
+};
+
+namespace detail {
+// The normalized shape (the weight's) must be the input's trailing dims.
+template <class SX, class SW>
+constexpr void require_trailing(const SX& x, const SW& w) {
+  if constexpr (SW::rank > SX::rank || SW::rank == 0) {
+    TYPEX_STATIC_FAIL(static_shape_error, [](auto& out) {
+      out.put("typex::layer_norm: the normalized shape "); SW::write_type(out); out.put(" is not the trailing dims of input ");
+      SX::write_type(out);
+    });
+  } else {
+    (void)broadcast_shapes(take<SX::rank - SW::rank, SW::rank>(x), w, op_name<"layer_norm">);
+  }
+}
+}  // namespace detail
+
+struct layer_norm_op {
+  static constexpr std::string_view target = "aten.layer_norm.default";
+  static constexpr std::size_t attributes_at = 1;  // (input, normalized_shape, weight, bias, eps)
+  std::array<index_t, 1> normalized{};
+
+  template <class X, class W, class B>
+  static constexpr X result(const X& x, const W& w, const B&, double /*eps*/) {
+    static_assert(is_floating_point(X::dtype_type::value), "typex::layer_norm: the input must be a floating-point tensor");
+    if constexpr (!std::is_null_pointer_v<W>) detail::require_trailing(x.shape, w.shape);
+    return x;
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(normalized);
+  }
+};
+
+struct batch_norm_op {
+  static constexpr std::string_view target = "aten.batch_norm.default";
+  double momentum = 0.1;
+  double eps = 1e-5;
+
+  template <class X, class W, class B, class M, class Var>
+  static constexpr X result(const X& x, const W& w, const B&, const M& mean, const Var&) {
+    static_assert(X::shape_type::rank >= 2, "typex::batch_norm: the input must be [N, C, ...]");
+    static_assert(M::shape_type::rank == 1, "typex::batch_norm: the running mean must be [C]");
+    const auto c = shape(x.shape.template get<1>());
+    (void)broadcast_shapes(c, mean.shape, op_name<"batch_norm">);
+    if constexpr (!std::is_null_pointer_v<W>) (void)broadcast_shapes(c, w.shape, op_name<"batch_norm">);
+    return x;
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(false);  // training
+    v(momentum);
+    v(eps);
+    v(true);  // cudnn_enabled (PyTorch's default; no effect here)
+  }
+};
+
+template <long long Dim, tensor_like X>
+auto softmax(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(softmax_op<Dim>{}, &loc, x);
+}
+template <long long Dim, tensor_like X>
+auto log_softmax(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(log_softmax_op<Dim>{}, &loc, x);
+}
+
+// layer_norm over the last dim (the weight and bias are [normalized]).
+template <tensor_like X, tensor_like W, tensor_like B>
+auto layer_norm(const X& x, const W& weight, const B& bias, double eps = 1e-5,
+                const std::source_location& loc = std::source_location::current()) {
+  static_assert(W::shape_type::rank == 1, "typex::layer_norm: the weight must be 1-d (normalizing over the last dim)");
+  const layer_norm_op op{.normalized = {weight.shape().template get<0>().get()}};
+  return apply_op(op, &loc, x, weight, bias, eps);
+}
+
+template <tensor_like X, tensor_like W, tensor_like B, tensor_like M, tensor_like V>
+auto batch_norm(const X& x, const W& weight, const B& bias, const M& running_mean, const V& running_var,
+                double momentum = 0.1, double eps = 1e-5,
+                const std::source_location& loc = std::source_location::current()) {
+  return apply_op(batch_norm_op{.momentum = momentum, .eps = eps}, &loc, x, weight, bias, running_mean, running_var);
+}
+
+}  // namespace typex

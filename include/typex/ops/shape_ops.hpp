@@ -1,0 +1,165 @@
+// typex/ops/shape_ops.hpp — ops that rearrange a tensor without computing: reshape / view,
+// flatten, permute, transpose, unsqueeze.
+//
+//   reshape(x, reshape_to(infer, 784_c))   x.reshape(-1, 784) -> aten.reshape.default(x, [-1, 784])
+//   view(x, reshape_to(b, 4_c, 64_c))      x.view(b, 4, 64)   -> aten.view.default(x, [batch, 4, 64])
+//   flatten<1>(x)                     torch.flatten(x, 1)     -> aten.flatten.using_ints(x, 1, -1)
+//   permute<0, 2, 1>(x), transpose<1, 2>(x), unsqueeze<0>(x)
+// Dims and permutations are template arguments, so a dim past the rank or a bad permutation is a
+// compile error; element counts are checked as reshape_shape documents.
+#pragma once
+
+#include <typex/core/rules/permute.hpp>
+#include <typex/core/rules/reshape.hpp>
+#include <typex/core/rules/squeeze.hpp>
+#include <typex/ops/apply.hpp>
+#include <typex/ops/tensor_like.hpp>
+
+#include <array>
+#include <source_location>
+#include <string_view>
+
+namespace typex {
+
+// A list of sizes, possibly symbolic, one of which may be PyTorch's -1 (at infer_at; -1: none).
+template <class S>
+struct sizes_attribute {
+  S dims;
+  long long infer_at = -1;
+};
+
+namespace detail {
+template <class T> struct is_reshape_target : std::false_type {};
+template <class... T> struct is_reshape_target<reshape_target<T...>> : std::true_type {};
+
+template <class... T>
+constexpr long long infer_position() {
+  constexpr bool is_infer[] = {std::same_as<T, infer_dim>..., false};
+  for (std::size_t i = 0; i < sizeof...(T); ++i)
+    if (is_infer[i]) return static_cast<long long>(i);
+  return -1;
+}
+
+template <fixed_string Name, class... T>
+struct reshape_like {
+  reshape_target<T...> to;
+
+  template <class X>
+  constexpr auto result(const X& x) const {
+    const auto s = reshape_shape(x.shape, to, op_name<Name>);
+    return tensor_spec<typename X::dtype_type, std::remove_cvref_t<decltype(s)>>(s);
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(sizes_attribute<decltype(to.dims)>{to.dims, infer_position<T...>()});
+  }
+};
+}  // namespace detail
+
+template <class... T>
+struct reshape_op : detail::reshape_like<"reshape", T...> {
+  static constexpr std::string_view target = "aten.reshape.default";
+};
+template <class... T>
+struct view_op : detail::reshape_like<"view", T...> {
+  static constexpr std::string_view target = "aten.view.default";
+};
+
+template <long long Start, long long End>
+struct flatten_op {
+  static constexpr std::string_view target = "aten.flatten.using_ints";
+  template <class X>
+  static constexpr auto result(const X& x) {
+    const auto s = flatten_shape<Start, End>(x.shape, op_name<"flatten">);
+    return tensor_spec<typename X::dtype_type, std::remove_cvref_t<decltype(s)>>(s);
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(index_t{Start});
+    v(index_t{End});
+  }
+};
+
+template <long long... P>
+struct permute_op {
+  static constexpr std::string_view target = "aten.permute.default";
+  template <class X>
+  static constexpr auto result(const X& x) {
+    const auto s = permute_shape<P...>(x.shape, op_name<"permute">);
+    return tensor_spec<typename X::dtype_type, std::remove_cvref_t<decltype(s)>>(s);
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(std::array<index_t, sizeof...(P)>{P...});
+  }
+};
+
+template <long long D0, long long D1>
+struct transpose_op {
+  static constexpr std::string_view target = "aten.transpose.int";
+  template <class X>
+  static constexpr auto result(const X& x) {
+    const auto s = transpose_shape<D0, D1>(x.shape, op_name<"transpose">);
+    return tensor_spec<typename X::dtype_type, std::remove_cvref_t<decltype(s)>>(s);
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(index_t{D0});
+    v(index_t{D1});
+  }
+};
+
+template <long long D>
+struct unsqueeze_op {
+  static constexpr std::string_view target = "aten.unsqueeze.default";
+  template <class X>
+  static constexpr auto result(const X& x) {
+    const auto s = unsqueeze_shape<D>(x.shape, op_name<"unsqueeze">);
+    return tensor_spec<typename X::dtype_type, std::remove_cvref_t<decltype(s)>>(s);
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(index_t{D});
+  }
+};
+
+// reshape(x, reshape_to(sizes...)): each size a dim value (fix<4>{}, 4_c, a symbolic dim's value)
+// or typex::infer; the node records the caller's source line. reshape(x, sizes...) is the same
+// without a source location (a default argument cannot follow a parameter pack).
+template <tensor_like X, class... T>
+auto reshape(const X& x, const reshape_target<T...>& to, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(reshape_op<T...>{{to}}, &loc, x);
+}
+template <tensor_like X, class... T>
+  requires(sizeof...(T) > 0 && (!detail::is_reshape_target<T>::value && ...))
+auto reshape(const X& x, const T&... to) {
+  return apply_op(reshape_op<T...>{{reshape_to(to...)}}, nullptr, x);
+}
+template <tensor_like X, class... T>
+auto view(const X& x, const reshape_target<T...>& to, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(view_op<T...>{{to}}, &loc, x);
+}
+template <tensor_like X, class... T>
+  requires(sizeof...(T) > 0 && (!detail::is_reshape_target<T>::value && ...))
+auto view(const X& x, const T&... to) {
+  return apply_op(view_op<T...>{{reshape_to(to...)}}, nullptr, x);
+}
+
+template <long long Start = 0, long long End = -1, tensor_like X>
+auto flatten(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(flatten_op<Start, End>{}, &loc, x);
+}
+template <long long... P, tensor_like X>
+auto permute(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(permute_op<P...>{}, &loc, x);
+}
+template <long long D0, long long D1, tensor_like X>
+auto transpose(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(transpose_op<D0, D1>{}, &loc, x);
+}
+template <long long D, tensor_like X>
+auto unsqueeze(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(unsqueeze_op<D>{}, &loc, x);
+}
+
+}  // namespace typex
