@@ -38,6 +38,7 @@
 #include <typex/trace/traced.hpp>
 
 // passes
+#include <typex/nn.hpp>
 #include <typex/passes/dce.hpp>
 
 // export

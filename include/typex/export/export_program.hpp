@@ -105,6 +105,14 @@ auto trace_input(tracing_context& ctx, const T& in, std::size_t i, std::vector<s
 }
 }  // namespace detail
 
+namespace detail {
+// A leaf as a spec (numbers stay numbers): the calling convention's structure without data.
+inline constexpr auto to_spec = [](const auto& leaf) {
+  if constexpr (std::is_arithmetic_v<std::remove_cvref_t<decltype(leaf)>>) return leaf;
+  else return spec_of_argument(leaf);
+};
+}  // namespace detail
+
 // An exported program that remembers its calling convention as types: In is the tuple of the
 // input trees (specs or tensors), Out the tree of traced values the module returned. Its module()
 // takes exactly rebind_tree_t<In, host_tensor>... and returns rebind_tree_t<Out, host_tensor>, so a
@@ -141,13 +149,8 @@ class typed_program<std::tuple<In...>, Out> : public exported_program {
         });
       };
       (one(args), ...);
-      const tree_spec given = spec_of(std::make_tuple(args...));
-      if (given != program_->in_spec()) {
-        detail::raise<tree_error>([&](auto& w) {
-          w.put("typex: the inputs have the structure "); w.put(given.to_string());
-          w.put(", but the program was exported for "); w.put(program_->in_spec().to_string());
-        });
-      }
+      // (a static structure is fixed by the types; vectors and optionals are checked here)
+      if constexpr (!is_static_tree_v<std::tuple<rebind_tree_t<In, host_tensor>...>>) check_structure(args...);
       const std::vector<any_tensor> out = run_(flat);
       std::size_t i = 0;
       return map_tree<host_tensor>(program_->prototype_, [&](const auto& l) {
@@ -158,6 +161,16 @@ class typed_program<std::tuple<In...>, Out> : public exported_program {
     }
 
    private:
+    void check_structure(const rebind_tree_t<In, host_tensor>&... args) const {
+      const tree_spec given = spec_of(std::make_tuple(map_tree<tensor_spec>(args, detail::to_spec)...));
+      if (given != program_->in_spec()) {
+        detail::raise<tree_error>([&](auto& w) {
+          w.put("typex: the inputs have the structure "); w.put(given.to_string());
+          w.put(", but the program was exported for "); w.put(program_->in_spec().to_string());
+        });
+      }
+    }
+
     void check_scalar(std::size_t k, std::size_t leaf, double v) const {
       if (v == program_->scalars_[k]) return;
       detail::raise<argument_error>([&](auto& w) {
@@ -288,7 +301,7 @@ auto export_program(const M& module, const In&... inputs) {
   // 7. the module call graph: the root with the calling convention, then each submodule call
   std::vector<module_call_entry> calls;
   calls.push_back({"", module_call_signature{input_names, output_names,
-                                             spec_of(traced_inputs),
+                                             spec_of(map_tree<tensor_spec>(traced_inputs, detail::to_spec)),
                                              spec_of(outputs)}});
   for (const std::string& fqn : ctx.module_calls()) {
     int seen = 0;

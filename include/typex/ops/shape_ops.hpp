@@ -1,5 +1,5 @@
 // typex/ops/shape_ops.hpp — ops that rearrange a tensor without computing: reshape / view,
-// flatten, permute, transpose, unsqueeze.
+// flatten, permute, transpose, unsqueeze, slice.
 //
 //   reshape(x, reshape_to(infer, 784_c))   x.reshape(-1, 784) -> aten.reshape.default(x, [-1, 784])
 //   view(x, reshape_to(b, 4_c, 64_c))      x.view(b, 4, 64)   -> aten.view.default(x, [batch, 4, 64])
@@ -11,6 +11,7 @@
 
 #include <typex/core/rules/permute.hpp>
 #include <typex/core/rules/reshape.hpp>
+#include <typex/core/rules/slice.hpp>
 #include <typex/core/rules/squeeze.hpp>
 #include <typex/ops/apply.hpp>
 #include <typex/ops/tensor_like.hpp>
@@ -126,6 +127,29 @@ struct unsqueeze_op {
 // reshape(x, reshape_to(sizes...)): each size a dim value (fix<4>{}, 4_c, a symbolic dim's value)
 // or typex::infer; the node records the caller's source line. reshape(x, sizes...) is the same
 // without a source location (a default argument cannot follow a parameter pack).
+// x[start:end:step] along Dim (Python's bounds: negative from the end, clamped).
+template <long long Dim, index_t Start, index_t End, index_t Step>
+struct slice_op {
+  static constexpr std::string_view target = "aten.slice.Tensor";
+  template <class X>
+  static constexpr auto result(const X& x) {
+    const auto s = slice_shape<Dim, Start, End, Step>(x.shape, op_name<"slice">);
+    return tensor_spec<typename X::dtype_type, std::remove_cvref_t<decltype(s)>>(s);
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(index_t{Dim});
+    v(index_t{Start});
+    v(index_t{End});
+    v(index_t{Step});
+  }
+};
+
+template <long long Dim, index_t Start = 0, index_t End = int_oo, index_t Step = 1, tensor_like X>
+auto slice(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(slice_op<Dim, Start, End, Step>{}, &loc, x);
+}
+
 template <tensor_like X, class... T>
 auto reshape(const X& x, const reshape_target<T...>& to, const std::source_location& loc = std::source_location::current()) {
   return apply_op(reshape_op<T...>{{to}}, &loc, x);

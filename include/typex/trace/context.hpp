@@ -28,13 +28,31 @@ inline std::string format_location(const std::source_location& loc) {
   s += ':';
   s += std::to_string(loc.line());
   std::string_view fn = loc.function_name();
-  // "auto ns::model::operator()(const X&) const [with X = ...]" -> "operator()"; "void ns::f(int)" -> "f"
-  if (const auto call = fn.find("operator()"); call != std::string_view::npos) {
-    fn = "operator()";
-  } else {
-    if (const auto paren = fn.find('('); paren != std::string_view::npos) fn = fn.substr(0, paren);
-    if (const auto space = fn.find_last_of(" :"); space != std::string_view::npos) fn.remove_prefix(space + 1);
+  // "auto ns::model::operator()(const X&) const [with X = ...]" -> "operator()";
+  // "auto ns::mha<...>::attend<Q, K>(const Q&) const::<lambda()>" -> "attend"; "void ns::f(int)" -> "f"
+  int depth = 0;
+  std::size_t end = fn.size();
+  for (std::size_t i = 0; i < fn.size(); ++i) {  // the first '(' outside template arguments
+    if (fn[i] == '<') ++depth;
+    else if (fn[i] == '>') --depth;
+    else if (fn[i] == '(' && depth == 0) {
+      end = i;
+      break;
+    }
   }
+  fn = fn.substr(0, end);
+  if (fn.ends_with("operator")) fn = "operator()";  // (the '(' found was the one of "operator()")
+  if (!fn.empty() && fn.back() == '>') {  // drop the function's own template arguments
+    depth = 0;
+    for (std::size_t i = fn.size(); i-- > 0;) {
+      if (fn[i] == '>') ++depth;
+      else if (fn[i] == '<' && --depth == 0) {
+        fn = fn.substr(0, i);
+        break;
+      }
+    }
+  }
+  if (const auto sep = fn.find_last_of(" :"); sep != std::string_view::npos && fn != "operator()") fn.remove_prefix(sep + 1);
   if (!fn.empty()) {
     s += " in ";
     s += fn;

@@ -25,12 +25,19 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 namespace typex {
 
+// A container module numbers its children instead of naming them (nn::Sequential: `0`, `1`, ...):
+// it holds them in a std::tuple member `children` and says `static constexpr bool numbered_children = true;`.
 template <class T>
-concept module_type = boost::hana::Struct<T>::value && !module_tensor_type<T> && !host_tensor_type<T>;
+concept numbered_module_type = requires { requires T::numbered_children; };
+
+template <class T>
+concept module_type = (boost::hana::Struct<T>::value || numbered_module_type<T>) && !module_tensor_type<T> &&
+                      !host_tensor_type<T>;
 
 namespace detail {
 template <class T> struct is_module_sequence : std::false_type {};
@@ -44,11 +51,25 @@ inline std::string join_fqn(std::string_view prefix, std::string_view name) {
   return s;
 }
 
+template <class M, class OnTensor, class OnModule>
+void walk_members(M& m, const std::string& prefix, OnTensor&& on_tensor, OnModule&& on_module);
+
 // Visits every member of module m (tensors and submodules), recursively.
 //   on_tensor(fqn, role, persistent, tensor&), on_module(fqn, module&) — the root's fqn is `prefix`.
 template <class M, class OnTensor, class OnModule>
 void walk_module(M& m, const std::string& prefix, OnTensor&& on_tensor, OnModule&& on_module) {
   on_module(prefix, m);
+  if constexpr (numbered_module_type<std::remove_const_t<M>>) {
+    std::size_t i = 0;
+    std::apply([&](auto&... c) { (walk_module(c, join_fqn(prefix, std::to_string(i++)), on_tensor, on_module), ...); },
+               m.children);
+  } else {
+    walk_members(m, prefix, on_tensor, on_module);
+  }
+}
+
+template <class M, class OnTensor, class OnModule>
+void walk_members(M& m, const std::string& prefix, OnTensor&& on_tensor, OnModule&& on_module) {
   boost::hana::for_each(boost::hana::accessors<std::remove_const_t<M>>(), [&](auto acc) {
     auto& member = boost::hana::second(acc)(m);
     using T = std::remove_cvref_t<decltype(member)>;

@@ -62,3 +62,21 @@ struct op_runner<trace_mode> {
 };
 
 }  // namespace typex
+
+namespace typex {
+
+// A tensor that is not traced (a module's parameter or buffer), seen as `like` sees it: while
+// tracing (like is a traced value), the graph value that tensor is lifted to, so that ops on it
+// alone (slicing a packed weight) are recorded rather than run; eagerly, the tensor itself.
+template <class T, class Like>
+auto as_traced(const T& t, const Like& like) {
+  if constexpr (traced_type<Like> && !traced_type<T>) {
+    using H = host_tensor<typename T::dtype_type, typename T::shape_type>;
+    tracing_context& ctx = like.context();
+    return traced<typename T::dtype_type, typename T::shape_type>(ctx, ctx.value_of(static_cast<const H&>(t)), t.shape());
+  } else {
+    return t;
+  }
+}
+
+}  // namespace typex

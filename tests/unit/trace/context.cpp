@@ -1,6 +1,8 @@
 // Tests for typex/trace/context.hpp and typex/trace/traced.hpp.
 #include "../support.hpp"
 
+#include <vector>
+
 #include <typex/ir/printer.hpp>
 #include <typex/trace/traced.hpp>
 
@@ -11,6 +13,21 @@ TEST_CASE("locations read like torch.export's stack traces") {
   const std::string here = format_location(std::source_location::current());
   CHECK(here.find("context.cpp:") == 0);
   CHECK(here.find(" in ") != std::string::npos);
+}
+
+namespace {
+template <class T>
+std::string where_in_template(T) {
+  return format_location(std::source_location::current());
+}
+struct callable {
+  std::string operator()() const { return format_location(std::source_location::current()); }
+};
+}  // namespace
+
+TEST_CASE("locations name the enclosing function without its template arguments") {
+  CHECK(where_in_template(std::vector<int>{}).ends_with(" in where_in_template"));
+  CHECK(callable{}().ends_with(" in operator()"));
 }
 
 TEST_CASE("the context records calls under the module stack, with their location") {

@@ -560,6 +560,31 @@ inline any_tensor transpose(const kernel_args& a) {
   return permuted(x, perm, a.target());
 }
 
+// (input, dim, start, end, step): Python's bounds, clamped; a copy.
+inline any_tensor slice(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  if (x.rank() == 0) rank_error(a.target(), "input", x, "at least 1-d");
+  const std::size_t d = wrap_dim(a.target(), a.has(1) ? a.integer(1) : 0, x.rank());
+  const index_t n = x.extents()[d];
+  const index_t step = a.has(4) ? a.integer(4) : 1;
+  if (step < 1) a.fail_text(4, "should be at least 1");
+  auto clamp = [&](std::int64_t v) { return std::clamp<std::int64_t>(v < 0 ? v + n : v, 0, n); };
+  const index_t start = clamp(a.has(2) ? a.integer(2) : 0), end = std::max(start, clamp(a.has(3) ? a.integer(3) : n));
+  const index_t len = (end - start + step - 1) / step;
+  std::vector<index_t> oe = x.extents();
+  oe[d] = len;
+  any_tensor out(x.scalar_type(), oe);
+  index_t outer = 1, inner = 1;
+  for (std::size_t k = 0; k < d; ++k) outer *= x.extents()[k];
+  for (std::size_t k = d + 1; k < x.rank(); ++k) inner *= x.extents()[k];
+  const std::size_t row = static_cast<std::size_t>(inner) * itemsize(x.scalar_type());
+  for (index_t o = 0; o < outer; ++o)
+    for (index_t j = 0; j < len; ++j)
+      std::memcpy(out.raw_data() + static_cast<std::size_t>(o * len + j) * row,
+                  x.raw_data() + static_cast<std::size_t>(o * n + start + j * step) * row, row);
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 // softmax, normalization
 
@@ -939,6 +964,7 @@ inline kernel_fn find_kernel(std::string_view target) {
       {"aten.unsqueeze.default", &detail::unsqueeze},
       {"aten.permute.default", &detail::permute},
       {"aten.transpose.int", &detail::transpose},
+      {"aten.slice.Tensor", &detail::slice},
       {"aten.softmax.int", &detail::softmax<false>},
       {"aten.log_softmax.int", &detail::softmax<true>},
       {"aten.layer_norm.default", &detail::layer_norm},

@@ -1,0 +1,82 @@
+// typex/nn/activation.hpp — parameterless modules: ReLU, GELU, SiLU, Tanh, Sigmoid, Dropout, Flatten.
+//
+// They are modules (not just functions) so that they appear in the nn_module_stack and the module
+// call graph as PyTorch's do. Dropout is the identity: exported programs are inference programs
+// (torch: model.eval()), so nothing is recorded for it.
+#pragma once
+
+#include <typex/ops/shape_ops.hpp>
+#include <typex/ops/unary.hpp>
+#include <typex/trace/context.hpp>
+
+#include <boost/hana/define_struct.hpp>
+
+namespace typex::nn {
+
+struct ReLU {
+  BOOST_HANA_DEFINE_STRUCT(ReLU);
+  template <class X>
+  auto operator()(const X& x) const {
+    const module_scope scope(*this);
+    return typex::relu(x);
+  }
+};
+
+struct GELU {
+  BOOST_HANA_DEFINE_STRUCT(GELU);
+  gelu_approximation approximate = gelu_approximation::none;
+  template <class X>
+  auto operator()(const X& x) const {
+    const module_scope scope(*this);
+    return typex::gelu(x, approximate);
+  }
+};
+
+struct SiLU {
+  BOOST_HANA_DEFINE_STRUCT(SiLU);
+  template <class X>
+  auto operator()(const X& x) const {
+    const module_scope scope(*this);
+    return typex::silu(x);
+  }
+};
+
+struct Tanh {
+  BOOST_HANA_DEFINE_STRUCT(Tanh);
+  template <class X>
+  auto operator()(const X& x) const {
+    const module_scope scope(*this);
+    return typex::tanh(x);
+  }
+};
+
+struct Sigmoid {
+  BOOST_HANA_DEFINE_STRUCT(Sigmoid);
+  template <class X>
+  auto operator()(const X& x) const {
+    const module_scope scope(*this);
+    return typex::sigmoid(x);
+  }
+};
+
+struct Dropout {
+  BOOST_HANA_DEFINE_STRUCT(Dropout);
+  double p = 0.5;  // kept for parity with PyTorch's module; inference ignores it
+  template <class X>
+  X operator()(const X& x) const {
+    return x;
+  }
+};
+
+// torch.nn.Flatten (start_dim = 1, end_dim = -1 by default).
+template <long long Start = 1, long long End = -1>
+struct Flatten {
+  BOOST_HANA_DEFINE_STRUCT(Flatten);
+  template <class X>
+  auto operator()(const X& x) const {
+    const module_scope scope(*this);
+    return typex::flatten<Start, End>(x);
+  }
+};
+
+}  // namespace typex::nn

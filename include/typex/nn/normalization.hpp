@@ -1,0 +1,60 @@
+// typex/nn/normalization.hpp — nn::LayerNorm<D> and nn::BatchNorm2d<C>, as torch.nn's.
+//
+// LayerNorm: weight (ones), bias (zeros) over the last dim, eps 1e-5.
+// BatchNorm2d: weight, bias, buffers running_mean (zeros), running_var (ones) and
+// num_batches_tracked (an i64 scalar), eps 1e-5, momentum 0.1; runs with the running statistics
+// (inference; training-mode statistics come with the op-set issue).
+#pragma once
+
+#include <typex/ops/normalization.hpp>
+#include <typex/trace/context.hpp>
+#include <typex/trace/init.hpp>
+#include <typex/trace/module_tensor.hpp>
+
+#include <boost/hana/define_struct.hpp>
+
+namespace typex::nn {
+
+template <index_t D, dtype_tag_type DT = f32>
+struct LayerNorm {
+  using param_t = parameter<DT, fix<D>>;
+  BOOST_HANA_DEFINE_STRUCT(LayerNorm, (param_t, weight), (param_t, bias));
+  double eps = 1e-5;
+
+  template <class X>
+  auto operator()(const X& x) const {
+    const module_scope scope(*this);
+    return typex::layer_norm(x, weight, bias, eps);
+  }
+  void reset_parameters(init::generator&) const {
+    init::ones_(weight);
+    init::zeros_(bias);
+  }
+};
+
+template <index_t C, dtype_tag_type DT = f32>
+struct BatchNorm2d {
+  using param_t = parameter<DT, fix<C>>;
+  using stat_t = buffer<DT, fix<C>>;
+  using count_t = buffer<i64>;
+  BOOST_HANA_DEFINE_STRUCT(BatchNorm2d, (param_t, weight), (param_t, bias), (stat_t, running_mean), (stat_t, running_var),
+                           (count_t, num_batches_tracked));
+  double eps = 1e-5;
+  double momentum = 0.1;
+
+  template <class X>
+  auto operator()(const X& x) const {
+    static_assert(X::shape_type::rank == 4, "typex::nn::BatchNorm2d: the input must be [N, C, H, W]");
+    const module_scope scope(*this);
+    return typex::batch_norm(x, weight, bias, running_mean, running_var, momentum, eps);
+  }
+  void reset_parameters(init::generator&) const {
+    init::ones_(weight);
+    init::zeros_(bias);
+    init::zeros_(running_mean);
+    init::ones_(running_var);
+    init::zeros_(num_batches_tracked);
+  }
+};
+
+}  // namespace typex::nn
