@@ -9,7 +9,7 @@ cd "$(dirname "$0")"
 inc=${TYPEX_INCLUDE:-../../include}
 eigen=${EIGEN_INCLUDE:-/usr/include/eigen3}
 repeats=${REPEATS:-3}
-tus=(empty core_only umbrella_only eigen_core_only shapes_200 pytree_50)
+tus=(empty core_only umbrella_only eigen_core_only shapes_200 pytree_50 export_mlp export_cnn export_transformer)
 compilers=("${CXX:-g++}")
 [ -n "${CXX2:-}" ] && compilers+=("$CXX2")
 out=$(mktemp -d)

@@ -1,0 +1,14 @@
+// Compile-fail pair "sequential_shape": two typex::nn layers that do not fit (512 features into a
+// Linear(256, 10)) are a compile error naming the op and the shapes, not a wall of instantiations.
+// expect: typex::linear: inner extents differ \(lhs \[batch, 512\], rhs \[256, 10\]\): 512 vs 256
+// expect-clang: error: static assertion failed.*these static shapes do not fit the op
+#include <typex/typex.hpp>
+
+using batch = typex::sym<"batch", 1, 1024>;
+using mlp = typex::nn::Sequential<typex::nn::Linear<784, 512>, typex::nn::ReLU, typex::nn::Linear<256, 10>>;
+
+int main() {
+  const mlp model;
+  const typex::tensor_spec<typex::f32, typex::shape<batch, typex::fix<784>>> x;
+  (void)typex::export_program(model, typex::input<"x">(x));
+}
