@@ -87,13 +87,21 @@ struct MultiheadAttention {
   auto attend_batch_first(const Q& q, const K& k, const V& v, const M* mask) const {
     const auto w = as_traced(in_proj_weight, q);
     const auto b = as_traced(in_proj_bias, q);
-    const auto qp = typex::linear(q, typex::slice<0, 0, E>(w), typex::slice<0, 0, E>(b));
-    const auto kp = typex::linear(k, typex::slice<0, E, 2 * E>(w), typex::slice<0, E, 2 * E>(b));
-    const auto vp = typex::linear(v, typex::slice<0, 2 * E, 3 * E>(w), typex::slice<0, 2 * E, 3 * E>(b));
+    // (one op per statement: the order of function arguments is unspecified, the graph's is not)
+    const auto wq = typex::slice<0, 0, E>(w);
+    const auto bq = typex::slice<0, 0, E>(b);
+    const auto qp = typex::linear(q, wq, bq);
+    const auto wk = typex::slice<0, E, 2 * E>(w);
+    const auto bk = typex::slice<0, E, 2 * E>(b);
+    const auto kp = typex::linear(k, wk, bk);
+    const auto wv = typex::slice<0, 2 * E, 3 * E>(w);
+    const auto bv = typex::slice<0, 2 * E, 3 * E>(b);
+    const auto vp = typex::linear(v, wv, bv);
     const auto qh = split_heads(qp);
     const auto kh = split_heads(kp);
     const auto vh = split_heads(vp);
-    const auto scores = typex::mul(typex::matmul(qh, typex::transpose<-2, -1>(kh)), 1.0 / std::sqrt(static_cast<double>(head_dim)));
+    const auto kt = typex::transpose<-2, -1>(kh);
+    const auto scores = typex::mul(typex::matmul(qh, kt), 1.0 / std::sqrt(static_cast<double>(head_dim)));
     const auto weights = [&] {
       if constexpr (std::is_null_pointer_v<M>) return typex::softmax<-1>(scores);
       else return typex::softmax<-1>(typex::add(scores, *mask));

@@ -36,6 +36,11 @@ inline std::string format_location(const std::source_location& loc) {
     if (fn[i] == '<') ++depth;
     else if (fn[i] == '>') --depth;
     else if (fn[i] == '(' && depth == 0) {
+      if (fn.substr(i).starts_with("(anonymous")) {  // clang's "(anonymous namespace)::" is not a parameter list
+        i = fn.find(')', i);
+        if (i == std::string_view::npos) break;
+        continue;
+      }
       end = i;
       break;
     }
