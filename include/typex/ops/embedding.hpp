@@ -5,7 +5,7 @@
 // run time naming it.
 #pragma once
 
-#include <typex/core/detail/shape_algebra.hpp>
+#include <typex/core/rules/broadcast.hpp>
 #include <typex/ops/apply.hpp>
 #include <typex/ops/tensor_like.hpp>
 

@@ -19,7 +19,6 @@
 #pragma once
 
 #include <typex/core/static_error.hpp>
-#include <typex/tensor/tensor_spec.hpp>
 #include <typex/tree/node.hpp>
 
 #include <boost/hana/members.hpp>
