@@ -219,10 +219,14 @@ auto export_program(const M& module, const In&... inputs) {
   named_tensors state, constants;
   for_each_module_tensor(module, [&](const std::string& fqn, tensor_role role, bool persistent, const auto& t) {
     const void* id = t.get_storage().data();
-    if (id != nullptr && ctx.find_storage(id) != nullptr) return;  // tied: lifted under its first name
     const input_kind kind = role == tensor_role::parameter ? input_kind::parameter
                             : role == tensor_role::buffer  ? input_kind::buffer
                                                            : input_kind::constant_tensor;
+    if (id != nullptr && ctx.find_storage(id) != nullptr) {  // tied: lifted under its first name only,
+      if (kind == input_kind::parameter || (kind == input_kind::buffer && persistent))  // in the state dict
+        state.insert(fqn, t.erase());                                                  // under every name (torch's)
+      return;
+    }
     const ir::node_id ph = g.add_placeholder(placeholder_name(kind, fqn), ctx.meta_of(t));
     if (id != nullptr) ctx.bind_storage(id, ir::value_ref{ph});
     lifted_tensors.push_back({kind, persistent, fqn, ph});

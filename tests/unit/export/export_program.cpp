@@ -67,7 +67,8 @@ TEST_CASE("export: parameters, buffers and constants lifted; tied weights once; 
   CHECK(ins[6] == input_spec{input_kind::constant_tensor, "c_scale", "scale", true});
   CHECK(ins[7] == input_spec{input_kind::user_input, "x", "", true});
   CHECK(ep.signature().user_outputs() == std::vector<std::string>{"sub", "mul"});
-  CHECK(ep.state_dict().size() == 6);  // 5 lifted parameters + the persistent buffer
+  CHECK(ep.state_dict().size() == 7);  // 6 parameter names (head.weight is fc2.weight) + the persistent buffer
+  CHECK(ep.state_dict().find("head.weight") != nullptr);
   CHECK(ep.constants().contains("scale"));
   CHECK(ep.ranges().to_string() == "{batch: VR[1, 1024]}");
   REQUIRE(ep.module_call_graph().size() == 4);

@@ -68,7 +68,18 @@ struct normalizer {
     return head(n);
   }
 };
+
+// Tied weights: `decoder.weight` is `encoder.weight` (one storage), as in a tied embedding/unembedding.
+struct tied {
+  nn::Linear<6, 6> encoder;
+  nn::Linear<6, 6> decoder;
+  template <class X>
+  auto operator()(const X& x) const {
+    return decoder(relu(encoder(x)));
+  }
+};
 }  // namespace models
+BOOST_HANA_ADAPT_STRUCT(models::tied, encoder, decoder);
 BOOST_HANA_ADAPT_STRUCT(models::cnn, conv1, conv2, pool, flatten, fc1, fc2);
 BOOST_HANA_ADAPT_STRUCT(models::tree_model, proj, embed);
 BOOST_HANA_ADAPT_STRUCT(models::normalizer, mean, inv_std, head);
@@ -228,5 +239,21 @@ TEST_CASE("models: buffers (persistent and not) are lifted with their kinds; run
   CHECK(ep.constants().find("inv_std") != nullptr);
   typex_test::check_golden("export_buffer.txt", printed(ep));
   const auto x = random_tensor<tensor<f32, batch, fix<4>>>({5, 4}, 3);
+  check_close(ep.module()(x), m(x), 0.0);
+}
+
+TEST_CASE("models: tied weights are lifted once and read by both modules; runs == eager") {
+  using namespace models;
+  tied m;
+  init_module(m, 13);
+  m.decoder.weight = decltype(m.decoder.weight)(m.encoder.weight.tensor());  // share the storage
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<batch, fix<6>>>(shape<batch, fix<6>>(batch(2), {}))));
+  CHECK(kinds_and_targets(ep.signature().input_specs()) ==
+        std::vector<std::string>{"PARAMETER encoder.weight", "PARAMETER encoder.bias", "PARAMETER decoder.bias", "USER_INPUT "});
+  // lifted under its first name only; the state dict has every name, as torch's
+  REQUIRE(ep.state_dict().find("decoder.weight") != nullptr);
+  CHECK(ep.state_dict().find("decoder.weight")->raw_data() == ep.state_dict().find("encoder.weight")->raw_data());
+  typex_test::check_golden("export_tied.txt", printed(ep));
+  const auto x = random_tensor<tensor<f32, batch, fix<6>>>({4, 6}, 12);
   check_close(ep.module()(x), m(x), 0.0);
 }
