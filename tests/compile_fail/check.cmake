@@ -30,7 +30,7 @@ if(NOT _m)
 endif()
 set(expect "${CMAKE_MATCH_1}")
 # The first line of the diagnostic: skip g++'s include-chain preamble ("In file included from",
-# "                 from").
+# "                 from") and its "In function 'int main()':" context line.
 # (encode ; [ ] first: CMake lists do not split inside brackets)
 string(REPLACE ";" "@SC@" out_enc "${out}")
 string(REPLACE "[" "@LB@" out_enc "${out_enc}")
@@ -38,7 +38,8 @@ string(REPLACE "]" "@RB@" out_enc "${out_enc}")
 string(REPLACE "\n" ";" lines "${out_enc}")
 set(first "")
 foreach(line IN LISTS lines)
-  if(line MATCHES "^In file included from" OR line MATCHES "^ +from " OR line STREQUAL "")
+  if(line MATCHES "^In file included from" OR line MATCHES "^ +from " OR line STREQUAL ""
+     OR line MATCHES ": In (member )?function ")
     continue()
   endif()
   string(REPLACE "@SC@" ";" line "${line}")
