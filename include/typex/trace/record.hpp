@@ -61,10 +61,6 @@ struct op_runner<trace_mode> {
   }
 };
 
-}  // namespace typex
-
-namespace typex {
-
 // A tensor that is not traced (a module's parameter or buffer), seen as `like` sees it: while
 // tracing (like is a traced value), the graph value that tensor is lifted to, so that ops on it
 // alone (slicing a packed weight) are recorded rather than run; eagerly, the tensor itself.

@@ -99,7 +99,7 @@ class kernel_args {
     };
     if (const auto* s = get_if<std::vector<ir::sym_expr>>(i)) {
       for (const auto& e : *s) {
-        const auto v = symbols_ != nullptr || e.is_constant() ? e.evaluate(symbols_ ? *symbols_ : empty_table()) : std::nullopt;
+        const auto v = e.evaluate(symbols_ ? *symbols_ : empty_table());  // nullopt: a symbol not bound here
         if (!v || *v == -1) note_unknown();
         else out.push_back(*v);
       }

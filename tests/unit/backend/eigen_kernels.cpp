@@ -1,0 +1,92 @@
+// Tests for typex/backend/eigen/kernels.hpp against values computed by hand from each op's
+// definition (the model tests compare exported programs with eager mode, which share these
+// kernels; these pin the kernels themselves).
+#include "../support.hpp"
+
+#include <typex/backend/eigen.hpp>
+
+#include <cmath>
+
+using namespace typex;
+
+namespace {
+template <class T>
+T iota(float start = 0.0f) {
+  T t;
+  for (index_t i = 0; i < t.numel(); ++i) t.data()[i] = static_cast<typename T::value_type>(start + static_cast<float>(i));
+  return t;
+}
+}  // namespace
+
+TEST_CASE("eigen kernels: conv2d, pools and adaptive pooling follow their definitions") {
+  const auto x = iota<tensor<f32, fix<1>, fix<1>, fix<3>, fix<3>>>();  // [[0 1 2][3 4 5][6 7 8]]
+  tensor<f32, fix<1>, fix<1>, fix<2>, fix<2>> w;
+  w.fill(1.0f);
+  const auto c = conv2d(x, w);  // 2x2 window sums
+  CHECK(c(0, 0, 0, 0) == 8.0f);
+  CHECK(c(0, 0, 1, 1) == 24.0f);
+  const tensor<f32, fix<1>> b = tensor<f32, fix<1>>::from_values({}, {0.5f});
+  const auto cp = conv2d<conv2d_options{.padding = {1, 1}}>(x, w, b);  // 4x4, corners see one element
+  static_assert(std::is_same_v<decltype(cp)::shape_type, shape_c<1, 1, 4, 4>>);
+  CHECK(cp(0, 0, 0, 0) == 0.5f);
+  CHECK(cp(0, 0, 3, 3) == 8.5f);
+
+  const auto mp = max_pool2d<pool2d_options{.kernel = {2, 2}, .stride = {1, 1}}>(x);
+  CHECK(mp(0, 0, 0, 0) == 4.0f);
+  CHECK(mp(0, 0, 1, 1) == 8.0f);
+  // count_include_pad: the corner window holds x[0][0] and three padded zeros
+  const auto ap = avg_pool2d<pool2d_options{.kernel = {2, 2}, .stride = {2, 2}, .padding = {1, 1}}>(x);
+  CHECK(ap(0, 0, 0, 0) == doctest::Approx(0.0 / 4));
+  CHECK(ap(0, 0, 1, 1) == doctest::Approx((4.0 + 5 + 7 + 8) / 4));
+  const auto ad = adaptive_avg_pool2d<2, 2>(x);  // windows [0,2) x [0,2) ... overlapping at 1
+  CHECK(ad(0, 0, 0, 0) == doctest::Approx((0.0 + 1 + 3 + 4) / 4));
+  CHECK(ad(0, 0, 1, 1) == doctest::Approx((4.0 + 5 + 7 + 8) / 4));
+}
+
+TEST_CASE("eigen kernels: softmax, layer_norm, batch_norm") {
+  const auto x = iota<tensor<f32, fix<2>, fix<3>>>();
+  const auto s = softmax<-1>(x);
+  const double z = 1 + std::exp(1.0) + std::exp(2.0);
+  CHECK(s(1, 0) == doctest::Approx(1 / z));
+  CHECK(s(1, 2) == doctest::Approx(std::exp(2.0) / z));
+  CHECK(log_softmax<0>(x)(0, 0) == doctest::Approx(-std::log(1 + std::exp(3.0))));
+
+  tensor<f32, fix<3>> w, b;
+  w.fill(2.0f);
+  b.fill(1.0f);
+  const auto ln = layer_norm(x, w, b, 0.0);  // row [0 1 2]: mean 1, var 2/3
+  CHECK(ln(0, 0) == doctest::Approx(1 - 2 / std::sqrt(2.0 / 3)));
+  CHECK(ln(1, 1) == doctest::Approx(1.0));
+
+  const auto img = iota<tensor<f32, fix<1>, fix<2>, fix<1>, fix<2>>>();  // channel 0: [0 1], 1: [2 3]
+  const auto ones = tensor<f32, fix<2>>::from_values({}, {1.0f, 1.0f});
+  const auto mean = tensor<f32, fix<2>>::from_values({}, {0.5f, 2.5f});
+  const auto var = tensor<f32, fix<2>>::from_values({}, {0.25f, 4.0f});
+  const auto bn = batch_norm(img, ones, mean, mean, var, 0.1, 0.0);  // (x - m) / sqrt(v) + m
+  CHECK(bn(0, 0, 0, 1) == doctest::Approx((1 - 0.5) / 0.5 + 0.5));
+  CHECK(bn(0, 1, 0, 0) == doctest::Approx((2 - 2.5) / 2 + 2.5));
+}
+
+TEST_CASE("eigen kernels: matmul broadcasting, permute, slice, embedding") {
+  const auto a = iota<tensor<f32, fix<2>, fix<2>, fix<3>>>();  // two 2x3 matrices
+  const auto m = iota<tensor<f32, fix<3>, fix<2>>>();          // one 3x2, broadcast over the batch
+  const auto p = matmul(a, m);
+  static_assert(std::is_same_v<decltype(p)::shape_type, shape_c<2, 2, 2>>);
+  CHECK(p(1, 0, 1) == 6 * 1 + 7 * 3 + 8 * 5);  // row [6 7 8] . column [1 3 5]
+  const auto v = matmul(a, iota<tensor<f32, fix<3>>>());      // matrix x vector
+  CHECK(v(0, 1) == 3 * 0 + 4 * 1 + 5 * 2);
+
+  const auto t = permute<2, 0, 1>(a);
+  CHECK(t(2, 1, 0) == a(1, 0, 2));
+  const auto sl = slice<2, 1, 3>(a);
+  CHECK(sl(1, 1, 0) == a(1, 1, 1));
+
+  const auto table = iota<tensor<f32, fix<4>, fix<2>>>();
+  const auto ids = tensor<i64, fix<3>>::from_values({}, {3, 0, 3});
+  const auto e = embedding(table, ids);
+  CHECK(e(0, 1) == 7.0f);
+  CHECK(e(1, 0) == 0.0f);
+  const auto bad = tensor<i64, fix<1>>::from_values({}, {4});
+  CHECK(typex_test::message_of<argument_error>([&] { (void)embedding(table, bad); }) ==
+        "aten.embedding.default: index 4 is out of range for 4 embeddings");
+}
