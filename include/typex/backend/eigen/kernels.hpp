@@ -243,28 +243,46 @@ inline std::size_t wrap_dim(std::string_view op, std::int64_t d, std::size_t ran
 // ---------------------------------------------------------------------------------------------
 // pointwise
 
+// Pointwise math runs in three types — i64 for integers and bool, f32 for f16/bf16/f32, f64 —
+// and the result is converted back to the op's dtype. Integer results are the same as computing in
+// the narrow type (C++ conversions to narrower integers are modular), f16/bf16 compute in f32 as
+// PyTorch's CPU kernels do; and each op is instantiated 3 times instead of once per dtype (10),
+// which is most of this header's compile time.
+inline dtype compute_dtype(dtype d) noexcept {
+  if (d == dtype::f64) return dtype::f64;
+  return is_floating_point(d) ? dtype::f32 : dtype::i64;
+}
+template <class F>
+decltype(auto) dispatch_compute(dtype d, F&& f) {
+  if (d == dtype::f64) return f(double{});
+  if (d == dtype::f32) return f(float{});
+  return f(std::int64_t{});
+}
+
 template <class Op, bool Floating>
 any_tensor unary(const kernel_args& a) {
   const any_tensor& x = a.tensor(0);
-  any_tensor out(x.scalar_type(), x.extents());
-  dispatch<Floating>(x.scalar_type(), a.target(), [&](auto tag) {
+  if (Floating && !is_floating_point(x.scalar_type())) unsupported_dtype(a.target(), x.scalar_type());
+  const dtype cd = compute_dtype(x.scalar_type());
+  const any_tensor X = to_dtype(x, cd);
+  any_tensor out(cd, x.extents());
+  dispatch_compute(cd, [&](auto tag) {
     using T = decltype(tag);
-    using C = compute_t<T>;
-    const T* px = x.data<T>();
+    const T* px = X.data<T>();
     T* po = out.data<T>();
     const index_t n = x.numel();
     if constexpr (std::is_same_v<Op, gelu_op>) {
-      if constexpr (std::is_floating_point_v<C>) {
+      if constexpr (std::is_floating_point_v<T>) {
         const auto approx = a.text(1, "none") == "tanh" ? gelu_approximation::tanh : gelu_approximation::none;
-        for (index_t i = 0; i < n; ++i) po[i] = convert<T>(gelu_op::scalar(convert<C>(px[i]), approx));
+        for (index_t i = 0; i < n; ++i) po[i] = gelu_op::scalar(px[i], approx);
       }
-    } else if constexpr (std::is_same_v<C, bool>) {
-      for (index_t i = 0; i < n; ++i) po[i] = static_cast<bool>(Op::scalar(static_cast<int>(px[i])));
+    } else if constexpr (Floating && !std::is_floating_point_v<T>) {
+      // (rejected above: the transcendental ops run on floating dtypes)
     } else {
-      for (index_t i = 0; i < n; ++i) po[i] = convert<T>(Op::scalar(convert<C>(px[i])));
+      for (index_t i = 0; i < n; ++i) po[i] = static_cast<T>(Op::scalar(px[i]));
     }
   });
-  return out;
+  return to_dtype(out, x.scalar_type());
 }
 
 // Element strides of `in` aligned from the right to an output of rank R; 0 where `in` broadcasts.
@@ -346,25 +364,22 @@ any_tensor binary(const kernel_args& a) {
     d = (ta ? a.tensor(0) : a.tensor(1)).scalar_type();
     if (!is_floating_point(d) && a.is_real(ta ? 1 : 0)) d = dtype::f32;
   }
-  const any_tensor A = ta ? to_dtype(a.tensor(0), d) : scalar_tensor(a, 0, d);
-  const any_tensor B = tb ? to_dtype(a.tensor(1), d) : scalar_tensor(a, 1, d);
+  const dtype cd = compute_dtype(d);
+  const any_tensor A = ta ? to_dtype(a.tensor(0), cd) : scalar_tensor(a, 0, cd);
+  const any_tensor B = tb ? to_dtype(a.tensor(1), cd) : scalar_tensor(a, 1, cd);
   const auto oe = broadcast_extents(a.target(), A.extents(), B.extents());
-  any_tensor out(Compare ? dtype::b8 : d, oe);
-  dispatch<false>(d, a.target(), [&](auto tag) {
+  any_tensor out(Compare ? dtype::b8 : cd, oe);
+  dispatch_compute(cd, [&](auto tag) {
     using T = decltype(tag);
-    using C = compute_t<T>;
     if constexpr (Compare) {
       broadcast_apply(out.data<bool>(), oe, A.data<T>(), A.extents(), B.data<T>(), B.extents(),
-                      [](T x, T y) { return Op::scalar(convert<C>(x), convert<C>(y)); });
-    } else if constexpr (std::is_same_v<C, bool>) {
-      broadcast_apply(out.data<T>(), oe, A.data<T>(), A.extents(), B.data<T>(), B.extents(),
-                      [](T x, T y) { return static_cast<bool>(Op::scalar(static_cast<int>(x), static_cast<int>(y))); });
+                      [](T x, T y) { return Op::scalar(x, y); });
     } else {
       broadcast_apply(out.data<T>(), oe, A.data<T>(), A.extents(), B.data<T>(), B.extents(),
-                      [](T x, T y) { return convert<T>(Op::scalar(convert<C>(x), convert<C>(y))); });
+                      [](T x, T y) { return static_cast<T>(Op::scalar(x, y)); });
     }
   });
-  return out;
+  return Compare ? out : to_dtype(out, d);
 }
 
 // ---------------------------------------------------------------------------------------------
