@@ -17,8 +17,8 @@ struct ReLU {
   BOOST_HANA_DEFINE_STRUCT(ReLU);
   template <class X>
   auto operator()(const X& x) const {
-    const module_scope scope(*this);
-    return typex::relu(x);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::relu(x));
   }
 };
 
@@ -27,8 +27,8 @@ struct GELU {
   gelu_approximation approximate = gelu_approximation::none;
   template <class X>
   auto operator()(const X& x) const {
-    const module_scope scope(*this);
-    return typex::gelu(x, approximate);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::gelu(x, approximate));
   }
 };
 
@@ -36,8 +36,8 @@ struct SiLU {
   BOOST_HANA_DEFINE_STRUCT(SiLU);
   template <class X>
   auto operator()(const X& x) const {
-    const module_scope scope(*this);
-    return typex::silu(x);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::silu(x));
   }
 };
 
@@ -45,8 +45,8 @@ struct Tanh {
   BOOST_HANA_DEFINE_STRUCT(Tanh);
   template <class X>
   auto operator()(const X& x) const {
-    const module_scope scope(*this);
-    return typex::tanh(x);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::tanh(x));
   }
 };
 
@@ -54,8 +54,8 @@ struct Sigmoid {
   BOOST_HANA_DEFINE_STRUCT(Sigmoid);
   template <class X>
   auto operator()(const X& x) const {
-    const module_scope scope(*this);
-    return typex::sigmoid(x);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::sigmoid(x));
   }
 };
 
@@ -64,7 +64,8 @@ struct Dropout {
   double p = 0.5;  // kept for parity with PyTorch's module; inference ignores it
   template <class X>
   X operator()(const X& x) const {
-    return x;
+    const module_scope scope(*this, x);
+    return scope.returns(x);
   }
 };
 
@@ -74,8 +75,8 @@ struct Flatten {
   BOOST_HANA_DEFINE_STRUCT(Flatten);
   template <class X>
   auto operator()(const X& x) const {
-    const module_scope scope(*this);
-    return typex::flatten<Start, End>(x);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::flatten<Start, End>(x));
   }
 };
 

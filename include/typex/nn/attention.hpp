@@ -47,14 +47,14 @@ struct MultiheadAttention {
 
   template <class Q, class K, class V>
   auto operator()(const Q& query, const K& key, const V& value) const {
-    const module_scope scope(*this);
-    return attend(query, key, value, static_cast<const std::nullptr_t*>(nullptr));
+    const module_scope scope(*this, query, key, value);
+    return scope.returns(attend(query, key, value, static_cast<const std::nullptr_t*>(nullptr)));
   }
   // With an additive float mask [L, S] (-inf where a query must not look).
   template <class Q, class K, class V, class M>
   auto operator()(const Q& query, const K& key, const V& value, const M& mask) const {
-    const module_scope scope(*this);
-    return attend(query, key, value, &mask);
+    const module_scope scope(*this, query, key, value, mask);
+    return scope.returns(attend(query, key, value, &mask));
   }
 
   void reset_parameters(init::generator& g) const {
@@ -127,14 +127,14 @@ struct TransformerEncoderLayer {
 
   template <class X>
   auto operator()(const X& src) const {
-    const module_scope scope(*this);
+    const module_scope scope(*this, src);
     if constexpr (NormFirst) {
       const auto n1 = norm1(src);
       const auto x = typex::add(src, dropout1(self_attn(n1, n1, n1)));
-      return typex::add(x, feed_forward(norm2(x)));
+      return scope.returns(typex::add(x, feed_forward(norm2(x))));
     } else {
       const auto x = norm1(typex::add(src, dropout1(self_attn(src, src, src))));
-      return norm2(typex::add(x, feed_forward(x)));
+      return scope.returns(norm2(typex::add(x, feed_forward(x))));
     }
   }
 

@@ -22,8 +22,8 @@ struct Sequential {
 
   template <class X>
   auto operator()(const X& x) const {
-    const module_scope scope(*this);
-    return call<0>(x);
+    const module_scope scope(*this, x);
+    return scope.returns(call<0>(x));
   }
 
  private:

@@ -28,8 +28,8 @@ struct Conv2d {
 
   template <class X>
   auto operator()(const X& x) const {
-    const module_scope scope(*this);
-    return typex::conv2d<Opt>(x, weight, bias);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::conv2d<Opt>(x, weight, bias));
   }
   void reset_parameters(init::generator& g) const {
     init::kaiming_uniform_(weight, std::sqrt(5.0), g);
@@ -44,8 +44,8 @@ struct MaxPool2d {
   BOOST_HANA_DEFINE_STRUCT(MaxPool2d);
   template <class X>
   auto operator()(const X& x) const {
-    const module_scope scope(*this);
-    return typex::max_pool2d<Opt>(x);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::max_pool2d<Opt>(x));
   }
 };
 
@@ -54,8 +54,8 @@ struct AvgPool2d {
   BOOST_HANA_DEFINE_STRUCT(AvgPool2d);
   template <class X>
   auto operator()(const X& x) const {
-    const module_scope scope(*this);
-    return typex::avg_pool2d<Opt>(x);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::avg_pool2d<Opt>(x));
   }
 };
 
@@ -64,8 +64,8 @@ struct AdaptiveAvgPool2d {
   BOOST_HANA_DEFINE_STRUCT(AdaptiveAvgPool2d);
   template <class X>
   auto operator()(const X& x) const {
-    const module_scope scope(*this);
-    return typex::adaptive_avg_pool2d<OH, OW>(x);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::adaptive_avg_pool2d<OH, OW>(x));
   }
 };
 

@@ -17,8 +17,8 @@ struct Embedding {
 
   template <class I>
   auto operator()(const I& indices) const {
-    const module_scope scope(*this);
-    return typex::embedding(weight, indices);
+    const module_scope scope(*this, indices);
+    return scope.returns(typex::embedding(weight, indices));
   }
   void reset_parameters(init::generator& g) const { init::normal_(weight, 0.0, 1.0, g); }
 };

@@ -26,8 +26,8 @@ struct Linear {
 
   template <class X>
   auto operator()(const X& x) const {
-    const module_scope scope(*this);
-    return typex::linear(x, weight, bias);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::linear(x, weight, bias));
   }
   void reset_parameters(init::generator& g) const {
     init::kaiming_uniform_(weight, std::sqrt(5.0), g);
@@ -46,8 +46,8 @@ struct Linear<In, Out, false, DT> {
 
   template <class X>
   auto operator()(const X& x) const {
-    const module_scope scope(*this);
-    return typex::linear(x, weight);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::linear(x, weight));
   }
   void reset_parameters(init::generator& g) const { init::kaiming_uniform_(weight, std::sqrt(5.0), g); }
 };

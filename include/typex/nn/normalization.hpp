@@ -23,8 +23,8 @@ struct LayerNorm {
 
   template <class X>
   auto operator()(const X& x) const {
-    const module_scope scope(*this);
-    return typex::layer_norm(x, weight, bias, eps);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::layer_norm(x, weight, bias, eps));
   }
   void reset_parameters(init::generator&) const {
     init::ones_(weight);
@@ -45,8 +45,8 @@ struct BatchNorm2d {
   template <class X>
   auto operator()(const X& x) const {
     static_assert(X::shape_type::rank == 4, "typex::nn::BatchNorm2d: the input must be [N, C, H, W]");
-    const module_scope scope(*this);
-    return typex::batch_norm(x, weight, bias, running_mean, running_var, momentum, eps);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::batch_norm(x, weight, bias, running_mean, running_var, momentum, eps));
   }
   void reset_parameters(init::generator&) const {
     init::ones_(weight);

@@ -11,7 +11,10 @@
 #include <typex/core/requirement.hpp>
 #include <typex/ir/graph.hpp>
 #include <typex/tensor/host_tensor.hpp>
+#include <typex/tree/flatten.hpp>
 
+#include <map>
+#include <optional>
 #include <source_location>
 #include <string>
 #include <unordered_map>
@@ -19,6 +22,21 @@
 #include <vector>
 
 namespace typex {
+
+// One submodule call seen while tracing: the module call graph's raw material. The calls recorded
+// during it are the graph nodes [begin, end). What the call received and returned is known exactly
+// when the module told its scope (`module_scope scope(*this, x)`, `return scope.returns(y)`);
+// otherwise export reads it off the graph (values the call's nodes read from outside it; values
+// they produce that are read outside it).
+struct module_call_record {
+  std::string fqn;
+  ir::node_id begin = 0;
+  ir::node_id end = 0;
+  std::optional<std::vector<ir::argument>> inputs;
+  tree_spec in_spec;
+  std::optional<std::vector<ir::argument>> outputs;
+  tree_spec out_spec;
+};
 
 // Where the user's code recorded an op: "model.cpp:21 in forward" (torch.export's stack_trace).
 inline std::string format_location(const std::source_location& loc) {
@@ -107,15 +125,24 @@ class tracing_context final : public requirement_recorder {
 
   // -- modules ----------------------------------------------------------------------------------------
   // Remembers a module object's FQN and type (export registers the whole tree before tracing).
+  // A module is known by its address and its type together: a struct's first member, and the
+  // elements of a std::tuple of modules (empty ones share addresses), live where their parent does.
   void register_module(const void* address, std::string fqn, std::string type) {
-    modules_[address] = ir::module_frame{std::move(fqn), std::move(type)};
+    std::string key = type;
+    modules_.insert_or_assign(std::pair{address, std::move(key)}, ir::module_frame{std::move(fqn), std::move(type)});
   }
-  const ir::module_frame* find_module(const void* address) const {
-    const auto it = modules_.find(address);
-    return it == modules_.end() ? nullptr : &it->second;
+  // The module at `address` of type `type`; failing that, the only module at `address` (a module
+  // deriving from another calls its base's operator(), whose scope names the base type).
+  const ir::module_frame* find_module(const void* address, std::string_view type) const {
+    if (const auto it = modules_.find(std::pair{address, std::string(type)}); it != modules_.end()) return &it->second;
+    auto it = modules_.lower_bound(std::pair{address, std::string{}});
+    if (it == modules_.end() || it->first.first != address) return nullptr;
+    const ir::module_frame* only = &it->second;
+    return ++it != modules_.end() && it->first.first == address ? nullptr : only;
   }
-  // FQNs of the submodule calls seen, in call order (the module call graph's entries).
-  std::vector<std::string>& module_calls() noexcept { return module_calls_; }
+  // The submodule calls seen, in call order (the module call graph's entries).
+  std::vector<module_call_record>& module_calls() noexcept { return module_calls_; }
+  const std::vector<module_call_record>& module_calls() const noexcept { return module_calls_; }
 
   // Records a call and returns its (first) value. `loc` may be null (operators have no location).
   ir::value_ref call(std::string target, std::vector<ir::argument> args, std::vector<ir::tensor_meta> vals,
@@ -152,8 +179,8 @@ class tracing_context final : public requirement_recorder {
   std::vector<ir::module_frame> stack_;
   std::unordered_map<const void*, ir::value_ref> by_storage_;
   std::vector<std::pair<std::string, any_tensor>> lifted_constants_;
-  std::unordered_map<const void*, ir::module_frame> modules_;
-  std::vector<std::string> module_calls_;
+  std::map<std::pair<const void*, std::string>, ir::module_frame> modules_;
+  std::vector<module_call_record> module_calls_;
 };
 
 namespace detail {
@@ -181,29 +208,75 @@ class scoped_tracing {
   scoped_requirement_recorder recorder_;
 };
 
+namespace detail {
+// A module call's argument leaf as a graph argument: traced values by reference, numbers as
+// constants, tensors that are not traced (a parameter handed to a submodule) by their storage.
+template <class L>
+ir::argument call_leaf_argument(tracing_context& ctx, const L& leaf) {
+  if constexpr (requires { leaf.value(); leaf.context(); }) return leaf.value();
+  else if constexpr (std::is_same_v<L, bool>) return leaf;
+  else if constexpr (std::is_integral_v<L>) return static_cast<std::int64_t>(leaf);
+  else if constexpr (std::is_floating_point_v<L>) return static_cast<double>(leaf);
+  else return ctx.value_of(static_cast<const host_tensor<typename L::dtype_type, typename L::shape_type>&>(leaf));
+}
+
+template <class T>
+std::vector<ir::argument> call_leaf_arguments(tracing_context& ctx, const T& tree) {
+  std::vector<ir::argument> out;
+  for_each_leaf(tree, [&](const auto& leaf) { out.push_back(call_leaf_argument(ctx, leaf)); });
+  return out;
+}
+}  // namespace detail
+
 // Marks a module's forward: while tracing, the ops recorded inside carry the module in their
 // nn_module_stack and the call joins the module call graph. Eagerly it does nothing. A module's
-// call operator starts with `const typex::module_scope scope(*this);`.
+// call operator starts with `const typex::module_scope scope(*this, args...);` and returns
+// `scope.returns(result)`; both parts are optional (`module_scope scope(*this)` alone works), they
+// make the call's signature in the module call graph exact (its arguments in order, with their
+// pytree structure, even where the module passes a value through untouched).
 class module_scope {
  public:
-  template <class M>
-  explicit module_scope(const M& m) {
+  template <class M, class... Args>
+  explicit module_scope(const M& m, const Args&... args) {
     tracing_context* ctx = current_tracing_context();
     if (ctx == nullptr) return;
-    const ir::module_frame* f = ctx->find_module(&m);
+    const ir::module_frame* f = ctx->find_module(&m, detail::raw_type_name<M>());
     if (f == nullptr || f->path.empty()) return;  // the root is not a frame; unregistered: not a module of the export
     ctx->push_module(f->path, f->type);
-    ctx->module_calls().push_back(f->path);
+    index_ = ctx->module_calls().size();
+    module_call_record r;
+    r.fqn = f->path;
+    r.begin = static_cast<ir::node_id>(ctx->graph().size());
+    if constexpr (sizeof...(Args) > 0) {
+      const auto in = std::make_tuple(args...);
+      r.inputs = detail::call_leaf_arguments(*ctx, in);
+      r.in_spec = spec_of(in);
+    }
+    ctx->module_calls().push_back(std::move(r));
     ctx_ = ctx;
   }
   ~module_scope() {
-    if (ctx_ != nullptr) ctx_->pop_module();
+    if (ctx_ == nullptr) return;
+    ctx_->module_calls()[index_].end = static_cast<ir::node_id>(ctx_->graph().size());
+    ctx_->pop_module();
   }
   module_scope(const module_scope&) = delete;
   module_scope& operator=(const module_scope&) = delete;
 
+  // Records `result` as what the call returned, and returns it.
+  template <class T>
+  T returns(T result) const {
+    if (ctx_ != nullptr) {
+      module_call_record& r = ctx_->module_calls()[index_];
+      r.outputs = detail::call_leaf_arguments(*ctx_, result);
+      r.out_spec = spec_of(result);
+    }
+    return result;
+  }
+
  private:
   tracing_context* ctx_ = nullptr;
+  std::size_t index_ = 0;
 };
 
 }  // namespace typex

@@ -103,3 +103,22 @@ TEST_CASE("export: unnamed inputs are args_<i>; a wrong static shape does not co
   CHECK(ep.ranges().empty());
   CHECK(ep.graph()[ep.graph().placeholders().back()].vals.front().to_string() == "f32[3, 4]");
 }
+
+TEST_CASE("export: the module call graph gives each submodule call its signature") {
+  using namespace exp_test;
+  const net n = tied_net();
+  const tensor_spec<f32, shape<batch, fix<4>>> x_spec(shape<batch, fix<4>>(batch(2), {}));
+  const auto ep = export_program(n, input<"x">(x_spec));
+  const auto& calls = ep.module_call_graph();
+  REQUIRE(calls.size() == 4);
+  // `dense` opens its scope without its arguments: the signature is read off the graph
+  REQUIRE(calls[1].signature);
+  CHECK(calls[1].signature->inputs == std::vector<std::string>{"x"});  // fc1.weight/bias are state, not inputs
+  CHECK(calls[1].signature->outputs == std::vector<std::string>{"linear"});
+  CHECK(calls[1].signature->in_spec.to_string() == "TreeSpec(tuple, None, [*])");
+  CHECK(calls[1].signature->out_spec.is_leaf());
+  REQUIRE(calls[3].signature);
+  CHECK(calls[3].fqn == "head");
+  CHECK(calls[3].signature->inputs == std::vector<std::string>{"linear_1"});
+  CHECK(calls[3].signature->outputs == std::vector<std::string>{"linear_2"});
+}

@@ -129,8 +129,17 @@ TEST_CASE("models: an MLP (nn::Sequential) with batch dynamic exports, prints, r
         std::vector<std::string>{"PARAMETER 0.weight", "PARAMETER 0.bias", "PARAMETER 2.weight", "PARAMETER 2.bias",
                                  "PARAMETER 4.weight", "PARAMETER 4.bias", "USER_INPUT "});
   CHECK(ep.signature().input_specs()[0].arg == "p_0_weight");
-  CHECK(ep.module_call_graph().size() == 7);  // the root, the Sequential, its five children
-  CHECK(ep.module_call_graph()[2].fqn == "0");
+  // the root (the Sequential itself: it shares its last child's address, told apart by type), then
+  // its five children, each with what it received and returned
+  const auto& calls = ep.module_call_graph();
+  REQUIRE(calls.size() == 6);
+  CHECK(calls[1].fqn == "0");
+  CHECK(calls[1].signature->inputs == std::vector<std::string>{"x"});
+  CHECK(calls[1].signature->outputs == std::vector<std::string>{"linear"});
+  CHECK(calls[4].fqn == "3");
+  CHECK(calls[4].signature->inputs == std::vector<std::string>{"linear_1"});
+  CHECK(calls[4].signature->outputs == std::vector<std::string>{"relu_1"});
+  CHECK(calls[5].signature->outputs == calls[0].signature->outputs);
   typex_test::check_golden("export_mlp.txt", printed(ep));
 
   const auto x = random_tensor<tensor<f32, batch, fix<784>>>({32, 784}, 1);
@@ -183,6 +192,16 @@ TEST_CASE("models: a transformer encoder block (attention, layer norm, GELU, res
                                  "PARAMETER linear2.bias", "PARAMETER norm1.weight", "PARAMETER norm1.bias",
                                  "PARAMETER norm2.weight", "PARAMETER norm2.bias", "USER_INPUT "});
   typex_test::check_golden("export_transformer.txt", printed(ep));
+  std::vector<std::string> fqns;
+  for (const auto& c : ep.module_call_graph()) fqns.push_back(c.fqn);
+  CHECK(fqns == std::vector<std::string>{"", "self_attn", "self_attn.out_proj", "dropout1", "norm1", "linear1", "dropout",
+                                         "linear2", "dropout2", "norm2"});
+  const auto& attn = *ep.module_call_graph()[1].signature;
+  CHECK(attn.inputs == std::vector<std::string>{"src", "src", "src"});  // (query, key, value): self-attention
+  CHECK(attn.in_spec.to_string() == "TreeSpec(tuple, None, [*, *, *])");
+  const auto& drop = *ep.module_call_graph()[3].signature;  // an identity: what it returns is what it got
+  CHECK(drop.inputs == attn.outputs);
+  CHECK(drop.outputs == attn.outputs);
   const auto x = random_tensor<tensor<f32, batch, seq, fix<32>>>({3, 7, 32}, 4);
   check_close(ep.module()(x), m(x), 0.0);
 }
