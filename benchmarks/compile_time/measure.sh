@@ -3,13 +3,22 @@
 #   CXX=g++ TYPEX_INCLUDE=../../include bash measure.sh        (run from this folder)
 # Each TU is compiled to an object file with -O2 (as a user would build), REPEATS times (default
 # 3); the table keeps the median wall time and the largest peak resident memory. Extra compilers:
-# CXX2=clang++-16.
+# CXX2=clang++-16. Units that include the Eigen backend are timed both ways: header-only (the
+# kernels compiled in the unit) and against typex::eigen (TYPEX_EIGEN_SEPARATE_COMPILATION; the
+# kernels compiled once, in src/eigen_kernels.cpp, which is timed too).
 set -euo pipefail
 cd "$(dirname "$0")"
 inc=${TYPEX_INCLUDE:-../../include}
 eigen=${EIGEN_INCLUDE:-/usr/include/eigen3}
 repeats=${REPEATS:-3}
-tus=(empty core_only umbrella_only eigen_core_only shapes_200 pytree_50 export_mlp export_cnn export_transformer)
+sep=-DTYPEX_EIGEN_SEPARATE_COMPILATION
+# "label|source|extra flags"
+tus=("empty.cpp|empty.cpp|" "core_only.cpp|core_only.cpp|" "umbrella_only.cpp|umbrella_only.cpp|"
+     "eigen_core_only.cpp|eigen_core_only.cpp|" "shapes_200.cpp|shapes_200.cpp|" "pytree_50.cpp|pytree_50.cpp|")
+for m in mlp cnn transformer; do
+  tus+=("export_$m.cpp (header-only)|export_$m.cpp|" "export_$m.cpp (typex::eigen)|export_$m.cpp|$sep")
+done
+tus+=("src/eigen_kernels.cpp (typex::eigen, once)|../../src/eigen_kernels.cpp|$sep")
 compilers=("${CXX:-g++}")
 [ -n "${CXX2:-}" ] && compilers+=("$CXX2")
 out=$(mktemp -d)
@@ -17,16 +26,17 @@ trap 'rm -rf "$out"' EXIT
 
 printf '| translation unit | compiler | wall time (s, median of %s) | peak memory (MiB) |\n|---|---|---|---|\n' "$repeats"
 for cxx in "${compilers[@]}"; do
-  for tu in "${tus[@]}"; do
+  for entry in "${tus[@]}"; do
+    IFS='|' read -r label src flags <<<"$entry"
     times=()
     peak=0
     for _ in $(seq "$repeats"); do
-      /usr/bin/time -f '%e %M' -o "$out/t" "$cxx" -std=c++20 -O2 -I"$inc" -isystem "$eigen" -c "$tu.cpp" -o "$out/o.o"
+      /usr/bin/time -f '%e %M' -o "$out/t" "$cxx" -std=c++20 -O2 $flags -I"$inc" -isystem "$eigen" -c "$src" -o "$out/o.o"
       read -r t m <"$out/t"
       times+=("$t")
       [ "$m" -gt "$peak" ] && peak=$m
     done
     median=$(printf '%s\n' "${times[@]}" | sort -n | sed -n "$(((repeats + 1) / 2))p")
-    printf '| %s | %s | %s | %d |\n' "$tu.cpp" "$("$cxx" --version | head -1 | sed 's/ (.*)//')" "$median" $((peak / 1024))
+    printf '| %s | %s | %s | %d |\n' "$label" "$("$cxx" --version | head -1 | sed 's/ (.*)//')" "$median" $((peak / 1024))
   done
 done

@@ -47,6 +47,18 @@
 #define TYPEX_CONFIG_ALIGNMENT 64
 #endif
 
+// Where the Eigen backend's kernels are compiled. By default in every unit that includes
+// <typex/backend/eigen.hpp> (header-only: nothing to link, ~10 s of compile time per unit). Define
+// TYPEX_EIGEN_SEPARATE_COMPILATION project-wide to compile them once instead: CMake's typex::eigen
+// target does (it is a library holding them and sets the macro for its users); without CMake,
+// define it everywhere and compile one unit that also defines TYPEX_EIGEN_IMPLEMENTATION before
+// including <typex/backend/eigen.hpp>.
+#if defined(TYPEX_EIGEN_SEPARATE_COMPILATION)
+#define TYPEX_EIGEN_API
+#else
+#define TYPEX_EIGEN_API inline
+#endif
+
 namespace typex {
 inline constexpr int version_major = TYPEX_VERSION_MAJOR;
 inline constexpr int version_minor = TYPEX_VERSION_MINOR;

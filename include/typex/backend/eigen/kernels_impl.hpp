@@ -1,0 +1,875 @@
+// typex/backend/eigen/kernels_impl.hpp — the Eigen backend's kernels, defined.
+//
+// One kernel per ATen target on type-erased tensors (declared in kernels.hpp). These are the
+// straightforward kernels (GEMM and convolution through Eigen's matrix product, loops elsewhere);
+// the planned, fused, threaded backend is the op-set issue's. <typex/backend/eigen.hpp> includes
+// this header unless TYPEX_EIGEN_SEPARATE_COMPILATION says the kernels are compiled elsewhere.
+#pragma once
+
+#include <typex/backend/eigen/kernels.hpp>
+#include <typex/core/half.hpp>
+#include <typex/core/rules/conv.hpp>
+#include <typex/ops/binary.hpp>
+#include <typex/ops/unary.hpp>
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <unordered_map>
+
+namespace typex::eigen {
+
+namespace detail {
+using typex::detail::raise;
+
+// f16 and bf16 compute in f32.
+template <class T>
+using compute_t = std::conditional_t<std::is_same_v<T, half> || std::is_same_v<T, bfloat16>, float, T>;
+
+template <class To, class From>
+To convert(const From& v) {
+  if constexpr (std::is_same_v<From, half> || std::is_same_v<From, bfloat16>) return static_cast<To>(static_cast<float>(v));
+  else if constexpr (std::is_same_v<To, half> || std::is_same_v<To, bfloat16>) return To(static_cast<float>(v));
+  else return static_cast<To>(v);
+}
+
+[[noreturn]] inline void unsupported_dtype(std::string_view op, dtype d) {
+  raise<unsupported_error>([&](auto& w) {
+    w.put(op); w.put(": the Eigen backend does not run this op on "); w.put(name(d)); w.put(" tensors");
+  });
+}
+
+// Calls f(T{}) with the element type of d; Floating restricts to floating dtypes.
+template <bool Floating, class F>
+decltype(auto) dispatch(dtype d, std::string_view op, F&& f) {
+  switch (d) {
+    case dtype::f32: return f(float{});
+    case dtype::f64: return f(double{});
+    case dtype::f16: return f(half{});
+    case dtype::bf16: return f(bfloat16{});
+    default: break;
+  }
+  if constexpr (!Floating) {
+    switch (d) {
+      case dtype::i64: return f(std::int64_t{});
+      case dtype::i32: return f(std::int32_t{});
+      case dtype::i16: return f(std::int16_t{});
+      case dtype::i8: return f(std::int8_t{});
+      case dtype::u8: return f(std::uint8_t{});
+      case dtype::b8: return f(bool{});
+      default: break;
+    }
+  }
+  unsupported_dtype(op, d);
+}
+
+// Calls f(T{}) for f32 or f64 (what GEMM-based kernels run on).
+template <class F>
+decltype(auto) dispatch_gemm(dtype d, std::string_view op, F&& f) {
+  if (d == dtype::f32) return f(float{});
+  if (d == dtype::f64) return f(double{});
+  unsupported_dtype(op, d);
+}
+
+// t in dtype d: t itself when it already is, else a converted copy.
+inline any_tensor to_dtype(const any_tensor& t, dtype d) {
+  if (t.scalar_type() == d) return t;
+  any_tensor out(d, t.extents());
+  dispatch<false>(d, "to", [&](auto to) {
+    using To = decltype(to);
+    dispatch<false>(t.scalar_type(), "to", [&](auto from) {
+      using From = decltype(from);
+      const From* src = t.data<From>();
+      To* dst = out.data<To>();
+      for (index_t i = 0, n = t.numel(); i < n; ++i) dst[i] = convert<To>(src[i]);
+    });
+  });
+  return out;
+}
+
+[[noreturn]] inline void rank_error(std::string_view op, std::string_view what, const any_tensor& t, std::string_view expected) {
+  raise<shape_error>([&](auto& w) {
+    w.put(op); w.put(": "); w.put(what); w.put(' '); w.put(t.to_string()); w.put(" should be "); w.put(expected);
+  });
+}
+
+inline std::size_t wrap_dim(std::string_view op, std::int64_t d, std::size_t rank) {
+  const auto r = static_cast<std::int64_t>(rank);
+  const std::int64_t w = d < 0 ? d + r : d;
+  if (w < 0 || w >= std::max<std::int64_t>(r, 1)) {
+    raise<argument_error>([&](auto& out) {
+      out.put(op); out.put(": dim "); out.put_int(d); out.put(" is out of range for rank "); out.put_int(r);
+    });
+  }
+  return static_cast<std::size_t>(w);
+}
+
+// ---------------------------------------------------------------------------------------------
+// pointwise
+
+// Pointwise math runs in three types — i64 for integers and bool, f32 for f16/bf16/f32, f64 —
+// and the result is converted back to the op's dtype. Integer results are the same as computing in
+// the narrow type (C++ conversions to narrower integers are modular), f16/bf16 compute in f32 as
+// PyTorch's CPU kernels do; and each op is instantiated 3 times instead of once per dtype (10),
+// which is most of this header's compile time.
+inline dtype compute_dtype(dtype d) noexcept {
+  if (d == dtype::f64) return dtype::f64;
+  return is_floating_point(d) ? dtype::f32 : dtype::i64;
+}
+template <class F>
+decltype(auto) dispatch_compute(dtype d, F&& f) {
+  if (d == dtype::f64) return f(double{});
+  if (d == dtype::f32) return f(float{});
+  return f(std::int64_t{});
+}
+
+template <class Op, bool Floating>
+any_tensor unary(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  if (Floating && !is_floating_point(x.scalar_type())) unsupported_dtype(a.target(), x.scalar_type());
+  const dtype cd = compute_dtype(x.scalar_type());
+  const any_tensor X = to_dtype(x, cd);
+  any_tensor out(cd, x.extents());
+  dispatch_compute(cd, [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = X.data<T>();
+    T* po = out.data<T>();
+    const index_t n = x.numel();
+    if constexpr (std::is_same_v<Op, gelu_op>) {
+      if constexpr (std::is_floating_point_v<T>) {
+        const auto approx = a.text(1, "none") == "tanh" ? gelu_approximation::tanh : gelu_approximation::none;
+        for (index_t i = 0; i < n; ++i) po[i] = gelu_op::scalar(px[i], approx);
+      }
+    } else if constexpr (Floating && !std::is_floating_point_v<T>) {
+      // (rejected above: the transcendental ops run on floating dtypes)
+    } else {
+      for (index_t i = 0; i < n; ++i) po[i] = static_cast<T>(Op::scalar(px[i]));
+    }
+  });
+  return to_dtype(out, x.scalar_type());
+}
+
+// Element strides of `in` aligned from the right to an output of rank R; 0 where `in` broadcasts.
+inline std::vector<index_t> broadcast_strides(const std::vector<index_t>& in, const std::vector<index_t>& out) {
+  std::vector<index_t> strides(out.size(), 0);
+  index_t stride = 1;
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    const std::size_t i = in.size() - 1 - k, o = out.size() - 1 - k;
+    strides[o] = (in[i] == 1 && out[o] != 1) ? 0 : stride;
+    stride *= in[i];
+  }
+  return strides;
+}
+
+inline std::vector<index_t> broadcast_extents(std::string_view op, const std::vector<index_t>& a, const std::vector<index_t>& b) {
+  const std::size_t r = std::max(a.size(), b.size());
+  std::vector<index_t> out(r);
+  for (std::size_t k = 0; k < r; ++k) {
+    const index_t ea = k < a.size() ? a[a.size() - 1 - k] : 1;
+    const index_t eb = k < b.size() ? b[b.size() - 1 - k] : 1;
+    if (ea != eb && ea != 1 && eb != 1) {
+      raise<shape_error>([&](auto& w) {
+        w.put(op); w.put(": extents "); w.put_int(ea); w.put(" and "); w.put_int(eb); w.put(" do not broadcast");
+      });
+    }
+    out[r - 1 - k] = ea == 1 ? eb : ea;
+  }
+  return out;
+}
+
+// out[idx] = f(a[idx_a], b[idx_b]) over the output's multi-index.
+template <class TA, class TB, class TO, class F>
+void broadcast_apply(TO* po, const std::vector<index_t>& oe, const TA* pa, const std::vector<index_t>& ae, const TB* pb,
+                     const std::vector<index_t>& be, F&& f) {
+  index_t n = 1;
+  for (index_t e : oe) n *= e;
+  if (ae == oe && be == oe) {
+    for (index_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
+    return;
+  }
+  const auto sa = broadcast_strides(ae, oe), sb = broadcast_strides(be, oe);
+  const std::size_t r = oe.size();
+  std::vector<index_t> idx(r, 0);
+  index_t ia = 0, ib = 0;
+  for (index_t i = 0; i < n; ++i) {
+    po[i] = f(pa[ia], pb[ib]);
+    for (std::size_t d = r; d-- > 0;) {
+      ++idx[d];
+      ia += sa[d];
+      ib += sb[d];
+      if (idx[d] < oe[d]) break;
+      ia -= sa[d] * oe[d];
+      ib -= sb[d] * oe[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+// A scalar argument as a rank-0 tensor of dtype d.
+inline any_tensor scalar_tensor(const kernel_args& a, std::size_t i, dtype d) {
+  any_tensor t(d, {});
+  const double v = a.real(i);
+  dispatch<false>(d, a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    *t.data<T>() = convert<T>(v);
+  });
+  return t;
+}
+
+template <class Op, bool Compare>
+any_tensor binary(const kernel_args& a) {
+  const bool ta = a.is_tensor(0), tb = a.is_tensor(1);
+  // The dtype the op computes in: the tensors' promoted type; a scalar joins a tensor as PyTorch's
+  // wrapped numbers do (a float scalar makes an integer tensor f32), as the ops' rules say.
+  dtype d;
+  if (ta && tb) {
+    d = promote_types(a.tensor(0).scalar_type(), a.tensor(1).scalar_type());
+  } else {
+    d = (ta ? a.tensor(0) : a.tensor(1)).scalar_type();
+    if (!is_floating_point(d) && a.is_real(ta ? 1 : 0)) d = dtype::f32;
+  }
+  const dtype cd = compute_dtype(d);
+  const any_tensor A = ta ? to_dtype(a.tensor(0), cd) : scalar_tensor(a, 0, cd);
+  const any_tensor B = tb ? to_dtype(a.tensor(1), cd) : scalar_tensor(a, 1, cd);
+  const auto oe = broadcast_extents(a.target(), A.extents(), B.extents());
+  any_tensor out(Compare ? dtype::b8 : cd, oe);
+  dispatch_compute(cd, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (Compare) {
+      broadcast_apply(out.data<bool>(), oe, A.data<T>(), A.extents(), B.data<T>(), B.extents(),
+                      [](T x, T y) { return Op::scalar(x, y); });
+    } else {
+      broadcast_apply(out.data<T>(), oe, A.data<T>(), A.extents(), B.data<T>(), B.extents(),
+                      [](T x, T y) { return static_cast<T>(Op::scalar(x, y)); });
+    }
+  });
+  return Compare ? out : to_dtype(out, d);
+}
+
+// ---------------------------------------------------------------------------------------------
+// GEMM: linear, matmul
+
+template <class T>
+using row_matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+inline any_tensor linear(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  const any_tensor& w = a.tensor(1);
+  const any_tensor* b = a.optional_tensor(2);
+  if (w.rank() != 2) rank_error(a.target(), "weight", w, "2-d: [out_features, in_features]");
+  if (x.rank() == 0 || x.extents().back() != w.extents()[1]) {
+    raise<shape_error>([&](auto& o) {
+      o.put(a.target()); o.put(": input "); o.put(x.to_string()); o.put(" does not fit weight "); o.put(w.to_string());
+    });
+  }
+  const index_t in = w.extents()[1], outs = w.extents()[0];
+  if (b != nullptr && (b->rank() != 1 || b->extents()[0] != outs)) rank_error(a.target(), "bias", *b, "[out_features]");
+  std::vector<index_t> oe = x.extents();
+  oe.back() = outs;
+  const dtype d = promote_types(x.scalar_type(), w.scalar_type());
+  any_tensor out(d, oe);
+  dispatch_gemm(d, a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    const any_tensor X = to_dtype(x, d), W = to_dtype(w, d);
+    index_t rows = 1;
+    for (std::size_t k = 0; k + 1 < x.rank(); ++k) rows *= x.extents()[k];
+    Eigen::Map<const row_matrix<T>> mx(X.data<T>(), rows, in);
+    Eigen::Map<const row_matrix<T>> mw(W.data<T>(), outs, in);
+    Eigen::Map<row_matrix<T>> mo(out.data<T>(), rows, outs);
+    mo.noalias() = mx * mw.transpose();
+    if (b != nullptr) {
+      const any_tensor B = to_dtype(*b, d);
+      const T* pb = B.data<T>();
+      T* po = out.data<T>();
+      for (index_t r = 0; r < rows; ++r)  // a per-row loop: Eigen's rowwise broadcast is slow here
+        for (index_t c = 0; c < outs; ++c) po[r * outs + c] += pb[c];
+    }
+  });
+  return out;
+}
+
+inline any_tensor matmul(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  const any_tensor& y = a.tensor(1);
+  if (x.rank() == 0 || y.rank() == 0) {
+    raise<shape_error>([&](auto& o) { o.put(a.target()); o.put(": both arguments need at least one dimension"); });
+  }
+  // 1-d operands as [1, k] and [k, 1]; their unit dims leave the result
+  std::vector<index_t> xe = x.extents(), ye = y.extents();
+  const bool x1 = xe.size() == 1, y1 = ye.size() == 1;
+  if (x1) xe.insert(xe.begin(), 1);
+  if (y1) ye.push_back(1);
+  const index_t n = xe[xe.size() - 2], k = xe.back(), m = ye.back();
+  if (ye[ye.size() - 2] != k) {
+    raise<shape_error>([&](auto& o) {
+      o.put(a.target()); o.put(": inner extents differ (lhs "); o.put(x.to_string()); o.put(", rhs "); o.put(y.to_string());
+      o.put("): "); o.put_int(k); o.put(" vs "); o.put_int(ye[ye.size() - 2]);
+    });
+  }
+  const std::vector<index_t> xb(xe.begin(), xe.end() - 2), yb(ye.begin(), ye.end() - 2);
+  const std::vector<index_t> batch = broadcast_extents(a.target(), xb, yb);
+  std::vector<index_t> oe = batch;
+  if (!x1) oe.push_back(n);
+  if (!y1) oe.push_back(m);
+  const dtype d = promote_types(x.scalar_type(), y.scalar_type());
+  any_tensor out(d, oe);
+  dispatch_gemm(d, a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    const any_tensor X = to_dtype(x, d), Y = to_dtype(y, d);
+    const auto sx = broadcast_strides(xb, batch), sy = broadcast_strides(yb, batch);
+    index_t nb = 1;
+    for (index_t e : batch) nb *= e;
+    std::vector<index_t> idx(batch.size(), 0);
+    for (index_t bi = 0; bi < nb; ++bi) {
+      index_t ox = 0, oy = 0;
+      for (std::size_t dd = 0; dd < batch.size(); ++dd) {
+        ox += idx[dd] * sx[dd];
+        oy += idx[dd] * sy[dd];
+      }
+      Eigen::Map<const row_matrix<T>> mx(X.data<T>() + ox * n * k, n, k);
+      Eigen::Map<const row_matrix<T>> my(Y.data<T>() + oy * k * m, k, m);
+      Eigen::Map<row_matrix<T>> mo(out.data<T>() + bi * n * m, n, m);
+      mo.noalias() = mx * my;
+      for (std::size_t dd = batch.size(); dd-- > 0;) {
+        if (++idx[dd] < batch[dd]) break;
+        idx[dd] = 0;
+      }
+    }
+  });
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// views and copies
+
+inline any_tensor with_extents(const any_tensor& x, std::vector<index_t> e, std::string_view op) {
+  index_t n = 1;
+  for (index_t v : e) n *= v;
+  if (n != x.numel()) {
+    raise<shape_error>([&](auto& o) {
+      o.put(op); o.put(": cannot view "); o.put(x.to_string()); o.put(" with "); o.put_int(n); o.put(" elements");
+    });
+  }
+  return any_tensor(x.scalar_type(), std::move(e), x.get_storage());  // contiguous: no copy
+}
+
+inline any_tensor reshape(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  return with_extents(x, a.sizes(1, x.numel()), a.target());
+}
+
+inline any_tensor flatten(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  if (x.rank() == 0) return with_extents(x, {1}, a.target());
+  const std::size_t s = wrap_dim(a.target(), a.integer(1), x.rank());
+  const std::size_t e = wrap_dim(a.target(), a.has(2) ? a.integer(2) : -1, x.rank());
+  if (s > e) a.fail_text(1, "comes after the end dim");
+  std::vector<index_t> out(x.extents().begin(), x.extents().begin() + static_cast<std::ptrdiff_t>(s));
+  index_t p = 1;
+  for (std::size_t d = s; d <= e; ++d) p *= x.extents()[d];
+  out.push_back(p);
+  out.insert(out.end(), x.extents().begin() + static_cast<std::ptrdiff_t>(e) + 1, x.extents().end());
+  return with_extents(x, std::move(out), a.target());
+}
+
+inline any_tensor unsqueeze(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  std::vector<index_t> e = x.extents();
+  const std::size_t d = wrap_dim(a.target(), a.integer(1), x.rank() + 1);
+  e.insert(e.begin() + static_cast<std::ptrdiff_t>(d), 1);
+  return with_extents(x, std::move(e), a.target());
+}
+
+// A contiguous copy of x with its dims in order `perm`.
+inline any_tensor permuted(const any_tensor& x, const std::vector<std::size_t>& perm, std::string_view op) {
+  const std::size_t r = x.rank();
+  std::vector<index_t> in_strides(r, 1), oe(r), os(r);
+  for (std::size_t d = r; d-- > 1;) in_strides[d - 1] = in_strides[d] * x.extents()[d];
+  for (std::size_t d = 0; d < r; ++d) {
+    oe[d] = x.extents()[perm[d]];
+    os[d] = in_strides[perm[d]];
+  }
+  any_tensor out(x.scalar_type(), oe);
+  const std::size_t bytes = itemsize(x.scalar_type());
+  const std::byte* src = x.raw_data();
+  std::byte* dst = out.raw_data();
+  const index_t n = x.numel();
+  // the innermost output dim is copied as a run when it is contiguous in the input
+  std::vector<index_t> idx(r, 0);
+  index_t off = 0;
+  dispatch<false>(x.scalar_type(), op, [&](auto tag) {
+    using T = decltype(tag);
+    (void)bytes;
+    const T* ps = reinterpret_cast<const T*>(src);
+    T* pd = reinterpret_cast<T*>(dst);
+    for (index_t i = 0; i < n; ++i) {
+      pd[i] = ps[off];
+      for (std::size_t d = r; d-- > 0;) {
+        off += os[d];
+        if (++idx[d] < oe[d]) break;
+        off -= os[d] * oe[d];
+        idx[d] = 0;
+      }
+    }
+  });
+  return out;
+}
+
+inline any_tensor permute(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  const auto p = a.ints(1);
+  if (p.size() != x.rank()) a.fail_text(1, "is not a permutation of the input's dims");
+  std::vector<std::size_t> perm;
+  std::vector<bool> seen(x.rank(), false);
+  for (auto v : p) {
+    const std::size_t d = wrap_dim(a.target(), v, x.rank());
+    if (seen[d]) a.fail_text(1, "is not a permutation of the input's dims");
+    seen[d] = true;
+    perm.push_back(d);
+  }
+  return permuted(x, perm, a.target());
+}
+
+inline any_tensor transpose(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  std::vector<std::size_t> perm(x.rank());
+  for (std::size_t d = 0; d < perm.size(); ++d) perm[d] = d;
+  if (x.rank() == 0) return x;
+  std::swap(perm[wrap_dim(a.target(), a.integer(1), x.rank())], perm[wrap_dim(a.target(), a.integer(2), x.rank())]);
+  return permuted(x, perm, a.target());
+}
+
+// (input, dim, start, end, step): Python's bounds, clamped; a copy.
+inline any_tensor slice(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  if (x.rank() == 0) rank_error(a.target(), "input", x, "at least 1-d");
+  const std::size_t d = wrap_dim(a.target(), a.has(1) ? a.integer(1) : 0, x.rank());
+  const index_t n = x.extents()[d];
+  const index_t step = a.has(4) ? a.integer(4) : 1;
+  if (step < 1) a.fail_text(4, "should be at least 1");
+  auto clamp = [&](std::int64_t v) { return std::clamp<std::int64_t>(v < 0 ? v + n : v, 0, n); };
+  const index_t start = clamp(a.has(2) ? a.integer(2) : 0), end = std::max(start, clamp(a.has(3) ? a.integer(3) : n));
+  const index_t len = (end - start + step - 1) / step;
+  std::vector<index_t> oe = x.extents();
+  oe[d] = len;
+  any_tensor out(x.scalar_type(), oe);
+  index_t outer = 1, inner = 1;
+  for (std::size_t k = 0; k < d; ++k) outer *= x.extents()[k];
+  for (std::size_t k = d + 1; k < x.rank(); ++k) inner *= x.extents()[k];
+  const std::size_t row = static_cast<std::size_t>(inner) * itemsize(x.scalar_type());
+  for (index_t o = 0; o < outer; ++o)
+    for (index_t j = 0; j < len; ++j)
+      std::memcpy(out.raw_data() + static_cast<std::size_t>(o * len + j) * row,
+                  x.raw_data() + static_cast<std::size_t>(o * n + start + j * step) * row, row);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// softmax, normalization
+
+// f(base, count, stride) over every line of x along dim d.
+template <class F>
+void for_each_line(const std::vector<index_t>& e, std::size_t d, F&& f) {
+  index_t outer = 1, inner = 1;
+  for (std::size_t k = 0; k < d; ++k) outer *= e[k];
+  for (std::size_t k = d + 1; k < e.size(); ++k) inner *= e[k];
+  const index_t len = e.empty() ? 1 : e[d];
+  for (index_t o = 0; o < outer; ++o)
+    for (index_t i = 0; i < inner; ++i) f(o * len * inner + i, len, inner);
+}
+
+template <bool Log>
+any_tensor softmax(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  const std::size_t d = wrap_dim(a.target(), a.integer(1), x.rank());
+  any_tensor out(x.scalar_type(), x.extents());
+  dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    for_each_line(x.extents(), d, [&](index_t base, index_t len, index_t stride) {
+      C mx = -std::numeric_limits<C>::infinity();
+      for (index_t j = 0; j < len; ++j) mx = std::max(mx, convert<C>(px[base + j * stride]));
+      C sum = 0;
+      for (index_t j = 0; j < len; ++j) sum += std::exp(convert<C>(px[base + j * stride]) - mx);
+      const C log_sum = std::log(sum);
+      for (index_t j = 0; j < len; ++j) {
+        const C v = convert<C>(px[base + j * stride]) - mx;
+        po[base + j * stride] = convert<T>(Log ? v - log_sum : std::exp(v) / sum);
+      }
+    });
+  });
+  return out;
+}
+
+inline void require_extents(std::string_view op, std::string_view what, const any_tensor* t, index_t n) {
+  if (t != nullptr && t->numel() != n) {
+    raise<shape_error>([&](auto& o) {
+      o.put(op); o.put(": "); o.put(what); o.put(' '); o.put(t->to_string()); o.put(" should hold "); o.put_int(n);
+      o.put(" elements");
+    });
+  }
+}
+
+// (input, normalized_shape, weight, bias, eps): over the trailing dims.
+inline any_tensor layer_norm(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  const auto normalized = a.ints(1);
+  if (normalized.size() > x.rank()) a.fail_text(1, "has more dims than the input");
+  index_t m = 1;
+  for (std::size_t k = 0; k < normalized.size(); ++k) {
+    if (x.extents()[x.rank() - normalized.size() + k] != normalized[k]) a.fail_text(1, "is not the input's trailing dims");
+    m *= normalized[k];
+  }
+  const any_tensor* w = a.optional_tensor(2);
+  const any_tensor* b = a.optional_tensor(3);
+  require_extents(a.target(), "weight", w, m);
+  require_extents(a.target(), "bias", b, m);
+  const double eps = a.has(4) ? a.real(4) : 1e-5;
+  any_tensor out(x.scalar_type(), x.extents());
+  dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    const any_tensor W = w ? to_dtype(*w, x.scalar_type()) : any_tensor();
+    const any_tensor B = b ? to_dtype(*b, x.scalar_type()) : any_tensor();
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    const index_t rows = m == 0 ? 0 : x.numel() / m;
+    for (index_t r = 0; r < rows; ++r) {
+      const T* row = px + r * m;
+      C mean = 0;
+      for (index_t j = 0; j < m; ++j) mean += convert<C>(row[j]);
+      mean /= static_cast<C>(m);
+      C var = 0;
+      for (index_t j = 0; j < m; ++j) {
+        const C c = convert<C>(row[j]) - mean;
+        var += c * c;
+      }
+      var /= static_cast<C>(m);
+      const C inv = C(1) / std::sqrt(var + static_cast<C>(eps));
+      for (index_t j = 0; j < m; ++j) {
+        C v = (convert<C>(row[j]) - mean) * inv;
+        if (w) v *= convert<C>(W.data<T>()[j]);
+        if (b) v += convert<C>(B.data<T>()[j]);
+        po[r * m + j] = convert<T>(v);
+      }
+    }
+  });
+  return out;
+}
+
+// (input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
+inline any_tensor batch_norm(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  if (x.rank() < 2) rank_error(a.target(), "input", x, "[N, C, ...]");
+  if (a.has(5) && a.flag(5)) {
+    raise<unsupported_error>([&](auto& o) {
+      o.put(a.target()); o.put(": training-mode batch norm (batch statistics, running-stat updates) is not run by the Eigen backend yet");
+    });
+  }
+  const index_t c = x.extents()[1];
+  const any_tensor* w = a.optional_tensor(1);
+  const any_tensor* b = a.optional_tensor(2);
+  const any_tensor& mean = a.tensor(3);
+  const any_tensor& var = a.tensor(4);
+  require_extents(a.target(), "weight", w, c);
+  require_extents(a.target(), "bias", b, c);
+  require_extents(a.target(), "running_mean", &mean, c);
+  require_extents(a.target(), "running_var", &var, c);
+  const double eps = a.has(7) ? a.real(7) : 1e-5;
+  any_tensor out(x.scalar_type(), x.extents());
+  dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    const dtype d = x.scalar_type();
+    const any_tensor M = to_dtype(mean, d), V = to_dtype(var, d);
+    const any_tensor W = w ? to_dtype(*w, d) : any_tensor(), B = b ? to_dtype(*b, d) : any_tensor();
+    index_t inner = 1;
+    for (std::size_t k = 2; k < x.rank(); ++k) inner *= x.extents()[k];
+    const index_t n = x.extents()[0];
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    for (index_t ch = 0; ch < c; ++ch) {
+      const C scale = (w ? convert<C>(W.data<T>()[ch]) : C(1)) / std::sqrt(convert<C>(V.data<T>()[ch]) + static_cast<C>(eps));
+      const C shift = (b ? convert<C>(B.data<T>()[ch]) : C(0)) - convert<C>(M.data<T>()[ch]) * scale;
+      for (index_t i = 0; i < n; ++i) {
+        const index_t base = (i * c + ch) * inner;
+        for (index_t j = 0; j < inner; ++j) po[base + j] = convert<T>(convert<C>(px[base + j]) * scale + shift);
+      }
+    }
+  });
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// convolution and pooling ([N, C, H, W], or [C, H, W] as N = 1)
+
+struct nchw {
+  index_t n, c, h, w;
+  bool batched;
+};
+inline nchw nchw_of(std::string_view op, const any_tensor& x) {
+  const auto& e = x.extents();
+  if (e.size() == 4) return {e[0], e[1], e[2], e[3], true};
+  if (e.size() == 3) return {1, e[0], e[1], e[2], false};
+  rank_error(op, "input", x, "[N, C, H, W] or [C, H, W]");
+}
+inline std::vector<index_t> nchw_extents(const nchw& s, index_t c, index_t h, index_t w) {
+  if (s.batched) return {s.n, c, h, w};
+  return {c, h, w};
+}
+inline std::array<index_t, 2> pair_of(const kernel_args& a, std::size_t i, std::array<index_t, 2> fallback) {
+  if (!a.has(i)) return fallback;
+  const auto v = a.ints(i);
+  if (v.size() == 1) return {v[0], v[0]};
+  if (v.size() != 2) a.fail_text(i, "should hold one or two values");
+  return {v[0], v[1]};
+}
+inline index_t window_extent(const kernel_args& a, index_t in, index_t k, index_t s, index_t p, index_t d, bool ceil) {
+  if (k < 1 || s < 1 || d < 1 || p < 0) a.fail_text(1, "has a kernel, stride or dilation below 1 or a negative padding");
+  const index_t o = ceil ? typex::detail::ceil_window_out(in, k, s, p, d) : (in + 2 * p - d * (k - 1) - 1) / s + 1;
+  if (in + 2 * p - d * (k - 1) - 1 < 0 || o < 1) {
+    raise<shape_error>([&](auto& w) {
+      w.put(a.target()); w.put(": an input extent of "); w.put_int(in); w.put(" is too small for a window of "); w.put_int(k);
+    });
+  }
+  return o;
+}
+
+// (input, weight, bias, stride, padding, dilation, groups): im2col and one GEMM per image and group.
+inline any_tensor conv2d(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  const any_tensor& w = a.tensor(1);
+  const any_tensor* b = a.optional_tensor(2);
+  const nchw s = nchw_of(a.target(), x);
+  if (w.rank() != 4) rank_error(a.target(), "weight", w, "[out_channels, in_channels / groups, kH, kW]");
+  const auto stride = pair_of(a, 3, {1, 1}), pad = pair_of(a, 4, {0, 0}), dil = pair_of(a, 5, {1, 1});
+  const index_t groups = a.has(6) ? a.integer(6) : 1;
+  const index_t oc = w.extents()[0], icg = w.extents()[1], kh = w.extents()[2], kw = w.extents()[3];
+  if (groups < 1 || s.c != icg * groups || oc % groups != 0) {
+    raise<shape_error>([&](auto& o) {
+      o.put(a.target()); o.put(": input "); o.put(x.to_string()); o.put(" does not fit weight "); o.put(w.to_string());
+      o.put(" with groups="); o.put_int(groups);
+    });
+  }
+  require_extents(a.target(), "bias", b, oc);
+  const index_t oh = window_extent(a, s.h, kh, stride[0], pad[0], dil[0], false);
+  const index_t ow = window_extent(a, s.w, kw, stride[1], pad[1], dil[1], false);
+  const dtype d = promote_types(x.scalar_type(), w.scalar_type());
+  any_tensor out(d, nchw_extents(s, oc, oh, ow));
+  dispatch_gemm(d, a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    const any_tensor X = to_dtype(x, d), W = to_dtype(w, d);
+    const index_t ocg = oc / groups, krows = icg * kh * kw, cols = oh * ow;
+    row_matrix<T> col(krows, cols);
+    for (index_t n = 0; n < s.n; ++n) {
+      for (index_t g = 0; g < groups; ++g) {
+        const T* img = X.data<T>() + (n * s.c + g * icg) * s.h * s.w;
+        for (index_t ci = 0; ci < icg; ++ci)
+          for (index_t i = 0; i < kh; ++i)
+            for (index_t j = 0; j < kw; ++j) {
+              T* row = col.data() + ((ci * kh + i) * kw + j) * cols;
+              for (index_t y = 0; y < oh; ++y) {
+                const index_t iy = y * stride[0] - pad[0] + i * dil[0];
+                for (index_t xx = 0; xx < ow; ++xx) {
+                  const index_t ix = xx * stride[1] - pad[1] + j * dil[1];
+                  row[y * ow + xx] = (iy >= 0 && iy < s.h && ix >= 0 && ix < s.w) ? img[(ci * s.h + iy) * s.w + ix] : T(0);
+                }
+              }
+            }
+        Eigen::Map<const row_matrix<T>> mw(W.data<T>() + g * ocg * krows, ocg, krows);
+        Eigen::Map<row_matrix<T>> mo(out.data<T>() + (n * oc + g * ocg) * cols, ocg, cols);
+        mo.noalias() = mw * col;
+      }
+    }
+    if (b != nullptr) {
+      const any_tensor B = to_dtype(*b, d);
+      T* po = out.data<T>();
+      for (index_t n = 0; n < s.n; ++n)
+        for (index_t c = 0; c < oc; ++c) {
+          const T bias = B.data<T>()[c];
+          T* p = po + (n * oc + c) * cols;
+          for (index_t i = 0; i < cols; ++i) p[i] += bias;
+        }
+    }
+  });
+  return out;
+}
+
+// max_pool2d: (input, kernel, stride, padding, dilation, ceil_mode)
+// avg_pool2d: (input, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)
+template <bool Max>
+any_tensor pool2d(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  const nchw s = nchw_of(a.target(), x);
+  const auto k = pair_of(a, 1, {1, 1});
+  const auto stride = a.has(2) && !a.ints(2).empty() ? pair_of(a, 2, k) : k;
+  const auto pad = pair_of(a, 3, {0, 0});
+  const auto dil = Max ? pair_of(a, 4, {1, 1}) : std::array<index_t, 2>{1, 1};
+  const bool ceil = a.has(Max ? 5 : 4) && a.flag(Max ? 5 : 4);
+  const bool include_pad = Max || !a.has(5) || a.flag(5);
+  if (2 * pad[0] > k[0] || 2 * pad[1] > k[1]) a.fail_text(3, "should be at most half the kernel size");
+  const index_t oh = window_extent(a, s.h, k[0], stride[0], pad[0], dil[0], ceil);
+  const index_t ow = window_extent(a, s.w, k[1], stride[1], pad[1], dil[1], ceil);
+  any_tensor out(x.scalar_type(), nchw_extents(s, s.c, oh, ow));
+  dispatch<Max ? false : true>(x.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    for (index_t plane = 0; plane < s.n * s.c; ++plane) {
+      const T* img = px + plane * s.h * s.w;
+      T* o = po + plane * oh * ow;
+      for (index_t y = 0; y < oh; ++y)
+        for (index_t xx = 0; xx < ow; ++xx) {
+          const index_t y0 = y * stride[0] - pad[0], x0 = xx * stride[1] - pad[1];
+          if constexpr (Max) {
+            C best = std::numeric_limits<C>::lowest();
+            if constexpr (std::is_floating_point_v<C>) best = -std::numeric_limits<C>::infinity();
+            for (index_t i = 0; i < k[0]; ++i)
+              for (index_t j = 0; j < k[1]; ++j) {
+                const index_t iy = y0 + i * dil[0], ix = x0 + j * dil[1];
+                if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
+                const C v = convert<C>(img[iy * s.w + ix]);
+                if (v > best || v != v) best = v;  // NaN propagates, as in PyTorch
+              }
+            o[y * ow + xx] = convert<T>(best);
+          } else {
+            const index_t y1 = std::min(y0 + k[0], s.h + pad[0]), x1 = std::min(x0 + k[1], s.w + pad[1]);
+            const index_t pool = (y1 - y0) * (x1 - x0);
+            const index_t ya = std::max<index_t>(y0, 0), xa = std::max<index_t>(x0, 0);
+            const index_t yb = std::min(y1, s.h), xb = std::min(x1, s.w);
+            C sum = 0;
+            for (index_t iy = ya; iy < yb; ++iy)
+              for (index_t ix = xa; ix < xb; ++ix) sum += convert<C>(img[iy * s.w + ix]);
+            const index_t div = include_pad ? pool : (yb - ya) * (xb - xa);
+            o[y * ow + xx] = convert<T>(sum / static_cast<C>(div));
+          }
+        }
+    }
+  });
+  return out;
+}
+
+inline any_tensor adaptive_avg_pool2d(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  const nchw s = nchw_of(a.target(), x);
+  const auto size = pair_of(a, 1, {1, 1});
+  if (size[0] < 1 || size[1] < 1) a.fail_text(1, "should be at least 1x1");
+  const index_t oh = size[0], ow = size[1];
+  any_tensor out(x.scalar_type(), nchw_extents(s, s.c, oh, ow));
+  dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    for (index_t plane = 0; plane < s.n * s.c; ++plane) {
+      const T* img = px + plane * s.h * s.w;
+      for (index_t y = 0; y < oh; ++y) {
+        const index_t ya = y * s.h / oh, yb = ((y + 1) * s.h + oh - 1) / oh;
+        for (index_t xx = 0; xx < ow; ++xx) {
+          const index_t xa = xx * s.w / ow, xb = ((xx + 1) * s.w + ow - 1) / ow;
+          C sum = 0;
+          for (index_t iy = ya; iy < yb; ++iy)
+            for (index_t ix = xa; ix < xb; ++ix) sum += convert<C>(img[iy * s.w + ix]);
+          po[(plane * oh + y) * ow + xx] = convert<T>(sum / static_cast<C>((yb - ya) * (xb - xa)));
+        }
+      }
+    }
+  });
+  return out;
+}
+
+// (weight, indices)
+inline any_tensor embedding(const kernel_args& a) {
+  const any_tensor& w = a.tensor(0);
+  const any_tensor& idx = a.tensor(1);
+  if (w.rank() != 2) rank_error(a.target(), "weight", w, "[num_embeddings, embedding_dim]");
+  const index_t rows = w.extents()[0], dim = w.extents()[1];
+  std::vector<index_t> oe = idx.extents();
+  oe.push_back(dim);
+  any_tensor out(w.scalar_type(), oe);
+  const std::size_t row_bytes = static_cast<std::size_t>(dim) * itemsize(w.scalar_type());
+  const any_tensor I = to_dtype(idx, dtype::i64);
+  if (!(idx.scalar_type() == dtype::i64 || idx.scalar_type() == dtype::i32))
+    rank_error(a.target(), "indices", idx, "an i64 or i32 tensor");
+  const std::int64_t* pi = I.data<std::int64_t>();
+  for (index_t i = 0, n = idx.numel(); i < n; ++i) {
+    if (pi[i] < 0 || pi[i] >= rows) {
+      raise<argument_error>([&](auto& o) {
+        o.put(a.target()); o.put(": index "); o.put_int(pi[i]); o.put(" is out of range for "); o.put_int(rows);
+        o.put(" embeddings");
+      });
+    }
+    std::memcpy(out.raw_data() + static_cast<std::size_t>(i) * row_bytes, w.raw_data() + static_cast<std::size_t>(pi[i]) * row_bytes,
+                row_bytes);
+  }
+  return out;
+}
+}  // namespace detail
+
+TYPEX_EIGEN_API kernel_fn find_kernel(std::string_view target) {
+  static const std::unordered_map<std::string_view, kernel_fn> table = {
+      {neg_op::target, &detail::unary<neg_op, false>},
+      {abs_op::target, &detail::unary<abs_op, false>},
+      {relu_op::target, &detail::unary<relu_op, false>},
+      {exp_op::target, &detail::unary<exp_op, true>},
+      {log_op::target, &detail::unary<log_op, true>},
+      {sqrt_op::target, &detail::unary<sqrt_op, true>},
+      {rsqrt_op::target, &detail::unary<rsqrt_op, true>},
+      {tanh_op::target, &detail::unary<tanh_op, true>},
+      {sigmoid_op::target, &detail::unary<sigmoid_op, true>},
+      {silu_op::target, &detail::unary<silu_op, true>},
+      {gelu_op::target, &detail::unary<gelu_op, true>},
+      {add_op::target, &detail::binary<add_op, false>},
+      {sub_op::target, &detail::binary<sub_op, false>},
+      {mul_op::target, &detail::binary<mul_op, false>},
+      {div_op::target, &detail::binary<div_op, false>},
+      {maximum_op::target, &detail::binary<maximum_op, false>},
+      {minimum_op::target, &detail::binary<minimum_op, false>},
+      {eq_op::target, &detail::binary<eq_op, true>},
+      {ne_op::target, &detail::binary<ne_op, true>},
+      {lt_op::target, &detail::binary<lt_op, true>},
+      {le_op::target, &detail::binary<le_op, true>},
+      {gt_op::target, &detail::binary<gt_op, true>},
+      {ge_op::target, &detail::binary<ge_op, true>},
+      {"aten.linear.default", &detail::linear},
+      {"aten.matmul.default", &detail::matmul},
+      {"aten.reshape.default", &detail::reshape},
+      {"aten.view.default", &detail::reshape},
+      {"aten.flatten.using_ints", &detail::flatten},
+      {"aten.unsqueeze.default", &detail::unsqueeze},
+      {"aten.permute.default", &detail::permute},
+      {"aten.transpose.int", &detail::transpose},
+      {"aten.slice.Tensor", &detail::slice},
+      {"aten.softmax.int", &detail::softmax<false>},
+      {"aten.log_softmax.int", &detail::softmax<true>},
+      {"aten.layer_norm.default", &detail::layer_norm},
+      {"aten.batch_norm.default", &detail::batch_norm},
+      {"aten.conv2d.default", &detail::conv2d},
+      {"aten.max_pool2d.default", &detail::pool2d<true>},
+      {"aten.avg_pool2d.default", &detail::pool2d<false>},
+      {"aten.adaptive_avg_pool2d.default", &detail::adaptive_avg_pool2d},
+      {"aten.embedding.default", &detail::embedding},
+  };
+  const auto it = table.find(target);
+  return it == table.end() ? nullptr : it->second;
+}
+
+TYPEX_EIGEN_API any_tensor run_kernel(const kernel_args& a) {
+  const kernel_fn k = find_kernel(a.target());
+  if (k == nullptr) {
+    typex::detail::raise<unsupported_error>([&](auto& w) {
+      w.put("typex::eigen: no kernel for "); w.put(a.target());
+    });
+  }
+  return k(a);
+}
+
+}  // namespace typex::eigen
