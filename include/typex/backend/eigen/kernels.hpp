@@ -147,6 +147,10 @@ using kernel_fn = any_tensor (*)(const kernel_args&);
 // The kernel for an ATen target, or nullptr.
 TYPEX_EIGEN_API kernel_fn find_kernel(std::string_view target);
 
+// Every target the backend runs, in registration order: the op registry that the parity test
+// (tests/unit/backend/parity.cpp) iterates, so that no kernel goes without a PyTorch reference.
+TYPEX_EIGEN_API std::vector<std::string_view> kernel_targets();
+
 // Runs the kernel for `target`; an op the backend does not run throws typex::unsupported_error.
 TYPEX_EIGEN_API any_tensor run_kernel(const kernel_args& a);
 

@@ -814,52 +814,70 @@ inline any_tensor embedding(const kernel_args& a) {
 }
 }  // namespace detail
 
+namespace detail {
+struct kernel_entry {
+  std::string_view target;
+  kernel_fn fn;
+};
+inline constexpr kernel_entry kernel_table[] = {
+    {neg_op::target, &detail::unary<neg_op, false>},
+    {abs_op::target, &detail::unary<abs_op, false>},
+    {relu_op::target, &detail::unary<relu_op, false>},
+    {exp_op::target, &detail::unary<exp_op, true>},
+    {log_op::target, &detail::unary<log_op, true>},
+    {sqrt_op::target, &detail::unary<sqrt_op, true>},
+    {rsqrt_op::target, &detail::unary<rsqrt_op, true>},
+    {tanh_op::target, &detail::unary<tanh_op, true>},
+    {sigmoid_op::target, &detail::unary<sigmoid_op, true>},
+    {silu_op::target, &detail::unary<silu_op, true>},
+    {gelu_op::target, &detail::unary<gelu_op, true>},
+    {add_op::target, &detail::binary<add_op, false>},
+    {sub_op::target, &detail::binary<sub_op, false>},
+    {mul_op::target, &detail::binary<mul_op, false>},
+    {div_op::target, &detail::binary<div_op, false>},
+    {maximum_op::target, &detail::binary<maximum_op, false>},
+    {minimum_op::target, &detail::binary<minimum_op, false>},
+    {eq_op::target, &detail::binary<eq_op, true>},
+    {ne_op::target, &detail::binary<ne_op, true>},
+    {lt_op::target, &detail::binary<lt_op, true>},
+    {le_op::target, &detail::binary<le_op, true>},
+    {gt_op::target, &detail::binary<gt_op, true>},
+    {ge_op::target, &detail::binary<ge_op, true>},
+    {"aten.linear.default", &detail::linear},
+    {"aten.matmul.default", &detail::matmul},
+    {"aten.reshape.default", &detail::reshape},
+    {"aten.view.default", &detail::reshape},
+    {"aten.flatten.using_ints", &detail::flatten},
+    {"aten.unsqueeze.default", &detail::unsqueeze},
+    {"aten.permute.default", &detail::permute},
+    {"aten.transpose.int", &detail::transpose},
+    {"aten.slice.Tensor", &detail::slice},
+    {"aten.softmax.int", &detail::softmax<false>},
+    {"aten.log_softmax.int", &detail::softmax<true>},
+    {"aten.layer_norm.default", &detail::layer_norm},
+    {"aten.batch_norm.default", &detail::batch_norm},
+    {"aten.conv2d.default", &detail::conv2d},
+    {"aten.max_pool2d.default", &detail::pool2d<true>},
+    {"aten.avg_pool2d.default", &detail::pool2d<false>},
+    {"aten.adaptive_avg_pool2d.default", &detail::adaptive_avg_pool2d},
+    {"aten.embedding.default", &detail::embedding},
+};
+}  // namespace detail
+
 TYPEX_EIGEN_API kernel_fn find_kernel(std::string_view target) {
-  static const std::unordered_map<std::string_view, kernel_fn> table = {
-      {neg_op::target, &detail::unary<neg_op, false>},
-      {abs_op::target, &detail::unary<abs_op, false>},
-      {relu_op::target, &detail::unary<relu_op, false>},
-      {exp_op::target, &detail::unary<exp_op, true>},
-      {log_op::target, &detail::unary<log_op, true>},
-      {sqrt_op::target, &detail::unary<sqrt_op, true>},
-      {rsqrt_op::target, &detail::unary<rsqrt_op, true>},
-      {tanh_op::target, &detail::unary<tanh_op, true>},
-      {sigmoid_op::target, &detail::unary<sigmoid_op, true>},
-      {silu_op::target, &detail::unary<silu_op, true>},
-      {gelu_op::target, &detail::unary<gelu_op, true>},
-      {add_op::target, &detail::binary<add_op, false>},
-      {sub_op::target, &detail::binary<sub_op, false>},
-      {mul_op::target, &detail::binary<mul_op, false>},
-      {div_op::target, &detail::binary<div_op, false>},
-      {maximum_op::target, &detail::binary<maximum_op, false>},
-      {minimum_op::target, &detail::binary<minimum_op, false>},
-      {eq_op::target, &detail::binary<eq_op, true>},
-      {ne_op::target, &detail::binary<ne_op, true>},
-      {lt_op::target, &detail::binary<lt_op, true>},
-      {le_op::target, &detail::binary<le_op, true>},
-      {gt_op::target, &detail::binary<gt_op, true>},
-      {ge_op::target, &detail::binary<ge_op, true>},
-      {"aten.linear.default", &detail::linear},
-      {"aten.matmul.default", &detail::matmul},
-      {"aten.reshape.default", &detail::reshape},
-      {"aten.view.default", &detail::reshape},
-      {"aten.flatten.using_ints", &detail::flatten},
-      {"aten.unsqueeze.default", &detail::unsqueeze},
-      {"aten.permute.default", &detail::permute},
-      {"aten.transpose.int", &detail::transpose},
-      {"aten.slice.Tensor", &detail::slice},
-      {"aten.softmax.int", &detail::softmax<false>},
-      {"aten.log_softmax.int", &detail::softmax<true>},
-      {"aten.layer_norm.default", &detail::layer_norm},
-      {"aten.batch_norm.default", &detail::batch_norm},
-      {"aten.conv2d.default", &detail::conv2d},
-      {"aten.max_pool2d.default", &detail::pool2d<true>},
-      {"aten.avg_pool2d.default", &detail::pool2d<false>},
-      {"aten.adaptive_avg_pool2d.default", &detail::adaptive_avg_pool2d},
-      {"aten.embedding.default", &detail::embedding},
-  };
-  const auto it = table.find(target);
-  return it == table.end() ? nullptr : it->second;
+  static const std::unordered_map<std::string_view, kernel_fn> index = [] {
+    std::unordered_map<std::string_view, kernel_fn> m;
+    for (const detail::kernel_entry& e : detail::kernel_table) m.emplace(e.target, e.fn);
+    return m;
+  }();
+  const auto it = index.find(target);
+  return it == index.end() ? nullptr : it->second;
+}
+
+TYPEX_EIGEN_API std::vector<std::string_view> kernel_targets() {
+  std::vector<std::string_view> out;
+  for (const detail::kernel_entry& e : detail::kernel_table) out.push_back(e.target);
+  return out;
 }
 
 TYPEX_EIGEN_API any_tensor run_kernel(const kernel_args& a) {
