@@ -102,6 +102,19 @@ for op in ["log", "sqrt", "rsqrt"]:
 case("aten.neg.default", [randint(-50, 50, 7)], atol=0, rtol=0)
 case("aten.abs.default", [randint(-50, 50, 2, 4)], atol=0, rtol=0)
 case("aten.relu.default", [randint(-50, 50, 9)], atol=0, rtol=0)
+for op in ["sin", "cos", "erf"]:
+    case(f"aten.{op}.default", [randn(3, 5) * 3])
+    case(f"aten.{op}.default", [randn(4, dtype=torch.float64)], atol=1e-12, rtol=1e-12)
+case("aten.log1p.default", [torch.rand(4, 6, dtype=torch.float64).float() * 3 - 0.9])
+case("aten.reciprocal.default", [randn(3, 4)])
+case("aten.pow.Tensor_Scalar", [randn(3, 4), 2.0])
+case("aten.pow.Tensor_Scalar", [torch.rand(3, 4, dtype=torch.float64).float() + 0.1, 0.5])
+case("aten.pow.Tensor_Scalar", [randn(5), -1.0])
+case("aten.pow.Tensor_Scalar", [randint(-5, 5, 6), 3.0], fn=lambda x, e: torch.pow(x, int(e)), atol=0, rtol=0)
+case("aten.clamp.default", [randn(4, 5), -0.5, 0.5], atol=0, rtol=0)
+case("aten.clamp.default", [randn(4, 5), None, 0.25], atol=0, rtol=0)
+case("aten.clamp.default", [torch.tensor([float("nan"), -2.0, 2.0]), -1.0, None], atol=0, rtol=0)
+case("aten.clamp.default", [randint(-9, 9, 8), -3, 4], atol=0, rtol=0)
 case("aten.gelu.default", [randn(4, 7)])
 case("aten.gelu.default", [randn(4, 7), "tanh"], kwargs=None, fn=lambda x, a: F.gelu(x, approximate=a))
 
@@ -123,6 +136,33 @@ for op in ["eq", "ne", "lt", "le", "gt", "ge"]:
     a = randint(-3, 3, 3, 4).float()
     case(f"aten.{op}.Tensor", [a, randint(-3, 3, 4).float()], atol=0, rtol=0)
     case(f"aten.{op}.Tensor", [randint(-3, 3, 6), randint(-3, 3, 6)], atol=0, rtol=0)
+
+# ---- reductions -----------------------------------------------------------------------------------
+x = randn(3, 4, 5)
+for op, t in [("sum", "aten.sum.dim_IntList"), ("mean", "aten.mean.dim"), ("amax", "aten.amax.default"),
+              ("amin", "aten.amin.default"), ("logsumexp", "aten.logsumexp.default")]:
+    case(t, [x, [1], False], atol=1e-5)
+    case(t, [x, [0, 2], True], atol=1e-5)
+    case(t, [x, [-1], False], atol=1e-5)
+    case(t, [x, [0, 1, 2], False], atol=1e-5)
+case("aten.sum.dim_IntList", [randint(-9, 9, 3, 4), [1], False], atol=0, rtol=0)  # integers: i64
+case("aten.sum.dim_IntList", [randint(-9, 9, 3, 4, dtype=torch.int32), [0], True], atol=0, rtol=0)  # i32 -> i64
+case("aten.sum.dim_IntList", [randn(2, 3) > 0, [1], False], atol=0, rtol=0)  # bool -> i64 count
+case("aten.amax.default", [randint(-9, 9, 3, 4), [1], False], atol=0, rtol=0)
+case("aten.amax.default", [torch.tensor([[1.0, float("nan"), 3.0], [0.0, 2.0, 1.0]]), [1], False], atol=0, rtol=0)
+case("aten.logsumexp.default", [torch.tensor([[1000.0, 1000.0], [-1000.0, -1001.0]]), [1], False], atol=1e-4)
+case("aten.logsumexp.default", [torch.tensor([[float("-inf"), float("-inf")], [0.0, float("-inf")]]), [1], False])
+case("aten.argmax.default", [x, 1, False], atol=0, rtol=0)
+case("aten.argmax.default", [x, -1, True], atol=0, rtol=0)
+case("aten.argmax.default", [torch.tensor([[1.0, 3.0, 3.0, 2.0]]), 1, False], atol=0, rtol=0)  # the first maximum
+case("aten.argmax.default", [randint(-9, 9, 4, 6), 0, False], atol=0, rtol=0)
+for op in ["var", "std"]:
+    t = f"aten.{op}.correction"
+    fn = (lambda x, d, c, k, op=op: getattr(torch.ops.aten, op).correction(x, d, correction=int(c), keepdim=k))  # (int? in 1.13, Scalar? in 2.x)
+    case(t, [x, [1], 1.0, False], fn=fn, atol=1e-5)
+    case(t, [x, [0, 2], 0.0, True], fn=fn, atol=1e-5)
+    case(t, [x, [0, 1, 2], 1.0, False], fn=fn, atol=1e-5)
+    case(t, [randn(3, 4, dtype=torch.float64), [1], 1.0, False], fn=fn, atol=1e-12, rtol=1e-12)
 
 # ---- linear algebra -------------------------------------------------------------------------------
 case("aten.linear.default", [randn(4, 8), randn(5, 8), randn(5)], atol=1e-5)

@@ -18,6 +18,7 @@
 #include <typex/ops/embedding.hpp>
 #include <typex/ops/linear.hpp>
 #include <typex/ops/normalization.hpp>
+#include <typex/ops/reduce.hpp>
 #include <typex/ops/shape_ops.hpp>
 #include <typex/ops/tensor_like.hpp>
 #include <typex/ops/unary.hpp>

@@ -159,8 +159,9 @@ typename S::template dim_t<K> checked_dim(std::span<const index_t> e, std::strin
 }
 
 template <class S, std::size_t... I>
-S make_shape_impl(std::span<const index_t> e, std::string_view what, std::index_sequence<I...>) {
-  return S(checked_dim<S, I>(e, what)...);
+S make_shape_impl([[maybe_unused]] std::span<const index_t> e, [[maybe_unused]] std::string_view what,
+                  std::index_sequence<I...>) {
+  return S(checked_dim<S, I>(e, what)...);  // (rank 0: e and what go unused)
 }
 }  // namespace detail
 

@@ -1,5 +1,6 @@
-// typex/ops/unary.hpp — pointwise unary ops: neg, abs, exp, log, sqrt, rsqrt, relu, gelu, silu,
-// tanh, sigmoid (and unary minus on tensor-like values).
+// typex/ops/unary.hpp — pointwise unary ops: neg, abs, exp, log, log1p, sqrt, rsqrt, sin, cos,
+// erf, reciprocal, relu, gelu, silu, tanh, sigmoid, pow with a number, clamp (and unary minus on
+// tensor-like values).
 //
 // Each op names its ATen target, keeps its argument's dtype and shape, and carries the scalar math
 // that backends share (computed in the argument's type; backends compute f16/bf16 in f32).
@@ -9,6 +10,7 @@
 #include <typex/ops/tensor_like.hpp>
 
 #include <cmath>
+#include <optional>
 #include <source_location>
 #include <string_view>
 
@@ -46,6 +48,26 @@ struct sqrt_op : detail::unary_pointwise {
 struct rsqrt_op : detail::unary_pointwise {
   static constexpr std::string_view target = "aten.rsqrt.default";
   template <class T> static T scalar(T x) { return T(1) / std::sqrt(x); }
+};
+struct log1p_op : detail::unary_pointwise {
+  static constexpr std::string_view target = "aten.log1p.default";
+  template <class T> static T scalar(T x) { return std::log1p(x); }
+};
+struct sin_op : detail::unary_pointwise {
+  static constexpr std::string_view target = "aten.sin.default";
+  template <class T> static T scalar(T x) { return std::sin(x); }
+};
+struct cos_op : detail::unary_pointwise {
+  static constexpr std::string_view target = "aten.cos.default";
+  template <class T> static T scalar(T x) { return std::cos(x); }
+};
+struct erf_op : detail::unary_pointwise {
+  static constexpr std::string_view target = "aten.erf.default";
+  template <class T> static T scalar(T x) { return std::erf(x); }
+};
+struct reciprocal_op : detail::unary_pointwise {
+  static constexpr std::string_view target = "aten.reciprocal.default";
+  template <class T> static T scalar(T x) { return T(1) / x; }
 };
 struct relu_op : detail::unary_pointwise {
   static constexpr std::string_view target = "aten.relu.default";
@@ -110,6 +132,62 @@ auto gelu(const X& x, gelu_approximation approximate = gelu_approximation::none,
           const std::source_location& loc = std::source_location::current()) {
   gelu_op op;
   op.approximate = approximate;
+  return apply_op(op, &loc, x);
+}
+
+template <tensor_like X>
+auto log1p(const X& x, const std::source_location& loc = std::source_location::current()) { return apply_op(log1p_op{}, &loc, x); }
+template <tensor_like X>
+auto sin(const X& x, const std::source_location& loc = std::source_location::current()) { return apply_op(sin_op{}, &loc, x); }
+template <tensor_like X>
+auto cos(const X& x, const std::source_location& loc = std::source_location::current()) { return apply_op(cos_op{}, &loc, x); }
+template <tensor_like X>
+auto erf(const X& x, const std::source_location& loc = std::source_location::current()) { return apply_op(erf_op{}, &loc, x); }
+template <tensor_like X>
+auto reciprocal(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(reciprocal_op{}, &loc, x);
+}
+
+// x ** exponent (aten.pow.Tensor_Scalar), in x's dtype.
+struct pow_scalar_op : detail::unary_pointwise {
+  static constexpr std::string_view target = "aten.pow.Tensor_Scalar";
+  double exponent = 1.0;
+  template <class V>
+  void attributes(V&& v) const {
+    v(exponent);
+  }
+  template <class T>
+  static T scalar(T x, double e) {
+    if (e == 2.0) return x * x;  // (exact, and the common case)
+    return static_cast<T>(std::pow(x, static_cast<T>(e)));
+  }
+};
+template <tensor_like X>
+auto pow(const X& x, double exponent, const std::source_location& loc = std::source_location::current()) {
+  pow_scalar_op op;
+  op.exponent = exponent;
+  return apply_op(op, &loc, x);
+}
+
+// min(max(x, lo), hi) with either bound optional (aten.clamp.default); NaN stays NaN, as in torch.
+struct clamp_op : detail::unary_pointwise {
+  static constexpr std::string_view target = "aten.clamp.default";
+  std::optional<double> lo, hi;
+  template <class V>
+  void attributes(V&& v) const {
+    if (lo) v(*lo);
+    else v(nullptr);
+    if (hi) v(*hi);
+    else v(nullptr);
+  }
+};
+template <tensor_like X>
+auto clamp(const X& x, std::optional<double> lo, std::optional<double> hi,
+           const std::source_location& loc = std::source_location::current()) {
+  if (!lo && !hi) detail::raise_message<argument_error>("typex::clamp: at least one of min and max must be given");
+  clamp_op op;
+  op.lo = lo;
+  op.hi = hi;
   return apply_op(op, &loc, x);
 }
 

@@ -106,3 +106,44 @@ TEST_CASE("the same functor runs eagerly on tensors and traced on specs") {
   CHECK(ep.signature().buffers() == std::vector<std::string>{"shift"});
   CHECK(ep.graph().size() == 8);  // 4 placeholders, linear, relu, sub, output
 }
+
+TEST_CASE("eager reductions: shapes and dtypes by the rule, values by the definition") {
+  const auto x = iota<tensor<f32, fix<2>, fix<3>>>();  // [[0,1,2],[3,4,5]]
+  const auto s = sum<1>(x);
+  static_assert(std::is_same_v<decltype(s), const tensor<f32, fix<2>>>);
+  CHECK(s(0) == 3.0f);
+  CHECK(s(1) == 12.0f);
+  const auto all = sum(x);  // every dim
+  static_assert(decltype(all)::shape_type::rank == 0);
+  CHECK(all.data()[0] == 15.0f);
+  const auto m = mean<0>(x, keepdim);
+  static_assert(std::is_same_v<decltype(m)::shape_type, shape_c<1, 3>>);
+  CHECK(m(0, 2) == 3.5f);
+  CHECK(amax<-1>(x)(1) == 5.0f);
+  CHECK(amin<0>(x)(2) == 2.0f);
+  const auto am = argmax<1>(x);
+  static_assert(std::is_same_v<decltype(am)::dtype_type, i64>);
+  CHECK(am(0) == 2);
+  CHECK(var<1>(x)(0) == doctest::Approx(1.0));         // unbiased: ((1)+(0)+(1)) / 2
+  CHECK(var<1>(x, 0.0)(0) == doctest::Approx(2.0 / 3));  // population
+  CHECK(std<1>(x, 1.0, keepdim)(1, 0) == doctest::Approx(1.0));
+  CHECK(logsumexp<1>(x)(0) == doctest::Approx(std::log(std::exp(0.0) + std::exp(1.0) + std::exp(2.0))));
+  const auto counts = sum<0>(gt(x, 1.5));  // bools sum to i64 counts
+  static_assert(std::is_same_v<decltype(counts)::dtype_type, i64>);
+  CHECK(counts(0) == 1);
+  CHECK(counts(2) == 2);
+}
+
+TEST_CASE("eager pow, clamp and the new unary ops") {
+  const auto x = iota<tensor<f32, fix<4>>>(-1.5f);  // [-1.5, -0.5, 0.5, 1.5]
+  CHECK(pow(x, 2.0)(0) == 2.25f);
+  const auto c = clamp(x, -1.0, std::nullopt);
+  CHECK(c(0) == -1.0f);
+  CHECK(c(3) == 1.5f);
+  CHECK_THROWS_AS((void)clamp(x, std::nullopt, std::nullopt), argument_error);
+  CHECK(sin(x)(2) == doctest::Approx(std::sin(0.5)));
+  CHECK(cos(x)(2) == doctest::Approx(std::cos(0.5)));
+  CHECK(erf(x)(3) == doctest::Approx(std::erf(1.5)));
+  CHECK(log1p(abs(x))(1) == doctest::Approx(std::log1p(0.5)));
+  CHECK(reciprocal(x)(1) == -2.0f);
+}

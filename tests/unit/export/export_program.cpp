@@ -122,3 +122,26 @@ TEST_CASE("export: the module call graph gives each submodule call its signature
   CHECK(calls[3].signature->inputs == std::vector<std::string>{"linear_1"});
   CHECK(calls[3].signature->outputs == std::vector<std::string>{"linear_2"});
 }
+
+namespace exp_test {
+struct stats {
+  template <class X>
+  auto operator()(const X& x) const {
+    const auto m = mean<-1>(x, keepdim);
+    const auto v = var<-1>(x, 0.0);
+    const auto top = argmax<1>(x);
+    return std::make_tuple(m, v, top);
+  }
+};
+}  // namespace exp_test
+BOOST_HANA_ADAPT_STRUCT(exp_test::stats);
+
+TEST_CASE("export: reductions record their ATen call with dims, correction and keepdim") {
+  using exp_test::batch;
+  const tensor_spec<f32, shape<batch, fix<6>>> x_spec(shape<batch, fix<6>>(batch(2), {}));
+  const auto ep = export_program(exp_test::stats{}, input<"x">(x_spec));
+  const std::string text = ir::print_readable(ep.graph());
+  CHECK(text.find("mean: \"f32[batch, 1]\" = torch.ops.aten.mean.dim(x, [-1], True)") != std::string::npos);
+  CHECK(text.find("var: \"f32[batch]\" = torch.ops.aten.var.correction(x, [-1], 0.0, False)") != std::string::npos);
+  CHECK(text.find("argmax: \"i64[batch]\" = torch.ops.aten.argmax.default(x, 1, False)") != std::string::npos);
+}

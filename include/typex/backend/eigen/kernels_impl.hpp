@@ -10,6 +10,7 @@
 #include <typex/core/half.hpp>
 #include <typex/core/rules/conv.hpp>
 #include <typex/ops/binary.hpp>
+#include <typex/ops/reduce.hpp>
 #include <typex/ops/unary.hpp>
 
 #include <Eigen/Core>
@@ -152,6 +153,37 @@ any_tensor unary(const kernel_args& a) {
     }
   });
   return to_dtype(out, x.scalar_type());
+}
+
+// x ** e (aten.pow.Tensor_Scalar) and clamp(x, min?, max?): pointwise with numbers from the call.
+template <class F>
+any_tensor unary_map(const kernel_args& a, F&& f) {
+  const any_tensor& x = a.tensor(0);
+  const dtype cd = compute_dtype(x.scalar_type());
+  const any_tensor X = to_dtype(x, cd);
+  any_tensor out(cd, x.extents());
+  dispatch_compute(cd, [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = X.data<T>();
+    T* po = out.data<T>();
+    for (index_t i = 0, n = x.numel(); i < n; ++i) po[i] = f(px[i]);
+  });
+  return to_dtype(out, x.scalar_type());
+}
+inline any_tensor pow_scalar(const kernel_args& a) {
+  const double e = a.real(1);
+  return unary_map(a, [e](auto v) { return pow_scalar_op::scalar(v, e); });
+}
+inline any_tensor clamp(const kernel_args& a) {
+  const bool has_lo = a.has(1), has_hi = a.has(2);
+  const double lo = has_lo ? a.real(1) : 0.0, hi = has_hi ? a.real(2) : 0.0;
+  return unary_map(a, [&](auto v) {
+    using T = decltype(v);
+    if (v != v) return v;  // NaN stays NaN
+    if (has_lo && v < static_cast<T>(lo)) v = static_cast<T>(lo);
+    if (has_hi && v > static_cast<T>(hi)) v = static_cast<T>(hi);
+    return v;
+  });
 }
 
 // Element strides of `in` aligned from the right to an output of rank R; 0 where `in` broadcasts.
@@ -508,6 +540,124 @@ any_tensor softmax(const kernel_args& a) {
   return out;
 }
 
+// ---------------------------------------------------------------------------------------------
+// reductions: the kept dims go first, the reduced ones last (a permuted copy unless they already
+// are), then each of the `outer` rows of `inner` elements is reduced. Floating sums accumulate in
+// double (at least as accurate as torch's pairwise sums); integer sums in i64.
+
+template <reduction R>
+any_tensor reduce(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  const std::size_t r = x.rank();
+  std::vector<bool> reduced(r, false);
+  bool keep = false;
+  double correction = 1.0;
+  if constexpr (R == reduction::argmax) {
+    reduced[wrap_dim(a.target(), a.integer(1), r)] = true;
+    keep = a.has(2) && a.flag(2);
+  } else {
+    const auto dims = a.ints(1);
+    if (dims.empty()) reduced.assign(r, true);
+    for (const std::int64_t d : dims) reduced[wrap_dim(a.target(), d, r)] = true;
+    if constexpr (R == reduction::var || R == reduction::std) {
+      correction = a.has(2) ? a.real(2) : 1.0;
+      keep = a.has(3) && a.flag(3);
+    } else {
+      keep = a.has(2) && a.flag(2);
+    }
+  }
+  std::vector<std::size_t> perm;
+  std::vector<index_t> out_extents;
+  index_t outer = 1, inner = 1;
+  for (std::size_t d = 0; d < r; ++d)
+    if (!reduced[d]) {
+      perm.push_back(d);
+      outer *= x.extents()[d];
+    }
+  for (std::size_t d = 0; d < r; ++d) {
+    if (reduced[d]) {
+      perm.push_back(d);
+      inner *= x.extents()[d];
+      if (keep) out_extents.push_back(1);
+    } else {
+      out_extents.push_back(x.extents()[d]);
+    }
+  }
+  if ((R == reduction::amax || R == reduction::amin || R == reduction::argmax) && inner == 0 && outer > 0) {
+    raise<shape_error>([&](auto& w) {
+      w.put(a.target()); w.put(": cannot reduce "); w.put(x.to_string()); w.put(" over an empty dim (no identity for max/min)");
+    });
+  }
+  bool identity = true;
+  for (std::size_t i = 0; i < r; ++i) identity = identity && perm[i] == i;
+  const dtype in = x.scalar_type();
+  const dtype cd = compute_dtype(in);
+  const any_tensor X = to_dtype(identity ? x : permuted(x, perm, a.target()), cd);
+  const bool index_result = R == reduction::argmax || (R == reduction::sum && !is_floating_point(in));  // i64, as torch
+  const dtype out_dtype = index_result ? dtype::i64 : cd;
+  any_tensor out(out_dtype, out_extents);
+  dispatch_compute(cd, [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = X.data<T>();
+    for (index_t o = 0; o < outer; ++o) {
+      const T* row = px + o * inner;
+      if constexpr (R == reduction::argmax) {
+        index_t best = 0;
+        for (index_t i = 1; i < inner; ++i) {
+          const bool best_nan = row[best] != row[best];
+          if (!best_nan && (row[i] > row[best] || row[i] != row[i])) best = i;  // NaN is the maximum, as in torch
+        }
+        out.data<std::int64_t>()[o] = best;
+      } else if constexpr (R == reduction::amax || R == reduction::amin) {
+        T m = row[0];
+        for (index_t i = 1; i < inner && m == m; ++i) {
+          if (row[i] != row[i]) m = row[i];  // NaN propagates
+          else if (R == reduction::amax ? row[i] > m : row[i] < m) m = row[i];
+        }
+        out.data<T>()[o] = m;
+      } else if constexpr (std::is_floating_point_v<T>) {
+        if constexpr (R == reduction::logsumexp) {
+          T m = -std::numeric_limits<T>::infinity();
+          for (index_t i = 0; i < inner; ++i) m = std::max(m, row[i]);
+          if (std::isinf(m)) {
+            out.data<T>()[o] = inner == 0 ? -std::numeric_limits<T>::infinity() : m;
+            continue;
+          }
+          double acc = 0;
+          for (index_t i = 0; i < inner; ++i) acc += std::exp(static_cast<double>(row[i] - m));
+          out.data<T>()[o] = static_cast<T>(static_cast<double>(m) + std::log(acc));
+        } else {
+          double acc = 0;
+          for (index_t i = 0; i < inner; ++i) acc += static_cast<double>(row[i]);
+          if constexpr (R == reduction::sum) {
+            out.data<T>()[o] = static_cast<T>(acc);
+          } else {
+            const double mean = acc / static_cast<double>(inner);
+            if constexpr (R == reduction::mean) {
+              out.data<T>()[o] = static_cast<T>(mean);
+            } else {
+              double sq = 0;
+              for (index_t i = 0; i < inner; ++i) {
+                const double dv = static_cast<double>(row[i]) - mean;
+                sq += dv * dv;
+              }
+              const double v = sq / std::max(0.0, static_cast<double>(inner) - correction);  // 0 -> inf/nan, as torch
+              out.data<T>()[o] = static_cast<T>(R == reduction::std ? std::sqrt(v) : v);
+            }
+          }
+        }
+      } else if constexpr (R == reduction::sum) {
+        std::int64_t acc = 0;
+        for (index_t i = 0; i < inner; ++i) acc += static_cast<std::int64_t>(row[i]);
+        out.data<std::int64_t>()[o] = acc;
+      } else {
+        unsupported_dtype(a.target(), in);  // mean/var/std/logsumexp of integers (the front end rejects them)
+      }
+    }
+  });
+  return index_result ? out : to_dtype(out, in);
+}
+
 inline void require_extents(std::string_view op, std::string_view what, const any_tensor* t, index_t n) {
   if (t != nullptr && t->numel() != n) {
     raise<shape_error>([&](auto& o) {
@@ -828,6 +978,13 @@ inline constexpr kernel_entry kernel_table[] = {
     {sqrt_op::target, &detail::unary<sqrt_op, true>},
     {rsqrt_op::target, &detail::unary<rsqrt_op, true>},
     {tanh_op::target, &detail::unary<tanh_op, true>},
+    {log1p_op::target, &detail::unary<log1p_op, true>},
+    {sin_op::target, &detail::unary<sin_op, true>},
+    {cos_op::target, &detail::unary<cos_op, true>},
+    {erf_op::target, &detail::unary<erf_op, true>},
+    {reciprocal_op::target, &detail::unary<reciprocal_op, true>},
+    {pow_scalar_op::target, &detail::pow_scalar},
+    {clamp_op::target, &detail::clamp},
     {sigmoid_op::target, &detail::unary<sigmoid_op, true>},
     {silu_op::target, &detail::unary<silu_op, true>},
     {gelu_op::target, &detail::unary<gelu_op, true>},
@@ -843,6 +1000,14 @@ inline constexpr kernel_entry kernel_table[] = {
     {le_op::target, &detail::binary<le_op, true>},
     {gt_op::target, &detail::binary<gt_op, true>},
     {ge_op::target, &detail::binary<ge_op, true>},
+    {"aten.sum.dim_IntList", &detail::reduce<reduction::sum>},
+    {"aten.mean.dim", &detail::reduce<reduction::mean>},
+    {"aten.amax.default", &detail::reduce<reduction::amax>},
+    {"aten.amin.default", &detail::reduce<reduction::amin>},
+    {"aten.logsumexp.default", &detail::reduce<reduction::logsumexp>},
+    {"aten.argmax.default", &detail::reduce<reduction::argmax>},
+    {"aten.var.correction", &detail::reduce<reduction::var>},
+    {"aten.std.correction", &detail::reduce<reduction::std>},
     {"aten.linear.default", &detail::linear},
     {"aten.matmul.default", &detail::matmul},
     {"aten.reshape.default", &detail::reshape},

@@ -1,0 +1,179 @@
+// typex/ops/reduce.hpp — reductions over dims: sum, mean, amax, amin, argmax, var, std, logsumexp.
+//
+//   sum<1>(x)                     aten.sum.dim_IntList(x, [1], False)
+//   mean<-1>(x, keepdim)          aten.mean.dim(x, [-1], True)
+//   amax<0, 2>(x)                 aten.amax.default(x, [0, 2], False)
+//   argmax<1>(x)                  aten.argmax.default(x, 1, False)             -> i64
+//   var<1>(x)                     aten.var.correction(x, [1], 1.0, False)      (correction 1: unbiased)
+//   std<1>(x, 0.0, keepdim)       aten.std.correction(x, [1], 0.0, True)
+//   logsumexp<-1>(x)              aten.logsumexp.default(x, [-1], False)
+// No dims means every dim (recorded as the full list). The result's shape is reduce_shape's: a dim
+// past the rank, or one named twice, is a compile error naming the op. Dtypes follow torch: sum of
+// integers and bools is i64; mean, var, std and logsumexp need a floating-point input; amax and
+// amin keep the dtype; argmax gives i64. (var/std's correction and keepdim are keyword-only in
+// ATen; typex records them positionally, in the schema's order.)
+#pragma once
+
+#include <typex/core/rules/reduce.hpp>
+#include <typex/ops/apply.hpp>
+#include <typex/ops/tensor_like.hpp>
+
+#include <array>
+#include <source_location>
+#include <string_view>
+
+namespace typex {
+
+// Pass `typex::keepdim` to keep the reduced dims as extent 1.
+struct keepdim_t {
+  explicit constexpr keepdim_t() = default;
+};
+inline constexpr keepdim_t keepdim{};
+
+enum class reduction : unsigned char { sum, mean, amax, amin, logsumexp, argmax, var, std };
+
+namespace detail {
+constexpr std::string_view reduction_target(reduction r) noexcept {
+  switch (r) {
+    case reduction::sum: return "aten.sum.dim_IntList";
+    case reduction::mean: return "aten.mean.dim";
+    case reduction::amax: return "aten.amax.default";
+    case reduction::amin: return "aten.amin.default";
+    case reduction::logsumexp: return "aten.logsumexp.default";
+    case reduction::argmax: return "aten.argmax.default";
+    case reduction::var: return "aten.var.correction";
+    case reduction::std: return "aten.std.correction";
+  }
+  return "";
+}
+
+template <std::size_t Rank, long long... Dims>
+constexpr auto reduced_dims() {
+  if constexpr (sizeof...(Dims) == 0) {
+    std::array<index_t, Rank> all{};
+    for (std::size_t i = 0; i < Rank; ++i) all[i] = static_cast<index_t>(i);
+    return all;
+  } else {
+    return std::array<index_t, sizeof...(Dims)>{static_cast<index_t>(Dims)...};
+  }
+}
+
+template <reduction R>
+inline constexpr auto reduction_name = [] {
+  if constexpr (R == reduction::sum) return fixed_string("sum");
+  else if constexpr (R == reduction::mean) return fixed_string("mean");
+  else if constexpr (R == reduction::amax) return fixed_string("amax");
+  else if constexpr (R == reduction::amin) return fixed_string("amin");
+  else if constexpr (R == reduction::logsumexp) return fixed_string("logsumexp");
+  else if constexpr (R == reduction::argmax) return fixed_string("argmax");
+  else if constexpr (R == reduction::var) return fixed_string("var");
+  else return fixed_string("std");
+}();
+}  // namespace detail
+
+// One op type for every reduction: R picks the ATen target, the attributes and the result dtype.
+template <reduction R, bool KeepDim, std::size_t Rank, long long... Dims>
+struct reduction_op {
+  static constexpr std::string_view target = detail::reduction_target(R);
+  double correction = 1.0;  // var and std
+
+  template <class X>
+  static constexpr auto result(const X& x) {
+    constexpr dtype in = X::dtype_type::value;
+    constexpr bool floating_only = R == reduction::mean || R == reduction::logsumexp || R == reduction::var || R == reduction::std;
+    static_assert(!floating_only || is_floating_point(in),
+                  "typex: mean, var, std and logsumexp need a floating-point input (cast it first)");
+    static_assert(R != reduction::argmax || sizeof...(Dims) == 1, "typex::argmax: name exactly one dim");
+    const auto s = reduce_shape<KeepDim, Dims...>(x.shape, op_name<detail::reduction_name<R>>);
+    using S = std::remove_cvref_t<decltype(s)>;
+    if constexpr (R == reduction::argmax || (R == reduction::sum && !is_floating_point(in))) return tensor_spec<i64, S>(s);
+    else return tensor_spec<typename X::dtype_type, S>(s);
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    if constexpr (R == reduction::argmax) {
+      v(index_t{(Dims, ...)});
+    } else {
+      v(detail::reduced_dims<Rank, Dims...>());
+      if constexpr (R == reduction::var || R == reduction::std) v(correction);
+    }
+    v(KeepDim);
+  }
+};
+
+namespace detail {
+template <reduction R, bool KeepDim, long long... Dims, class X>
+auto reduce(const X& x, const std::source_location& loc, double correction = 1.0) {
+  reduction_op<R, KeepDim, X::shape_type::rank, Dims...> op;
+  op.correction = correction;
+  return apply_op(op, &loc, x);
+}
+}  // namespace detail
+
+template <long long... Dims, tensor_like X>
+auto sum(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return detail::reduce<reduction::sum, false, Dims...>(x, loc);
+}
+template <long long... Dims, tensor_like X>
+auto sum(const X& x, keepdim_t, const std::source_location& loc = std::source_location::current()) {
+  return detail::reduce<reduction::sum, true, Dims...>(x, loc);
+}
+template <long long... Dims, tensor_like X>
+auto mean(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return detail::reduce<reduction::mean, false, Dims...>(x, loc);
+}
+template <long long... Dims, tensor_like X>
+auto mean(const X& x, keepdim_t, const std::source_location& loc = std::source_location::current()) {
+  return detail::reduce<reduction::mean, true, Dims...>(x, loc);
+}
+template <long long... Dims, tensor_like X>
+auto amax(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return detail::reduce<reduction::amax, false, Dims...>(x, loc);
+}
+template <long long... Dims, tensor_like X>
+auto amax(const X& x, keepdim_t, const std::source_location& loc = std::source_location::current()) {
+  return detail::reduce<reduction::amax, true, Dims...>(x, loc);
+}
+template <long long... Dims, tensor_like X>
+auto amin(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return detail::reduce<reduction::amin, false, Dims...>(x, loc);
+}
+template <long long... Dims, tensor_like X>
+auto amin(const X& x, keepdim_t, const std::source_location& loc = std::source_location::current()) {
+  return detail::reduce<reduction::amin, true, Dims...>(x, loc);
+}
+template <long long... Dims, tensor_like X>
+auto logsumexp(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return detail::reduce<reduction::logsumexp, false, Dims...>(x, loc);
+}
+template <long long... Dims, tensor_like X>
+auto logsumexp(const X& x, keepdim_t, const std::source_location& loc = std::source_location::current()) {
+  return detail::reduce<reduction::logsumexp, true, Dims...>(x, loc);
+}
+template <long long Dim, tensor_like X>
+auto argmax(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return detail::reduce<reduction::argmax, false, Dim>(x, loc);
+}
+template <long long Dim, tensor_like X>
+auto argmax(const X& x, keepdim_t, const std::source_location& loc = std::source_location::current()) {
+  return detail::reduce<reduction::argmax, true, Dim>(x, loc);
+}
+// correction: 1 is the unbiased estimate (torch's default), 0 the population one.
+template <long long... Dims, tensor_like X>
+auto var(const X& x, double correction = 1.0, const std::source_location& loc = std::source_location::current()) {
+  return detail::reduce<reduction::var, false, Dims...>(x, loc, correction);
+}
+template <long long... Dims, tensor_like X>
+auto var(const X& x, double correction, keepdim_t, const std::source_location& loc = std::source_location::current()) {
+  return detail::reduce<reduction::var, true, Dims...>(x, loc, correction);
+}
+template <long long... Dims, tensor_like X>
+auto std(const X& x, double correction = 1.0, const std::source_location& loc = std::source_location::current()) {
+  return detail::reduce<reduction::std, false, Dims...>(x, loc, correction);
+}
+template <long long... Dims, tensor_like X>
+auto std(const X& x, double correction, keepdim_t, const std::source_location& loc = std::source_location::current()) {
+  return detail::reduce<reduction::std, true, Dims...>(x, loc, correction);
+}
+
+}  // namespace typex
