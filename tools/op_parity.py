@@ -129,6 +129,8 @@ for op in ["add", "sub", "mul"]:
     case(f"aten.{op}.Tensor", [randint(-9, 9, 2, 3), randint(-9, 9, 3)], atol=0, rtol=0)
     case(f"aten.{op}.Tensor", [randint(-9, 9, 4), 3], atol=0, rtol=0)
 case("aten.add.Tensor", [randint(-9, 9, 4), randn(4)])  # i64 + f32 -> f32
+case("aten.div.Tensor", [randint(-9, 9, 6), randint(1, 5, 6)])  # integers true-divide to f32
+case("aten.div.Tensor", [randint(-9, 9, 6), 4])
 for op in ["maximum", "minimum"]:
     case(f"aten.{op}.default", [randn(3, 4), randn(4)])
     case(f"aten.{op}.default", [randint(-9, 9, 5), randint(-9, 9, 5)], atol=0, rtol=0)

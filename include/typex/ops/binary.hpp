@@ -17,8 +17,12 @@
 namespace typex {
 
 namespace detail {
-template <fixed_string Name>
+// TrueDivide: an integer or bool result becomes f32 (torch's div.Tensor, the default dtype).
+template <fixed_string Name, bool TrueDivide = false>
 struct binary_pointwise {
+  template <class DT>
+  using floating_if_divide = std::conditional_t<TrueDivide && !is_floating_point(DT::value), f32, DT>;
+
   template <class A, class B>
   static constexpr auto result(const A& a, const B& b) {
     if constexpr (scalar_like<A>) {
@@ -26,11 +30,11 @@ struct binary_pointwise {
     } else if constexpr (scalar_like<B>) {
       using DT = dtype_tag<(std::is_floating_point_v<B> && !is_floating_point(A::dtype_type::value)) ? dtype::f32
                                                                                                      : A::dtype_type::value>;
-      return tensor_spec<DT, typename A::shape_type>(a.shape);
+      return tensor_spec<floating_if_divide<DT>, typename A::shape_type>(a.shape);
     } else {
       using DT = promote_t<typename A::dtype_type, typename B::dtype_type>;
       const auto s = broadcast_shapes(a.shape, b.shape, op_name<Name>);
-      return tensor_spec<DT, std::remove_cvref_t<decltype(s)>>(s);
+      return tensor_spec<floating_if_divide<DT>, std::remove_cvref_t<decltype(s)>>(s);
     }
   }
 };
@@ -61,7 +65,7 @@ struct mul_op : detail::binary_pointwise<"mul"> {
   template <class T>
   static constexpr T scalar(T a, T b) { return a * b; }
 };
-struct div_op : detail::binary_pointwise<"div"> {
+struct div_op : detail::binary_pointwise<"div", true> {  // true division: 7 / 2 == 3.5, as torch
   static constexpr std::string_view target = "aten.div.Tensor";
   template <class T>
   static constexpr T scalar(T a, T b) { return a / b; }

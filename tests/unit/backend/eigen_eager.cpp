@@ -42,6 +42,10 @@ TEST_CASE("eager pointwise ops: unary, binary with broadcasting, scalars, promot
   const auto q = i * 0.5;  // an integer tensor times a float scalar: f32, as PyTorch's default dtype
   static_assert(std::is_same_v<decltype(q)::dtype_type, f32>);
   CHECK(q(1) == 1.0f);
+  const auto half = i / (i + i);  // integers true-divide to f32, as torch's div
+  static_assert(std::is_same_v<decltype(half)::dtype_type, f32>);
+  CHECK(half(2) == 0.5f);
+  CHECK((i / 2)(0) == 0.5f);
   const auto h = relu(iota<tensor<f16, fix<2>>>(-1.0f, 2.0f));  // f16 computes in f32
   CHECK(static_cast<float>(h(1)) == 1.0f);
 }

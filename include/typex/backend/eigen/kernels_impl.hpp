@@ -265,6 +265,7 @@ any_tensor binary(const kernel_args& a) {
     d = (ta ? a.tensor(0) : a.tensor(1)).scalar_type();
     if (!is_floating_point(d) && a.is_real(ta ? 1 : 0)) d = dtype::f32;
   }
+  if (std::is_same_v<Op, div_op> && !is_floating_point(d)) d = dtype::f32;  // true division, as torch
   const dtype cd = compute_dtype(d);
   const any_tensor A = ta ? to_dtype(a.tensor(0), cd) : scalar_tensor(a, 0, cd);
   const any_tensor B = tb ? to_dtype(a.tensor(1), cd) : scalar_tensor(a, 1, cd);
