@@ -177,6 +177,14 @@ case("aten.matmul.default", [randn(2, 1, 4, 8), randn(3, 8, 5)], atol=1e-5)  # b
 case("aten.matmul.default", [randn(8), randn(2, 8, 3)], atol=1e-5)  # vector @ batched matrix
 case("aten.matmul.default", [randn(4, 8), randn(8)], atol=1e-5)  # matrix @ vector
 
+case("aten.mm.default", [randn(5, 8), randn(8, 3)], atol=1e-5)
+case("aten.mm.default", [randn(3, 4, dtype=torch.float64), randn(4, 2, dtype=torch.float64)], atol=1e-12, rtol=1e-12)
+case("aten.bmm.default", [randn(2, 4, 8), randn(2, 8, 3)], atol=1e-5)
+case("aten.addmm.default", [randn(3), randn(4, 8), randn(8, 3)], atol=1e-5)
+addmm_kw = (lambda c, a, b, beta, alpha: torch.ops.aten.addmm.default(c, a, b, beta=beta, alpha=alpha))  # keyword-only
+case("aten.addmm.default", [randn(4, 3), randn(4, 8), randn(8, 3), 0.5, 2.0], fn=addmm_kw, atol=1e-5)
+case("aten.addmm.default", [randn(1, 3), randn(4, 8), randn(8, 3), 0.0, 1.0], fn=addmm_kw, atol=1e-5)
+
 # ---- views and layout -----------------------------------------------------------------------------
 x = randn(2, 3, 4)
 case("aten.reshape.default", [x, [4, -1]], atol=0, rtol=0)

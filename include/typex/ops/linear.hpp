@@ -48,6 +48,57 @@ auto matmul(const A& a, const B& b, const std::source_location& loc = std::sourc
   return apply_op(matmul_op{}, &loc, a, b);
 }
 
+// mm: two matrices; bmm: two batches of matrices ([b, n, k] x [b, k, m], batches equal: bmm does
+// not broadcast). The inner extents are checked as matmul checks them.
+template <std::size_t Rank>
+struct mm_op {
+  static constexpr std::string_view target = Rank == 2 ? "aten.mm.default" : "aten.bmm.default";
+  template <class A, class B>
+  static constexpr auto result(const A& a, const B& b) {
+    static_assert(A::shape_type::rank == Rank && B::shape_type::rank == Rank,
+                  "typex::mm takes two matrices and typex::bmm two batches of matrices (use matmul to broadcast)");
+    if constexpr (Rank == 3) (void)broadcast_shapes(shape(a.shape.template get<0>()), shape(b.shape.template get<0>()), op_name<"bmm">);
+    const auto s = matmul_shape(a.shape, b.shape, op_name<Rank == 2 ? fixed_string("mm") : fixed_string("bmm")>);
+    return tensor_spec<promote_t<typename A::dtype_type, typename B::dtype_type>, std::remove_cvref_t<decltype(s)>>(s);
+  }
+};
+template <tensor_like A, tensor_like B>
+auto mm(const A& a, const B& b, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(mm_op<2>{}, &loc, a, b);
+}
+template <tensor_like A, tensor_like B>
+auto bmm(const A& a, const B& b, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(mm_op<3>{}, &loc, a, b);
+}
+
+// addmm(bias, a, b, beta, alpha) = beta * bias + alpha * (a @ b); the bias broadcasts to [n, m].
+struct addmm_op {
+  static constexpr std::string_view target = "aten.addmm.default";
+  double beta = 1.0, alpha = 1.0;
+  template <class C, class A, class B>
+  static constexpr auto result(const C& bias, const A& a, const B& b) {
+    static_assert(A::shape_type::rank == 2 && B::shape_type::rank == 2, "typex::addmm takes two matrices");
+    const auto s = matmul_shape(a.shape, b.shape, op_name<"addmm">);
+    (void)broadcast_shapes(bias.shape, s, op_name<"addmm">);
+    return tensor_spec<promote_t<typename A::dtype_type, typename B::dtype_type>, std::remove_cvref_t<decltype(s)>>(s);
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    if (beta != 1.0 || alpha != 1.0) {  // torch records the defaults by leaving them out
+      v(beta);
+      v(alpha);
+    }
+  }
+};
+template <tensor_like C, tensor_like A, tensor_like B>
+auto addmm(const C& bias, const A& a, const B& b, double beta = 1.0, double alpha = 1.0,
+           const std::source_location& loc = std::source_location::current()) {
+  addmm_op op;
+  op.beta = beta;
+  op.alpha = alpha;
+  return apply_op(op, &loc, bias, a, b);
+}
+
 template <tensor_like X, tensor_like W>
 auto linear(const X& x, const W& weight, const std::source_location& loc = std::source_location::current()) {
   return apply_op(linear_op{}, &loc, x, weight);

@@ -326,11 +326,9 @@ inline any_tensor linear(const kernel_args& a) {
   return out;
 }
 
-inline any_tensor matmul(const kernel_args& a) {
-  const any_tensor& x = a.tensor(0);
-  const any_tensor& y = a.tensor(1);
+inline any_tensor matmul_of(std::string_view op, const any_tensor& x, const any_tensor& y) {
   if (x.rank() == 0 || y.rank() == 0) {
-    raise<shape_error>([&](auto& o) { o.put(a.target()); o.put(": both arguments need at least one dimension"); });
+    raise<shape_error>([&](auto& o) { o.put(op); o.put(": both arguments need at least one dimension"); });
   }
   // 1-d operands as [1, k] and [k, 1]; their unit dims leave the result
   std::vector<index_t> xe = x.extents(), ye = y.extents();
@@ -340,18 +338,18 @@ inline any_tensor matmul(const kernel_args& a) {
   const index_t n = xe[xe.size() - 2], k = xe.back(), m = ye.back();
   if (ye[ye.size() - 2] != k) {
     raise<shape_error>([&](auto& o) {
-      o.put(a.target()); o.put(": inner extents differ (lhs "); o.put(x.to_string()); o.put(", rhs "); o.put(y.to_string());
+      o.put(op); o.put(": inner extents differ (lhs "); o.put(x.to_string()); o.put(", rhs "); o.put(y.to_string());
       o.put("): "); o.put_int(k); o.put(" vs "); o.put_int(ye[ye.size() - 2]);
     });
   }
   const std::vector<index_t> xb(xe.begin(), xe.end() - 2), yb(ye.begin(), ye.end() - 2);
-  const std::vector<index_t> batch = broadcast_extents(a.target(), xb, yb);
+  const std::vector<index_t> batch = broadcast_extents(op, xb, yb);
   std::vector<index_t> oe = batch;
   if (!x1) oe.push_back(n);
   if (!y1) oe.push_back(m);
   const dtype d = promote_types(x.scalar_type(), y.scalar_type());
   any_tensor out(d, oe);
-  dispatch_gemm(d, a.target(), [&](auto tag) {
+  dispatch_gemm(d, op, [&](auto tag) {
     using T = decltype(tag);
     const any_tensor X = to_dtype(x, d), Y = to_dtype(y, d);
     const auto sx = broadcast_strides(xb, batch), sy = broadcast_strides(yb, batch);
@@ -373,6 +371,51 @@ inline any_tensor matmul(const kernel_args& a) {
         idx[dd] = 0;
       }
     }
+  });
+  return out;
+}
+
+inline any_tensor matmul(const kernel_args& a) { return matmul_of(a.target(), a.tensor(0), a.tensor(1)); }
+
+// mm: [n, k] x [k, m]; bmm: [b, n, k] x [b, k, m] with equal batches (no broadcasting, as torch).
+template <std::size_t Rank>
+any_tensor mm(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  const any_tensor& y = a.tensor(1);
+  if (x.rank() != Rank || y.rank() != Rank || (Rank == 3 && x.extents()[0] != y.extents()[0])) {
+    raise<shape_error>([&](auto& o) {
+      o.put(a.target()); o.put(": expected "); o.put(Rank == 2 ? "two matrices" : "two batches of matrices of the same batch size");
+      o.put(", got "); o.put(x.to_string()); o.put(" and "); o.put(y.to_string());
+    });
+  }
+  return matmul_of(a.target(), x, y);
+}
+
+// addmm(bias, x, y, beta=1, alpha=1) = beta * bias + alpha * (x @ y), bias broadcast to [n, m].
+inline any_tensor addmm(const kernel_args& a) {
+  const any_tensor& bias = a.tensor(0);
+  const any_tensor& x = a.tensor(1);
+  const any_tensor& y = a.tensor(2);
+  if (x.rank() != 2 || y.rank() != 2) {
+    raise<shape_error>([&](auto& o) {
+      o.put(a.target()); o.put(": expected two matrices, got "); o.put(x.to_string()); o.put(" and "); o.put(y.to_string());
+    });
+  }
+  const double beta = a.has(3) ? a.real(3) : 1.0, alpha = a.has(4) ? a.real(4) : 1.0;
+  any_tensor out = matmul_of(a.target(), x, y);
+  const auto& oe = out.extents();
+  if (broadcast_extents(a.target(), bias.extents(), oe) != oe) {
+    raise<shape_error>([&](auto& o) {
+      o.put(a.target()); o.put(": the bias "); o.put(bias.to_string()); o.put(" does not broadcast to "); o.put(out.to_string());
+    });
+  }
+  const any_tensor B = to_dtype(bias, out.scalar_type());
+  dispatch_gemm(out.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    T* po = out.data<T>();
+    broadcast_apply(po, oe, B.data<T>(), B.extents(), po, oe, [&](T b, T p) {
+      return static_cast<T>((beta == 0.0 ? T(0) : static_cast<T>(beta) * b) + static_cast<T>(alpha) * p);
+    });
   });
   return out;
 }
@@ -1011,6 +1054,9 @@ inline constexpr kernel_entry kernel_table[] = {
     {"aten.std.correction", &detail::reduce<reduction::std>},
     {"aten.linear.default", &detail::linear},
     {"aten.matmul.default", &detail::matmul},
+    {"aten.mm.default", &detail::mm<2>},
+    {"aten.bmm.default", &detail::mm<3>},
+    {"aten.addmm.default", &detail::addmm},
     {"aten.reshape.default", &detail::reshape},
     {"aten.view.default", &detail::reshape},
     {"aten.flatten.using_ints", &detail::flatten},
