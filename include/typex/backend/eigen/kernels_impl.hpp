@@ -129,33 +129,8 @@ decltype(auto) dispatch_compute(dtype d, F&& f) {
   return f(std::int64_t{});
 }
 
-template <class Op, bool Floating>
-any_tensor unary(const kernel_args& a) {
-  const any_tensor& x = a.tensor(0);
-  if (Floating && !is_floating_point(x.scalar_type())) unsupported_dtype(a.target(), x.scalar_type());
-  const dtype cd = compute_dtype(x.scalar_type());
-  const any_tensor X = to_dtype(x, cd);
-  any_tensor out(cd, x.extents());
-  dispatch_compute(cd, [&](auto tag) {
-    using T = decltype(tag);
-    const T* px = X.data<T>();
-    T* po = out.data<T>();
-    const index_t n = x.numel();
-    if constexpr (std::is_same_v<Op, gelu_op>) {
-      if constexpr (std::is_floating_point_v<T>) {
-        const auto approx = a.text(1, "none") == "tanh" ? gelu_approximation::tanh : gelu_approximation::none;
-        for (index_t i = 0; i < n; ++i) po[i] = gelu_op::scalar(px[i], approx);
-      }
-    } else if constexpr (Floating && !std::is_floating_point_v<T>) {
-      // (rejected above: the transcendental ops run on floating dtypes)
-    } else {
-      for (index_t i = 0; i < n; ++i) po[i] = static_cast<T>(Op::scalar(px[i]));
-    }
-  });
-  return to_dtype(out, x.scalar_type());
-}
-
-// x ** e (aten.pow.Tensor_Scalar) and clamp(x, min?, max?): pointwise with numbers from the call.
+// Pointwise on x in its compute type, converted back to x's dtype; f(v) gets and returns the
+// compute type's values.
 template <class F>
 any_tensor unary_map(const kernel_args& a, F&& f) {
   const any_tensor& x = a.tensor(0);
@@ -170,6 +145,22 @@ any_tensor unary_map(const kernel_args& a, F&& f) {
   });
   return to_dtype(out, x.scalar_type());
 }
+
+// The unary ops; Floating: only on floating dtypes (the transcendental ones).
+template <class Op, bool Floating>
+any_tensor unary(const kernel_args& a) {
+  if (Floating && !is_floating_point(a.tensor(0).scalar_type())) unsupported_dtype(a.target(), a.tensor(0).scalar_type());
+  const auto approx = std::is_same_v<Op, gelu_op> && a.text(1, "none") == "tanh" ? gelu_approximation::tanh
+                                                                                   : gelu_approximation::none;
+  return unary_map(a, [approx](auto v) {
+    using T = decltype(v);
+    if constexpr (Floating && !std::is_floating_point_v<T>) return v;  // (rejected above)
+    else if constexpr (std::is_same_v<Op, gelu_op>) return gelu_op::scalar(v, approx);
+    else return static_cast<T>(Op::scalar(v));
+  });
+}
+
+// x ** e (aten.pow.Tensor_Scalar) and clamp(x, min?, max?): pointwise with numbers from the call.
 inline any_tensor pow_scalar(const kernel_args& a) {
   const double e = a.real(1);
   return unary_map(a, [e](auto v) { return pow_scalar_op::scalar(v, e); });
