@@ -50,6 +50,14 @@ auto matmul(const A& a, const B& b, const std::source_location& loc = std::sourc
 
 // mm: two matrices; bmm: two batches of matrices ([b, n, k] x [b, k, m], batches equal: bmm does
 // not broadcast). The inner extents are checked as matmul checks them.
+namespace detail {
+template <std::size_t Rank>
+inline constexpr auto mm_name = [] {
+  if constexpr (Rank == 2) return fixed_string("mm");
+  else return fixed_string("bmm");
+}();
+}  // namespace detail
+
 template <std::size_t Rank>
 struct mm_op {
   static constexpr std::string_view target = Rank == 2 ? "aten.mm.default" : "aten.bmm.default";
@@ -58,7 +66,7 @@ struct mm_op {
     static_assert(A::shape_type::rank == Rank && B::shape_type::rank == Rank,
                   "typex::mm takes two matrices and typex::bmm two batches of matrices (use matmul to broadcast)");
     if constexpr (Rank == 3) (void)broadcast_shapes(shape(a.shape.template get<0>()), shape(b.shape.template get<0>()), op_name<"bmm">);
-    const auto s = matmul_shape(a.shape, b.shape, op_name<Rank == 2 ? fixed_string("mm") : fixed_string("bmm")>);
+    const auto s = matmul_shape(a.shape, b.shape, op_name<detail::mm_name<Rank>>);
     return tensor_spec<promote_t<typename A::dtype_type, typename B::dtype_type>, std::remove_cvref_t<decltype(s)>>(s);
   }
 };

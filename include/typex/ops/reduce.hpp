@@ -5,7 +5,8 @@
 //   amax<0, 2>(x)                 aten.amax.default(x, [0, 2], False)
 //   argmax<1>(x)                  aten.argmax.default(x, 1, False)             -> i64
 //   var<1>(x)                     aten.var.correction(x, [1], 1.0, False)      (correction 1: unbiased)
-//   std<1>(x, 0.0, keepdim)       aten.std.correction(x, [1], 0.0, True)
+//   stddev<1>(x, 0.0, keepdim)    aten.std.correction(x, [1], 0.0, True)   (not `std`: with
+//                                 `using namespace typex`, a function std is ambiguous with namespace std)
 //   logsumexp<-1>(x)              aten.logsumexp.default(x, [-1], False)
 // No dims means every dim (recorded as the full list). The result's shape is reduce_shape's: a dim
 // past the rank, or one named twice, is a compile error naming the op. Dtypes follow torch: sum of
@@ -168,11 +169,11 @@ auto var(const X& x, double correction, keepdim_t, const std::source_location& l
   return detail::reduce<reduction::var, true, Dims...>(x, loc, correction);
 }
 template <long long... Dims, tensor_like X>
-auto std(const X& x, double correction = 1.0, const std::source_location& loc = std::source_location::current()) {
+auto stddev(const X& x, double correction = 1.0, const std::source_location& loc = std::source_location::current()) {
   return detail::reduce<reduction::std, false, Dims...>(x, loc, correction);
 }
 template <long long... Dims, tensor_like X>
-auto std(const X& x, double correction, keepdim_t, const std::source_location& loc = std::source_location::current()) {
+auto stddev(const X& x, double correction, keepdim_t, const std::source_location& loc = std::source_location::current()) {
   return detail::reduce<reduction::std, true, Dims...>(x, loc, correction);
 }
 

@@ -130,7 +130,7 @@ TEST_CASE("eager reductions: shapes and dtypes by the rule, values by the defini
   CHECK(am(0) == 2);
   CHECK(var<1>(x)(0) == doctest::Approx(1.0));         // unbiased: ((1)+(0)+(1)) / 2
   CHECK(var<1>(x, 0.0)(0) == doctest::Approx(2.0 / 3));  // population
-  CHECK(std<1>(x, 1.0, keepdim)(1, 0) == doctest::Approx(1.0));
+  CHECK(stddev<1>(x, 1.0, keepdim)(1, 0) == doctest::Approx(1.0));
   CHECK(logsumexp<1>(x)(0) == doctest::Approx(std::log(std::exp(0.0) + std::exp(1.0) + std::exp(2.0))));
   const auto counts = sum<0>(gt(x, 1.5));  // bools sum to i64 counts
   static_assert(std::is_same_v<decltype(counts)::dtype_type, i64>);

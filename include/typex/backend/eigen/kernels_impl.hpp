@@ -152,7 +152,7 @@ any_tensor unary(const kernel_args& a) {
   if (Floating && !is_floating_point(a.tensor(0).scalar_type())) unsupported_dtype(a.target(), a.tensor(0).scalar_type());
   const auto approx = std::is_same_v<Op, gelu_op> && a.text(1, "none") == "tanh" ? gelu_approximation::tanh
                                                                                    : gelu_approximation::none;
-  return unary_map(a, [approx](auto v) {
+  return unary_map(a, [&](auto v) {
     using T = decltype(v);
     if constexpr (Floating && !std::is_floating_point_v<T>) return v;  // (rejected above)
     else if constexpr (std::is_same_v<Op, gelu_op>) return gelu_op::scalar(v, approx);
