@@ -27,6 +27,22 @@ class storage {
     });
   }
 
+  // Bytes [offset, offset + bytes) of `owner`, sharing its ownership (no allocation): the Eigen
+  // backend's planned programs hand kernels views of their arena this way.
+  static storage view(const storage& owner, std::size_t offset, std::size_t bytes) {
+    if (offset + bytes > owner.bytes_) {
+      detail::raise<argument_error>([&](auto& w) {
+        w.put("typex::storage::view: bytes ["); w.put_int(static_cast<long long>(offset)); w.put(", ");
+        w.put_int(static_cast<long long>(offset + bytes)); w.put(") are outside a storage of ");
+        w.put_int(static_cast<long long>(owner.bytes_));
+      });
+    }
+    storage s;
+    s.data_ = std::shared_ptr<std::byte>(owner.data_, owner.data() + offset);
+    s.bytes_ = bytes;
+    return s;
+  }
+
   std::byte* data() const noexcept { return data_.get(); }
   std::size_t bytes() const noexcept { return bytes_; }
   long use_count() const noexcept { return data_.use_count(); }

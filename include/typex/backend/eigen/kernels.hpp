@@ -111,7 +111,7 @@ class kernel_args {
   }
 
   [[noreturn]] void fail_text(std::size_t i, std::string_view what) const {
-    detail::raise<shape_error>([&](auto& w) {
+    typex::detail::raise<shape_error>([&](auto& w) {
       w.put(target_); w.put(": argument "); w.put_int(static_cast<long long>(i)); w.put(' '); w.put(what);
     });
   }
@@ -131,7 +131,7 @@ class kernel_args {
     return t;
   }
   [[noreturn]] void fail(std::size_t i, std::string_view expected) const {
-    detail::raise<argument_error>([&](auto& w) {
+    typex::detail::raise<argument_error>([&](auto& w) {
       w.put(target_); w.put(": argument "); w.put_int(static_cast<long long>(i)); w.put(" should be "); w.put(expected);
     });
   }
@@ -155,6 +155,8 @@ TYPEX_EIGEN_API std::vector<std::string_view> kernel_targets();
 TYPEX_EIGEN_API any_tensor run_kernel(const kernel_args& a);
 
 }  // namespace typex::eigen
+
+#include <typex/backend/eigen/plan.hpp>  // (threads and planned programs: declarations)
 
 // Header-only (the default): the definitions come with the declarations.
 #if !defined(TYPEX_EIGEN_SEPARATE_COMPILATION) || defined(TYPEX_EIGEN_IMPLEMENTATION)

@@ -1,12 +1,15 @@
 // typex/backend/eigen/kernels_impl.hpp — the Eigen backend's kernels, defined.
 //
-// One kernel per ATen target on type-erased tensors (declared in kernels.hpp). These are the
-// straightforward kernels (GEMM and convolution through Eigen's matrix product, loops elsewhere);
-// the planned, fused, threaded backend is the op-set issue's. <typex/backend/eigen.hpp> includes
-// this header unless TYPEX_EIGEN_SEPARATE_COMPILATION says the kernels are compiled elsewhere.
+// One kernel per ATen target on type-erased tensors (declared in kernels.hpp). GEMMs and
+// convolutions go through the backend's own blocked product (gemm.hpp); the hot pointwise and row
+// ops (activations, softmax, layer_norm) are vectorised with Eigen's array math, in functions that
+// the planned programs (plan_impl.hpp) call too. <typex/backend/eigen.hpp> includes this header
+// unless TYPEX_EIGEN_SEPARATE_COMPILATION says the kernels are compiled elsewhere.
 #pragma once
 
+#include <typex/backend/eigen/gemm.hpp>
 #include <typex/backend/eigen/kernels.hpp>
+#include <typex/backend/eigen/plan.hpp>
 #include <typex/core/half.hpp>
 #include <typex/core/rules/conv.hpp>
 #include <typex/ops/binary.hpp>
@@ -20,6 +23,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <type_traits>
 #include <unordered_map>
 
@@ -93,9 +97,27 @@ inline any_tensor to_dtype(const any_tensor& t, dtype d) {
   return out;
 }
 
-[[noreturn]] inline void rank_error(std::string_view op, std::string_view what, const any_tensor& t, std::string_view expected) {
+// A tensor's dtype and extents, as any_tensor::to_string spells them ("f32[2, 3]").
+struct tensor_shape {
+  dtype dt;
+  const std::vector<index_t>& extents;
+  tensor_shape(const any_tensor& t) : dt(t.scalar_type()), extents(t.extents()) {}  // NOLINT: implicit on purpose
+  tensor_shape(dtype d, const std::vector<index_t>& e) : dt(d), extents(e) {}
+  std::string to_string() const { return std::string(name(dt)) + extents_string(); }
+  std::string extents_string() const {
+    std::string s = "[";
+    for (std::size_t i = 0; i < extents.size(); ++i) {
+      if (i) s += ", ";
+      s += std::to_string(extents[i]);
+    }
+    return s + ']';
+  }
+};
+
+[[noreturn]] inline void rank_error(std::string_view op, std::string_view what, tensor_shape t, std::string_view expected) {
   raise<shape_error>([&](auto& w) {
-    w.put(op); w.put(": "); w.put(what); w.put(' '); w.put(t.to_string()); w.put(" should be "); w.put(expected);
+    w.put(op); w.put(": "); w.put(what); w.put(' '); w.put(name(t.dt)); w.put(t.extents_string()); w.put(" should be ");
+    w.put(expected);
   });
 }
 
@@ -147,9 +169,28 @@ any_tensor unary_map(const kernel_args& a, F&& f) {
 }
 
 // The unary ops; Floating: only on floating dtypes (the transcendental ones).
+// The unary ops that are also GEMM epilogues (activation::none for the others).
+template <class Op>
+activation activation_of(const kernel_args& a) {
+  if constexpr (std::is_same_v<Op, relu_op>) return activation::relu;
+  else if constexpr (std::is_same_v<Op, gelu_op>) return a.text(1, "none") == "tanh" ? activation::gelu_tanh : activation::gelu;
+  else if constexpr (std::is_same_v<Op, silu_op>) return activation::silu;
+  else if constexpr (std::is_same_v<Op, sigmoid_op>) return activation::sigmoid;
+  else if constexpr (std::is_same_v<Op, tanh_op>) return activation::tanh;
+  else return activation::none;
+}
+
 template <class Op, bool Floating>
 any_tensor unary(const kernel_args& a) {
   if (Floating && !is_floating_point(a.tensor(0).scalar_type())) unsupported_dtype(a.target(), a.tensor(0).scalar_type());
+  if (const activation act = activation_of<Op>(a); act != activation::none) {
+    const dtype d = a.tensor(0).scalar_type();
+    if (d == dtype::f32 || d == dtype::f64) {  // vectorised, and the same bits as a fused epilogue
+      any_tensor out = a.tensor(0).clone();
+      dispatch_gemm(d, a.target(), [&](auto tag) { activate(out.data<decltype(tag)>(), out.numel(), act); });
+      return out;
+    }
+  }
   const auto approx = std::is_same_v<Op, gelu_op> && a.text(1, "none") == "tanh" ? gelu_approximation::tanh
                                                                                    : gelu_approximation::none;
   return unary_map(a, [&](auto v) {
@@ -300,21 +341,70 @@ inline any_tensor linear(const kernel_args& a) {
   dispatch_gemm(d, a.target(), [&](auto tag) {
     using T = decltype(tag);
     const any_tensor X = to_dtype(x, d), W = to_dtype(w, d);
+    const any_tensor B = b != nullptr ? to_dtype(*b, d) : any_tensor();
     index_t rows = 1;
     for (std::size_t k = 0; k + 1 < x.rank(); ++k) rows *= x.extents()[k];
-    Eigen::Map<const row_matrix<T>> mx(X.data<T>(), rows, in);
-    Eigen::Map<const row_matrix<T>> mw(W.data<T>(), outs, in);
-    Eigen::Map<row_matrix<T>> mo(out.data<T>(), rows, outs);
-    mo.noalias() = mx * mw.transpose();
-    if (b != nullptr) {
-      const any_tensor B = to_dtype(*b, d);
-      const T* pb = B.data<T>();
-      T* po = out.data<T>();
-      for (index_t r = 0; r < rows; ++r)  // a per-row loop: Eigen's rowwise broadcast is slow here
-        for (index_t c = 0; c < outs; ++c) po[r * outs + c] += pb[c];
-    }
+    gemm_epilogue<T> ep;
+    if (b != nullptr) ep.bias = B.data<T>();
+    gemm<T>(rows, outs, in, {X.data<T>(), in, 1}, {W.data<T>(), 1, in}, out.data<T>(), outs, ep, num_threads());
   });
   return out;
+}
+
+// A matmul operand: batch offsets from a base, and the strides of its last two dims.
+template <class T>
+struct matmul_operand {
+  const T* base;
+  std::vector<index_t> batch_offsets;  // per output batch, in elements
+  index_t rs, cs;
+};
+
+// out[b] = x[b] @ y[b] for every batch b: [n, k] x [k, m], out contiguous. Parallel over batches
+// when there are enough of them, otherwise inside each product.
+template <class T>
+void matmul_batches(const matmul_operand<T>& x, const matmul_operand<T>& y, index_t n, index_t k, index_t m, T* out,
+                    int threads) {
+  const auto nb = static_cast<index_t>(x.batch_offsets.size());
+  auto one = [&](index_t b, int t) {
+    gemm<T>(n, m, k, {x.base + x.batch_offsets[static_cast<std::size_t>(b)], x.rs, x.cs},
+            {y.base + y.batch_offsets[static_cast<std::size_t>(b)], y.rs, y.cs}, out + b * n * m, m, gemm_epilogue<T>{}, t);
+  };
+  if (threads > 1 && nb >= threads) {
+    auto task = [&](int i) {
+      for (index_t b = nb * i / threads; b < nb * (i + 1) / threads; ++b) one(b, 1);
+    };
+    thread_pool::instance().run(threads, task);
+  } else {
+    for (index_t b = 0; b < nb; ++b) one(b, threads);
+  }
+}
+
+// Offsets (elements) of each batch of an operand with extents `e` (batch dims first) and element
+// strides `s`, for the broadcast batch extents `batch`.
+inline std::vector<index_t> batch_offsets(const std::vector<index_t>& e, const std::vector<index_t>& s, const std::vector<index_t>& batch) {
+  const std::size_t r = batch.size(), shift = r - e.size();
+  index_t nb = 1;
+  for (index_t v : batch) nb *= v;
+  std::vector<index_t> out;
+  out.reserve(static_cast<std::size_t>(nb));
+  std::vector<index_t> idx(r, 0);
+  for (index_t b = 0; b < nb; ++b) {
+    index_t off = 0;
+    for (std::size_t d = shift; d < r; ++d)
+      if (e[d - shift] != 1) off += idx[d] * s[d - shift];
+    out.push_back(off);
+    for (std::size_t d = r; d-- > 0;) {
+      if (++idx[d] < batch[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+inline std::vector<index_t> contiguous_strides(const std::vector<index_t>& e) {
+  std::vector<index_t> s(e.size(), 1);
+  for (std::size_t d = e.size(); d-- > 1;) s[d - 1] = s[d] * e[d];
+  return s;
 }
 
 inline any_tensor matmul_of(std::string_view op, const any_tensor& x, const any_tensor& y) {
@@ -343,25 +433,15 @@ inline any_tensor matmul_of(std::string_view op, const any_tensor& x, const any_
   dispatch_gemm(d, op, [&](auto tag) {
     using T = decltype(tag);
     const any_tensor X = to_dtype(x, d), Y = to_dtype(y, d);
-    const auto sx = broadcast_strides(xb, batch), sy = broadcast_strides(yb, batch);
-    index_t nb = 1;
-    for (index_t e : batch) nb *= e;
-    std::vector<index_t> idx(batch.size(), 0);
-    for (index_t bi = 0; bi < nb; ++bi) {
-      index_t ox = 0, oy = 0;
-      for (std::size_t dd = 0; dd < batch.size(); ++dd) {
-        ox += idx[dd] * sx[dd];
-        oy += idx[dd] * sy[dd];
-      }
-      Eigen::Map<const row_matrix<T>> mx(X.data<T>() + ox * n * k, n, k);
-      Eigen::Map<const row_matrix<T>> my(Y.data<T>() + oy * k * m, k, m);
-      Eigen::Map<row_matrix<T>> mo(out.data<T>() + bi * n * m, n, m);
-      mo.noalias() = mx * my;
-      for (std::size_t dd = batch.size(); dd-- > 0;) {
-        if (++idx[dd] < batch[dd]) break;
-        idx[dd] = 0;
-      }
-    }
+    // the batch strides of a contiguous operand: its batch extents' strides, times one matrix
+    auto strides = [](const std::vector<index_t>& b, index_t matrix) {
+      std::vector<index_t> st = contiguous_strides(b);
+      for (index_t& v : st) v *= matrix;
+      return st;
+    };
+    const matmul_operand<T> mx{X.data<T>(), batch_offsets(xb, strides(xb, n * k), batch), k, 1};
+    const matmul_operand<T> my{Y.data<T>(), batch_offsets(yb, strides(yb, k * m), batch), m, 1};
+    matmul_batches(mx, my, n, k, m, out.data<T>(), num_threads());
   });
   return out;
 }
@@ -452,37 +532,42 @@ inline any_tensor unsqueeze(const kernel_args& a) {
   return with_extents(x, std::move(e), a.target());
 }
 
+// dst (contiguous, extents oe) = src read with element strides `is` (a permuted or strided view).
+template <class T>
+void strided_copy(const T* src, T* dst, const std::vector<index_t>& oe, const std::vector<index_t>& is) {
+  const std::size_t r = oe.size();
+  index_t n = 1;
+  for (index_t e : oe) n *= e;
+  if (n == 0) return;
+  const index_t inner = r ? oe[r - 1] : 1, inner_stride = r ? is[r - 1] : 1;
+  std::vector<index_t> idx(r, 0);
+  index_t off = 0;
+  for (index_t i = 0; i < n; i += inner) {
+    T* d = dst + i;
+    if (inner_stride == 1) std::copy(src + off, src + off + inner, d);
+    else for (index_t j = 0; j < inner; ++j) d[j] = src[off + j * inner_stride];
+    for (std::size_t k = r - (r ? 1 : 0); k-- > 0;) {  // the next row of the outer dims
+      off += is[k];
+      if (++idx[k] < oe[k]) break;
+      off -= is[k] * oe[k];
+      idx[k] = 0;
+    }
+  }
+}
+
 // A contiguous copy of x with its dims in order `perm`.
 inline any_tensor permuted(const any_tensor& x, const std::vector<std::size_t>& perm, std::string_view op) {
   const std::size_t r = x.rank();
-  std::vector<index_t> in_strides(r, 1), oe(r), os(r);
-  for (std::size_t d = r; d-- > 1;) in_strides[d - 1] = in_strides[d] * x.extents()[d];
+  const std::vector<index_t> in_strides = contiguous_strides(x.extents());
+  std::vector<index_t> oe(r), os(r);
   for (std::size_t d = 0; d < r; ++d) {
     oe[d] = x.extents()[perm[d]];
     os[d] = in_strides[perm[d]];
   }
   any_tensor out(x.scalar_type(), oe);
-  const std::size_t bytes = itemsize(x.scalar_type());
-  const std::byte* src = x.raw_data();
-  std::byte* dst = out.raw_data();
-  const index_t n = x.numel();
-  // the innermost output dim is copied as a run when it is contiguous in the input
-  std::vector<index_t> idx(r, 0);
-  index_t off = 0;
   dispatch<false>(x.scalar_type(), op, [&](auto tag) {
     using T = decltype(tag);
-    (void)bytes;
-    const T* ps = reinterpret_cast<const T*>(src);
-    T* pd = reinterpret_cast<T*>(dst);
-    for (index_t i = 0; i < n; ++i) {
-      pd[i] = ps[off];
-      for (std::size_t d = r; d-- > 0;) {
-        off += os[d];
-        if (++idx[d] < oe[d]) break;
-        off -= os[d] * oe[d];
-        idx[d] = 0;
-      }
-    }
+    strided_copy(x.data<T>(), out.data<T>(), oe, os);
   });
   return out;
 }
@@ -550,11 +635,52 @@ void for_each_line(const std::vector<index_t>& e, std::size_t d, F&& f) {
     for (index_t i = 0; i < inner; ++i) f(o * len * inner + i, len, inner);
 }
 
+// Splits [0, n) over `threads` threads of the pool when n * cost is worth it (cost: work per item).
+template <class F>
+void parallel_for(index_t n, index_t cost, int threads, F&& f) {
+  const int t = static_cast<int>(std::clamp<index_t>(n * cost / 32768, 1, std::max(threads, 1)));
+  if (t <= 1 || n < 2) {
+    f(index_t{0}, n);
+    return;
+  }
+  auto task = [&](int i) { f(n * i / t, n * (i + 1) / t); };
+  thread_pool::instance().run(t, task);
+}
+
+// (log-)softmax over contiguous rows of `len` (f32/f64, vectorised).
+template <class T>
+void softmax_rows(const T* x, T* y, index_t rows, index_t len, bool log, int threads) {
+  using row = Eigen::Array<T, Eigen::Dynamic, 1>;
+  parallel_for(rows, len * 8, threads, [&](index_t r0, index_t r1) {
+    for (index_t r = r0; r < r1; ++r) {
+      const Eigen::Map<const row> in(x + r * len, len);
+      Eigen::Map<row> out(y + r * len, len);
+      const T mx = len ? in.maxCoeff() : T(0);
+      if (log) {
+        out = in - mx;
+        out -= std::log(out.exp().sum());
+      } else {
+        out = (in - mx).exp();
+        out /= out.sum();
+      }
+    }
+  });
+}
+
 template <bool Log>
 any_tensor softmax(const kernel_args& a) {
   const any_tensor& x = a.tensor(0);
   const std::size_t d = wrap_dim(a.target(), a.integer(1), x.rank());
   any_tensor out(x.scalar_type(), x.extents());
+  const dtype dt = x.scalar_type();
+  if ((dt == dtype::f32 || dt == dtype::f64) && (x.rank() == 0 || d + 1 == x.rank())) {
+    const index_t len = x.rank() == 0 ? 1 : x.extents().back();
+    dispatch_gemm(dt, a.target(), [&](auto tag) {
+      using T = decltype(tag);
+      softmax_rows<T>(x.data<T>(), out.data<T>(), len ? x.numel() / len : 0, len, Log, num_threads());
+    });
+    return out;
+  }
   dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
     using T = decltype(tag);
     using C = compute_t<T>;
@@ -702,6 +828,24 @@ inline void require_extents(std::string_view op, std::string_view what, const an
   }
 }
 
+// Layer norm over contiguous rows of m (f32/f64, vectorised; mean and variance in two passes).
+template <class T>
+void layer_norm_rows(const T* x, T* y, index_t rows, index_t m, const T* w, const T* b, double eps, int threads) {
+  using row = Eigen::Array<T, Eigen::Dynamic, 1>;
+  parallel_for(rows, m * 6, threads, [&](index_t r0, index_t r1) {
+    for (index_t r = r0; r < r1; ++r) {
+      const Eigen::Map<const row> in(x + r * m, m);
+      Eigen::Map<row> out(y + r * m, m);
+      const T mean = in.sum() / static_cast<T>(m);
+      out = in - mean;
+      const T var = out.square().sum() / static_cast<T>(m);
+      out *= T(1) / std::sqrt(var + static_cast<T>(eps));
+      if (w != nullptr) out *= Eigen::Map<const row>(w, m);
+      if (b != nullptr) out += Eigen::Map<const row>(b, m);
+    }
+  });
+}
+
 // (input, normalized_shape, weight, bias, eps): over the trailing dims.
 inline any_tensor layer_norm(const kernel_args& a) {
   const any_tensor& x = a.tensor(0);
@@ -718,9 +862,20 @@ inline any_tensor layer_norm(const kernel_args& a) {
   require_extents(a.target(), "bias", b, m);
   const double eps = a.has(4) ? a.real(4) : 1e-5;
   any_tensor out(x.scalar_type(), x.extents());
+  const dtype dt = x.scalar_type();
+  if (dt == dtype::f32 || dt == dtype::f64) {
+    dispatch_gemm(dt, a.target(), [&](auto tag) {
+      using T = decltype(tag);
+      const any_tensor W = w ? to_dtype(*w, dt) : any_tensor();
+      const any_tensor B = b ? to_dtype(*b, dt) : any_tensor();
+      layer_norm_rows<T>(x.data<T>(), out.data<T>(), m == 0 ? 0 : x.numel() / m, m, w ? W.data<T>() : nullptr,
+                         b ? B.data<T>() : nullptr, eps, num_threads());
+    });
+    return out;
+  }
   dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
     using T = decltype(tag);
-    using C = compute_t<T>;
+    using C = float;  // f16 / bf16
     const any_tensor W = w ? to_dtype(*w, x.scalar_type()) : any_tensor();
     const any_tensor B = b ? to_dtype(*b, x.scalar_type()) : any_tensor();
     const T* px = x.data<T>();
@@ -799,8 +954,8 @@ struct nchw {
   index_t n, c, h, w;
   bool batched;
 };
-inline nchw nchw_of(std::string_view op, const any_tensor& x) {
-  const auto& e = x.extents();
+inline nchw nchw_of(std::string_view op, tensor_shape x) {
+  const auto& e = x.extents;
   if (e.size() == 4) return {e[0], e[1], e[2], e[3], true};
   if (e.size() == 3) return {1, e[0], e[1], e[2], false};
   rank_error(op, "input", x, "[N, C, H, W] or [C, H, W]");
@@ -827,88 +982,147 @@ inline index_t window_extent(const kernel_args& a, index_t in, index_t k, index_
   return o;
 }
 
-// (input, weight, bias, stride, padding, dilation, groups): im2col and one GEMM per image and group.
+// A convolution's sizes, read and checked from (input, weight, bias, stride, padding, dilation, groups).
+struct conv_geometry {
+  nchw s;
+  index_t oc, icg, kh, kw, oh, ow, groups;
+  std::array<index_t, 2> stride, pad, dil;
+  index_t krows() const noexcept { return icg * kh * kw; }
+  index_t cols() const noexcept { return oh * ow; }
+};
+
+// x, w: the input's and weight's shapes; bias: the bias' element count, if it has one.
+inline conv_geometry conv_geometry_of(const kernel_args& a, tensor_shape x, tensor_shape w, std::optional<index_t> bias) {
+  conv_geometry g{};
+  g.s = nchw_of(a.target(), x);
+  if (w.extents.size() != 4) rank_error(a.target(), "weight", w, "[out_channels, in_channels / groups, kH, kW]");
+  g.stride = pair_of(a, 3, {1, 1});
+  g.pad = pair_of(a, 4, {0, 0});
+  g.dil = pair_of(a, 5, {1, 1});
+  g.groups = a.has(6) ? a.integer(6) : 1;
+  g.oc = w.extents[0], g.icg = w.extents[1], g.kh = w.extents[2], g.kw = w.extents[3];
+  if (g.groups < 1 || g.s.c != g.icg * g.groups || g.oc % g.groups != 0) {
+    raise<shape_error>([&](auto& o) {
+      o.put(a.target()); o.put(": input "); o.put(x.to_string()); o.put(" does not fit weight "); o.put(w.to_string());
+      o.put(" with groups="); o.put_int(g.groups);
+    });
+  }
+  if (bias && *bias != g.oc) {
+    raise<shape_error>([&](auto& o) {
+      o.put(a.target()); o.put(": bias should hold "); o.put_int(g.oc); o.put(" elements, not "); o.put_int(*bias);
+    });
+  }
+  g.oh = window_extent(a, g.s.h, g.kh, g.stride[0], g.pad[0], g.dil[0], false);
+  g.ow = window_extent(a, g.s.w, g.kw, g.stride[1], g.pad[1], g.dil[1], false);
+  return g;
+}
+
+// The columns of one image's group: col[(ci, i, j)][(y, x)] (zero where the window is in the padding).
+template <class T>
+void im2col(const conv_geometry& g, const T* img, T* col) {
+  const index_t cols = g.cols();
+  for (index_t ci = 0; ci < g.icg; ++ci)
+    for (index_t i = 0; i < g.kh; ++i)
+      for (index_t j = 0; j < g.kw; ++j) {
+        T* row = col + ((ci * g.kh + i) * g.kw + j) * cols;
+        for (index_t y = 0; y < g.oh; ++y) {
+          const index_t iy = y * g.stride[0] - g.pad[0] + i * g.dil[0];
+          T* out = row + y * g.ow;
+          if (iy < 0 || iy >= g.s.h) {
+            std::fill(out, out + g.ow, T(0));
+            continue;
+          }
+          const T* in = img + (ci * g.s.h + iy) * g.s.w;
+          for (index_t xx = 0; xx < g.ow; ++xx) {
+            const index_t ix = xx * g.stride[1] - g.pad[1] + j * g.dil[1];
+            out[xx] = (ix >= 0 && ix < g.s.w) ? in[ix] : T(0);
+          }
+        }
+      }
+}
+
+// out = act(conv(x, w) + bias): im2col and one GEMM per image and group, the bias and the
+// activation in the GEMM's epilogue. scratch: conv_scratch(g, threads) elements. Parallel over
+// images when there are enough, otherwise inside each product.
+inline index_t conv_scratch(const conv_geometry& g, int threads) {
+  return g.krows() * g.cols() * std::max(threads, 1);
+}
+template <class T>
+void conv2d_into(const conv_geometry& g, const T* x, const T* w, const T* bias, activation act, T* out, T* scratch, int threads) {
+  const index_t ocg = g.oc / g.groups, krows = g.krows(), cols = g.cols();
+  auto image = [&](index_t n, T* col, int t) {
+    for (index_t gi = 0; gi < g.groups; ++gi) {
+      im2col(g, x + (n * g.s.c + gi * g.icg) * g.s.h * g.s.w, col);
+      gemm_epilogue<T> ep;
+      ep.bias = bias != nullptr ? bias + gi * ocg : nullptr;
+      ep.bias_per_row = true;
+      ep.act = act;
+      gemm<T>(ocg, cols, krows, {w + gi * ocg * krows, krows, 1}, {col, cols, 1}, out + (n * g.oc + gi * ocg) * cols, cols, ep, t);
+    }
+  };
+  if (threads > 1 && g.s.n >= threads) {
+    auto task = [&](int i) {
+      for (index_t n = g.s.n * i / threads; n < g.s.n * (i + 1) / threads; ++n) image(n, scratch + i * krows * cols, 1);
+    };
+    thread_pool::instance().run(threads, task);
+  } else {
+    for (index_t n = 0; n < g.s.n; ++n) image(n, scratch, threads);
+  }
+}
+
 inline any_tensor conv2d(const kernel_args& a) {
   const any_tensor& x = a.tensor(0);
   const any_tensor& w = a.tensor(1);
   const any_tensor* b = a.optional_tensor(2);
-  const nchw s = nchw_of(a.target(), x);
-  if (w.rank() != 4) rank_error(a.target(), "weight", w, "[out_channels, in_channels / groups, kH, kW]");
-  const auto stride = pair_of(a, 3, {1, 1}), pad = pair_of(a, 4, {0, 0}), dil = pair_of(a, 5, {1, 1});
-  const index_t groups = a.has(6) ? a.integer(6) : 1;
-  const index_t oc = w.extents()[0], icg = w.extents()[1], kh = w.extents()[2], kw = w.extents()[3];
-  if (groups < 1 || s.c != icg * groups || oc % groups != 0) {
-    raise<shape_error>([&](auto& o) {
-      o.put(a.target()); o.put(": input "); o.put(x.to_string()); o.put(" does not fit weight "); o.put(w.to_string());
-      o.put(" with groups="); o.put_int(groups);
-    });
-  }
-  require_extents(a.target(), "bias", b, oc);
-  const index_t oh = window_extent(a, s.h, kh, stride[0], pad[0], dil[0], false);
-  const index_t ow = window_extent(a, s.w, kw, stride[1], pad[1], dil[1], false);
+  const conv_geometry g = conv_geometry_of(a, x, w, b ? std::optional<index_t>(b->numel()) : std::nullopt);
   const dtype d = promote_types(x.scalar_type(), w.scalar_type());
-  any_tensor out(d, nchw_extents(s, oc, oh, ow));
+  any_tensor out(d, nchw_extents(g.s, g.oc, g.oh, g.ow));
   dispatch_gemm(d, a.target(), [&](auto tag) {
     using T = decltype(tag);
     const any_tensor X = to_dtype(x, d), W = to_dtype(w, d);
-    const index_t ocg = oc / groups, krows = icg * kh * kw, cols = oh * ow;
-    row_matrix<T> col(krows, cols);
-    for (index_t n = 0; n < s.n; ++n) {
-      for (index_t g = 0; g < groups; ++g) {
-        const T* img = X.data<T>() + (n * s.c + g * icg) * s.h * s.w;
-        for (index_t ci = 0; ci < icg; ++ci)
-          for (index_t i = 0; i < kh; ++i)
-            for (index_t j = 0; j < kw; ++j) {
-              T* row = col.data() + ((ci * kh + i) * kw + j) * cols;
-              for (index_t y = 0; y < oh; ++y) {
-                const index_t iy = y * stride[0] - pad[0] + i * dil[0];
-                for (index_t xx = 0; xx < ow; ++xx) {
-                  const index_t ix = xx * stride[1] - pad[1] + j * dil[1];
-                  row[y * ow + xx] = (iy >= 0 && iy < s.h && ix >= 0 && ix < s.w) ? img[(ci * s.h + iy) * s.w + ix] : T(0);
-                }
-              }
-            }
-        Eigen::Map<const row_matrix<T>> mw(W.data<T>() + g * ocg * krows, ocg, krows);
-        Eigen::Map<row_matrix<T>> mo(out.data<T>() + (n * oc + g * ocg) * cols, ocg, cols);
-        mo.noalias() = mw * col;
-      }
-    }
-    if (b != nullptr) {
-      const any_tensor B = to_dtype(*b, d);
-      T* po = out.data<T>();
-      for (index_t n = 0; n < s.n; ++n)
-        for (index_t c = 0; c < oc; ++c) {
-          const T bias = B.data<T>()[c];
-          T* p = po + (n * oc + c) * cols;
-          for (index_t i = 0; i < cols; ++i) p[i] += bias;
-        }
-    }
+    const any_tensor B = b != nullptr ? to_dtype(*b, d) : any_tensor();
+    const int threads = num_threads();
+    std::vector<T> scratch(static_cast<std::size_t>(conv_scratch(g, threads)));
+    conv2d_into<T>(g, X.data<T>(), W.data<T>(), b != nullptr ? B.data<T>() : nullptr, activation::none, out.data<T>(),
+                   scratch.data(), threads);
   });
   return out;
 }
 
-// max_pool2d: (input, kernel, stride, padding, dilation, ceil_mode)
-// avg_pool2d: (input, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)
+struct pool_geometry {
+  nchw s;
+  std::array<index_t, 2> k, stride, pad, dil;
+  index_t oh, ow;
+  bool include_pad;
+};
+
 template <bool Max>
-any_tensor pool2d(const kernel_args& a) {
-  const any_tensor& x = a.tensor(0);
-  const nchw s = nchw_of(a.target(), x);
-  const auto k = pair_of(a, 1, {1, 1});
-  const auto stride = a.has(2) && !a.ints(2).empty() ? pair_of(a, 2, k) : k;
-  const auto pad = pair_of(a, 3, {0, 0});
-  const auto dil = Max ? pair_of(a, 4, {1, 1}) : std::array<index_t, 2>{1, 1};
+pool_geometry pool_geometry_of(const kernel_args& a, tensor_shape x) {
+  pool_geometry g{};
+  g.s = nchw_of(a.target(), x);
+  g.k = pair_of(a, 1, {1, 1});
+  g.stride = a.has(2) && !a.ints(2).empty() ? pair_of(a, 2, g.k) : g.k;
+  g.pad = pair_of(a, 3, {0, 0});
+  g.dil = Max ? pair_of(a, 4, {1, 1}) : std::array<index_t, 2>{1, 1};
   const bool ceil = a.has(Max ? 5 : 4) && a.flag(Max ? 5 : 4);
-  const bool include_pad = Max || !a.has(5) || a.flag(5);
-  if (2 * pad[0] > k[0] || 2 * pad[1] > k[1]) a.fail_text(3, "should be at most half the kernel size");
-  const index_t oh = window_extent(a, s.h, k[0], stride[0], pad[0], dil[0], ceil);
-  const index_t ow = window_extent(a, s.w, k[1], stride[1], pad[1], dil[1], ceil);
-  any_tensor out(x.scalar_type(), nchw_extents(s, s.c, oh, ow));
-  dispatch<Max ? false : true>(x.scalar_type(), a.target(), [&](auto tag) {
-    using T = decltype(tag);
-    using C = compute_t<T>;
-    const T* px = x.data<T>();
-    T* po = out.data<T>();
-    for (index_t plane = 0; plane < s.n * s.c; ++plane) {
+  g.include_pad = Max || !a.has(5) || a.flag(5);
+  if (2 * g.pad[0] > g.k[0] || 2 * g.pad[1] > g.k[1]) a.fail_text(3, "should be at most half the kernel size");
+  g.oh = window_extent(a, g.s.h, g.k[0], g.stride[0], g.pad[0], g.dil[0], ceil);
+  g.ow = window_extent(a, g.s.w, g.k[1], g.stride[1], g.pad[1], g.dil[1], ceil);
+  return g;
+}
+
+template <bool Max, class T>
+void pool2d_into(const pool_geometry& g, const T* px, T* po, int threads) {
+  using C = compute_t<T>;
+  const auto& s = g.s;
+  const auto& k = g.k;
+  const auto& stride = g.stride;
+  const auto& pad = g.pad;
+  const auto& dil = g.dil;
+  const index_t oh = g.oh, ow = g.ow;
+  parallel_for(s.n * s.c, oh * ow * k[0] * k[1], threads, [&](index_t p0, index_t p1) {
+    for (index_t plane = p0; plane < p1; ++plane) {
       const T* img = px + plane * s.h * s.w;
       T* o = po + plane * oh * ow;
       for (index_t y = 0; y < oh; ++y)
@@ -933,11 +1147,24 @@ any_tensor pool2d(const kernel_args& a) {
             C sum = 0;
             for (index_t iy = ya; iy < yb; ++iy)
               for (index_t ix = xa; ix < xb; ++ix) sum += convert<C>(img[iy * s.w + ix]);
-            const index_t div = include_pad ? pool : (yb - ya) * (xb - xa);
+            const index_t div = g.include_pad ? pool : (yb - ya) * (xb - xa);
             o[y * ow + xx] = convert<T>(sum / static_cast<C>(div));
           }
         }
     }
+  });
+}
+
+// max_pool2d: (input, kernel, stride, padding, dilation, ceil_mode)
+// avg_pool2d: (input, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)
+template <bool Max>
+any_tensor pool2d(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  const pool_geometry g = pool_geometry_of<Max>(a, x);
+  any_tensor out(x.scalar_type(), nchw_extents(g.s, g.s.c, g.oh, g.ow));
+  dispatch<Max ? false : true>(x.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    pool2d_into<Max, T>(g, x.data<T>(), out.data<T>(), num_threads());
   });
   return out;
 }
@@ -1094,3 +1321,5 @@ TYPEX_EIGEN_API any_tensor run_kernel(const kernel_args& a) {
 }
 
 }  // namespace typex::eigen
+
+#include <typex/backend/eigen/plan_impl.hpp>

@@ -2,16 +2,19 @@
 //
 //   auto run = program.module();                 // program_module<eigen_backend>
 //   std::vector<any_tensor> out = run({x});      // tensor leaves in, output leaves out
+//   run.run(inputs, outputs);                    // the same, reusing `outputs`: no allocation
 //
 // Construction resolves every node's kernel (an op the backend does not run is an
 // unsupported_error now, not at the first call) and takes the lifted parameters, buffers and
 // constants from the program. Each call checks the inputs against the program — count, dtype,
 // rank, static extents, the symbols' ranges and agreement between inputs — and throws an error
-// naming the input, what was expected and what came; then runs the nodes in order, releasing each
-// value after its last use, and checks each result against the node's recorded dtype and shape.
+// naming the input, what was expected and what came (a call with the extents of the previous one
+// has passed these checks already and skips them); then runs the plan made for these shapes
+// (plan.hpp: folded constants, fused GEMM epilogues, views without copies, one arena).
 #pragma once
 
 #include <typex/backend/eigen/kernels.hpp>
+#include <typex/backend/eigen/plan.hpp>
 #include <typex/export/exported_program.hpp>
 #include <typex/export/program_module.hpp>
 
@@ -25,7 +28,8 @@ namespace typex {
 template <>
 class program_module<eigen_backend> {
  public:
-  explicit program_module(const exported_program& ep) : ep_(std::make_shared<const exported_program>(ep)) {
+  explicit program_module(const exported_program& ep, eigen::compile_options options = {})
+      : ep_(std::make_shared<const exported_program>(ep)) {
     const ir::graph& g = ep_->graph();
     const auto& specs = ep_->signature().input_specs();
     const auto placeholders = g.placeholders();
@@ -39,8 +43,6 @@ class program_module<eigen_backend> {
       const any_tensor* t = in_state ? ep_->state_dict().find(s.target) : ep_->constants().find(s.target);
       lifted_.emplace_back(placeholders[i], *t);  // (the program's verifier saw it exists)
     }
-    last_use_.assign(g.size(), 0);
-    kernels_.assign(g.size(), nullptr);
     for (ir::node_id n = 0; n < g.size(); ++n) {
       const ir::node& node = g[n];
       if (node.op == ir::node_op::call_function) {
@@ -50,16 +52,15 @@ class program_module<eigen_backend> {
             w.put(") has several results; the Eigen program runner runs single-result ops");
           });
         }
-        kernels_[n] = eigen::find_kernel(node.target);
-        if (kernels_[n] == nullptr) {
+        if (eigen::find_kernel(node.target) == nullptr) {
           detail::raise<unsupported_error>([&](auto& w) {
             w.put("typex::eigen: the program uses "); w.put(node.target); w.put(" (node '"); w.put(node.name);
             w.put("'), which the Eigen backend does not run");
           });
         }
       }
-      for (const auto& a : node.args) ir::graph::for_each_ref(a, [&](ir::value_ref r) { last_use_[r.node] = n; });
     }
+    engine_ = eigen::detail::make_engine(ep_, user_, lifted_, options);
   }
 
   // The number of tensor inputs a call takes (the user inputs' tensor leaves).
@@ -67,33 +68,39 @@ class program_module<eigen_backend> {
   const exported_program& program() const noexcept { return *ep_; }
 
   std::vector<any_tensor> operator()(const std::vector<any_tensor>& inputs) const {
-    const ir::graph& g = ep_->graph();
-    symbol_table symbols;
-    check_inputs(inputs, symbols);
-    std::vector<std::optional<any_tensor>> values(g.size());
-    for (const auto& [id, t] : lifted_) values[id] = t;
-    for (std::size_t i = 0; i < user_.size(); ++i) values[user_[i]] = inputs[i];
-    std::vector<const any_tensor*> tensors;
-    for (ir::node_id n = 0; n < g.size(); ++n) {
-      const ir::node& node = g[n];
-      if (node.op != ir::node_op::call_function) continue;
-      tensors.assign(node.args.size(), nullptr);
-      for (std::size_t k = 0; k < node.args.size(); ++k)
-        if (const auto* r = std::get_if<ir::value_ref>(&node.args[k])) tensors[k] = &*values[r->node];
-      values[n] = kernels_[n](eigen::kernel_args(node.target, node.args, tensors, &symbols));
-      check_result(node, *values[n], symbols);
-      for (const auto& a : node.args)  // release what no later node reads
-        ir::graph::for_each_ref(a, [&](ir::value_ref r) {
-          if (last_use_[r.node] == n && g[r.node].op == ir::node_op::call_function) values[r.node].reset();
-        });
-    }
     std::vector<any_tensor> out;
-    for (const auto& a : g.output().args) out.push_back(*values[std::get<ir::value_ref>(a).node]);
+    run(inputs, out);
     return out;
   }
 
+  // Runs the program on `inputs`, writing the outputs into `outputs` (resized to the program's
+  // outputs; a tensor already of the right dtype and extents, not shared, is reused).
+  void run(std::span<const any_tensor> inputs, std::vector<any_tensor>& outputs) const {
+    if (!engine_->planned_for(inputs)) {
+      symbol_table symbols;
+      check_inputs(inputs, symbols);
+      engine_->run(inputs, symbols, outputs);
+    } else {
+      check_dtypes(inputs);
+      engine_->run(inputs, symbol_table{}, outputs);
+    }
+  }
+
+  // The plan for the last shapes run: steps, fusions, views, the arena's planned peak.
+  eigen::plan_report report() const { return engine_->report(); }
+
  private:
-  void check_inputs(const std::vector<any_tensor>& inputs, symbol_table& symbols) const {
+  void check_dtypes(std::span<const any_tensor> inputs) const {
+    const ir::graph& g = ep_->graph();
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i].scalar_type() != g[user_[i]].vals.front().scalar_type) {
+        symbol_table unused;
+        check_inputs(inputs, unused);  // throws the full message
+      }
+    }
+  }
+
+  void check_inputs(std::span<const any_tensor> inputs, symbol_table& symbols) const {
     const ir::graph& g = ep_->graph();
     if (inputs.size() != user_.size()) {
       detail::raise<argument_error>([&](auto& w) {
@@ -161,28 +168,12 @@ class program_module<eigen_backend> {
     }
   }
 
-  // A kernel's result against the node's metadata (where its symbols are bound): a disagreement
-  // is a bug in typex, reported rather than computed on.
-  static void check_result(const ir::node& node, const any_tensor& t, const symbol_table& symbols) {
-    const ir::tensor_meta& m = node.vals.front();
-    bool ok = t.scalar_type() == m.scalar_type && t.rank() == m.rank();
-    for (std::size_t d = 0; ok && d < m.rank(); ++d) {
-      const auto v = m.shape[d].evaluate(symbols);
-      ok = !v || *v == t.extents()[d];
-    }
-    if (!ok) {
-      detail::raise<ir::graph_error>([&](auto& w) {
-        w.put("typex::eigen: node '"); w.put(node.name); w.put("' ("); w.put(node.target); w.put(") produced ");
-        w.put(t.to_string()); w.put(" where the program records "); w.put(m.to_string());
-      });
-    }
-  }
-
   std::shared_ptr<const exported_program> ep_;
   std::vector<ir::node_id> user_;
   std::vector<std::pair<ir::node_id, any_tensor>> lifted_;
-  std::vector<ir::node_id> last_use_;
-  std::vector<eigen::kernel_fn> kernels_;
+  // The plan for the last shapes. Copies of a module share it: one module (or copy) must not be
+  // called from two threads at once; make one module per thread (program.module()) instead.
+  std::shared_ptr<eigen::detail::engine> engine_;
 };
 
 }  // namespace typex

@@ -1,0 +1,284 @@
+// typex/backend/eigen/gemm.hpp — the CPU backend's matrix product, with fused epilogues.
+//
+//   C[m, n] = act(alpha * A[m, k] B[k, n] + beta * C + bias)
+//
+// Blocked as BLIS / Eigen's GEBP: B is packed into panels of nr columns (kc rows at a time, zero
+// padded), A into micro-panels of mr rows; a micro-kernel keeps an mr x nr tile of C in registers
+// and does one rank-1 update per k with 2 packet loads of B and mr broadcasts of A. It is written
+// with Eigen's packet primitives, so it uses the widest vectors the target has (AVX-512, AVX2,
+// NEON, ...). Two things Eigen's own product does not give us:
+//  - speed under g++: the B packets are pinned in registers (TYPEX_KEEP_IN_REGISTER, config.hpp);
+//    g++ 12 otherwise re-loads them from memory in every FMA and Eigen's GEBP runs at ~75 % of
+//    the FMA peak under g++ instead of ~94 % under clang (measured; see docs/ops_and_eigen_backend.md);
+//  - the epilogue: bias (per column or per row), alpha/beta and the activation are applied to each
+//    finished tile while it is in L1, instead of in another pass over C.
+// A constant right-hand side (a linear layer's weight) is packed once (packed_rhs) and reused by
+// every call. Work is split over the thread pool by column panels, or by rows when there are
+// fewer panels than threads. Scratch (packed A per thread, packed B per call) lives in buffers
+// that only grow: no allocation in steady state.
+#pragma once
+
+#include <typex/backend/eigen/thread_pool.hpp>
+#include <typex/core/shape.hpp>
+
+#include <Eigen/Core>
+#include <unsupported/Eigen/SpecialFunctions>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <new>
+#include <utility>
+
+namespace typex::eigen::detail {
+
+// The activations a GEMM, a convolution or a pointwise pass applies in place.
+enum class activation : unsigned char { none, relu, gelu, gelu_tanh, silu, sigmoid, tanh };
+
+// Applies `act` to p[0, n) (vectorised with Eigen's array math). The pointwise kernels of these
+// ops call this too, so that a fused program and eager calls give the same bits.
+template <class T>
+void activate(T* p, index_t n, activation act) {
+  using array = Eigen::Array<T, Eigen::Dynamic, 1>;
+  Eigen::Map<array> x(p, n);
+  switch (act) {
+    case activation::none: break;
+    case activation::relu: x = x.max(T(0)); break;  // Eigen orders the operands so that a NaN x stays NaN (as torch)
+    case activation::gelu: x = T(0.5) * x * (T(1) + (x * T(0.7071067811865476)).erf()); break;
+    case activation::gelu_tanh:
+      x = T(0.5) * x * (T(1) + (T(0.7978845608028654) * (x + T(0.044715) * x * x * x)).tanh());
+      break;
+    case activation::silu: x = x / (T(1) + (-x).exp()); break;
+    case activation::sigmoid: x = T(1) / (T(1) + (-x).exp()); break;
+    case activation::tanh: x = x.tanh(); break;
+  }
+}
+
+// A buffer that grows and never shrinks (per thread for packing scratch).
+template <class T>
+class grow_buffer {
+ public:
+  grow_buffer() = default;
+  grow_buffer(const grow_buffer&) = delete;
+  grow_buffer& operator=(const grow_buffer&) = delete;
+  ~grow_buffer() { release(); }
+  T* get(std::size_t n) {
+    if (n > size_) {
+      release();
+      p_ = static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64}));
+      size_ = n;
+    }
+    return p_;
+  }
+
+ private:
+  void release() {
+    if (p_ != nullptr) ::operator delete(p_, std::align_val_t{64});
+    p_ = nullptr;
+    size_ = 0;
+  }
+  T* p_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+template <class T>
+struct gemm_traits {
+  using packet = typename Eigen::internal::packet_traits<T>::type;
+  static constexpr int lanes = Eigen::internal::packet_traits<T>::size;
+  static constexpr int nr = 2 * lanes;                                                 // tile columns
+  static constexpr int mr = EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS >= 32 ? 12 : 6;   // tile rows
+  static constexpr index_t kc = 256;                 // depth of a block: a B micro-panel stays in L1
+  static constexpr index_t mc = mr * 16;             // rows of a packed A block (L2)
+};
+
+// A strided matrix operand: element (i, j) at data[i * rs + j * cs].
+template <class T>
+struct matrix_ref {
+  const T* data;
+  index_t rs, cs;
+  const T& operator()(index_t i, index_t j) const noexcept { return data[i * rs + j * cs]; }
+};
+
+// The right-hand side packed into nr-column panels, kc rows at a time: block p (rows
+// [p*kc, p*kc + kcp)) holds its panels one after the other, each kcp x nr, zero padded.
+template <class T>
+struct packed_rhs {
+  index_t k = 0, n = 0;
+  T* data = nullptr;  // not owned
+
+  static index_t padded_n(index_t n) noexcept { return (n + gemm_traits<T>::nr - 1) / gemm_traits<T>::nr * gemm_traits<T>::nr; }
+  static std::size_t size_for(index_t k, index_t n) noexcept { return static_cast<std::size_t>(k * padded_n(n)); }
+
+  // Packs b (k x n) into out (size_for(k, n) elements).
+  static packed_rhs pack(matrix_ref<T> b, index_t k, index_t n, T* out) {
+    constexpr int nr = gemm_traits<T>::nr;
+    constexpr index_t kc = gemm_traits<T>::kc;
+    const index_t np = padded_n(n);
+    for (index_t p0 = 0; p0 < k; p0 += kc) {
+      const index_t kcp = std::min(kc, k - p0);
+      T* block = out + p0 * np;
+      for (index_t j0 = 0; j0 < n; j0 += nr) {
+        T* panel = block + j0 * kcp;
+        const index_t w = std::min<index_t>(nr, n - j0);
+        for (index_t kk = 0; kk < kcp; ++kk) {
+          T* row = panel + kk * nr;
+          for (index_t jj = 0; jj < w; ++jj) row[jj] = b(p0 + kk, j0 + jj);
+          for (index_t jj = w; jj < nr; ++jj) row[jj] = T(0);
+        }
+      }
+    }
+    return packed_rhs{k, n, out};
+  }
+  const T* panel(index_t p0, index_t j0) const noexcept {
+    const index_t kcp = std::min(gemm_traits<T>::kc, k - p0);
+    return data + p0 * padded_n(n) + j0 * kcp;
+  }
+};
+
+// What happens to a finished tile of C.
+template <class T>
+struct gemm_epilogue {
+  T alpha = T(1);
+  T beta = T(0);                  // C = beta * C + ...; 0: C is not read (may hold garbage)
+  const T* bias = nullptr;        // added after the product
+  bool bias_per_row = false;      // bias[i] (a convolution's channel) instead of bias[j]
+  activation act = activation::none;
+};
+
+// The mr x nr micro-kernel: tile = A micro-panel (kc x MR, packed) * B micro-panel (kc x nr).
+template <class T, int MR>
+void micro_kernel(index_t kc, const T* a, const T* b, T* tile) {
+  using traits = gemm_traits<T>;
+  using P = typename traits::packet;
+  using namespace Eigen::internal;
+  constexpr int L = traits::lanes;
+  P c0[MR], c1[MR];
+  for (int i = 0; i < MR; ++i) c0[i] = c1[i] = pset1<P>(T(0));
+  for (index_t k = 0; k < kc; ++k) {
+    P b0 = ploadu<P>(b);
+    P b1 = ploadu<P>(b + L);
+    TYPEX_KEEP_IN_REGISTER(b0);
+    TYPEX_KEEP_IN_REGISTER(b1);
+    TYPEX_UNROLL
+    for (int i = 0; i < MR; ++i) {
+      const P ai = pset1<P>(a[i]);
+      c0[i] = pmadd(ai, b0, c0[i]);
+      c1[i] = pmadd(ai, b1, c1[i]);
+    }
+    a += MR;
+    b += traits::nr;
+  }
+  for (int i = 0; i < MR; ++i) {
+    pstore(tile + i * traits::nr, c0[i]);
+    pstore(tile + i * traits::nr + L, c1[i]);
+  }
+}
+
+template <class T, int... MR>
+constexpr auto micro_kernel_table(std::integer_sequence<int, MR...>) {
+  using fn = void (*)(index_t, const T*, const T*, T*);
+  return std::array<fn, sizeof...(MR)>{&micro_kernel<T, MR + 1>...};
+}
+
+template <class T>
+grow_buffer<T>& a_scratch() {
+  static thread_local grow_buffer<T> b;
+  return b;
+}
+template <class T>
+grow_buffer<T>& b_scratch() {
+  static thread_local grow_buffer<T> b;
+  return b;
+}
+
+// C rows [i0, i1) x columns [j0, j1) (j0 a multiple of nr) on the calling thread.
+template <class T>
+void gemm_range(index_t i0, index_t i1, index_t j0, index_t j1, matrix_ref<T> a, const packed_rhs<T>& b, T* c, index_t ldc,
+                const gemm_epilogue<T>& ep) {
+  using traits = gemm_traits<T>;
+  constexpr int mr = traits::mr, nr = traits::nr;
+  static constexpr auto kernels = micro_kernel_table<T>(std::make_integer_sequence<int, mr>{});
+  const index_t k = b.k;
+  T* apack = a_scratch<T>().get(static_cast<std::size_t>(traits::mc * traits::kc));
+  alignas(64) T tile[mr * nr];
+  using row = Eigen::Array<T, 1, Eigen::Dynamic>;
+  for (index_t p0 = 0; p0 < k || (k == 0 && p0 == 0); p0 += traits::kc) {
+    const index_t kcp = std::min(traits::kc, k - p0);
+    const bool first = p0 == 0, last = p0 + traits::kc >= k;
+    for (index_t ic = i0; ic < i1; ic += traits::mc) {
+      const index_t mcp = std::min(traits::mc, i1 - ic);
+      // pack A rows [ic, ic + mcp) x [p0, p0 + kcp): micro-panels of mr rows (the last may be shorter)
+      for (index_t ir = 0; ir < mcp; ir += mr) {
+        const index_t h = std::min<index_t>(mr, mcp - ir);
+        T* dst = apack + ir * kcp;
+        for (index_t ii = 0; ii < h; ++ii) {
+          const T* src = &a(ic + ir + ii, p0);
+          for (index_t kk = 0; kk < kcp; ++kk) dst[kk * h + ii] = src[kk * a.cs];
+        }
+      }
+      for (index_t jr = j0; jr < j1; jr += nr) {
+        const T* bpanel = b.panel(p0, jr);
+        const index_t w = std::min<index_t>(nr, j1 - jr);
+        for (index_t ir = 0; ir < mcp; ir += mr) {
+          const index_t h = std::min<index_t>(mr, mcp - ir);
+          kernels[static_cast<std::size_t>(h - 1)](kcp, apack + ir * kcp, bpanel, tile);
+          for (index_t ii = 0; ii < h; ++ii) {
+            const index_t i = ic + ir + ii;
+            Eigen::Map<row> out(c + i * ldc + jr, w);
+            const Eigen::Map<const row> acc(tile + ii * nr, w);
+            if (!first) out += ep.alpha * acc;
+            else if (ep.beta == T(0)) out = ep.alpha * acc;
+            else out = ep.beta * out + ep.alpha * acc;
+            if (!last) continue;
+            if (ep.bias != nullptr) {
+              if (ep.bias_per_row) out += ep.bias[i];
+              else out += Eigen::Map<const row>(ep.bias + jr, w);
+            }
+            if (ep.act != activation::none) activate(out.data(), w, ep.act);
+          }
+        }
+      }
+    }
+    if (k == 0) break;
+  }
+}
+
+// C = epilogue(A B) with B packed; splits the work over `threads` threads of the pool.
+template <class T>
+void gemm(index_t m, matrix_ref<T> a, const packed_rhs<T>& b, T* c, index_t ldc, const gemm_epilogue<T>& ep, int threads = 1) {
+  constexpr int nr = gemm_traits<T>::nr, mr = gemm_traits<T>::mr;
+  const index_t n = b.n;
+  if (m == 0 || n == 0) return;
+  const index_t panels = (n + nr - 1) / nr;
+  // enough work per thread to pay for waking it: ~64k multiply-adds
+  const index_t work = m * n * std::max<index_t>(b.k, 1);
+  const int t = static_cast<int>(std::clamp<index_t>(std::min<index_t>(threads, work / 65536), 1, threads));
+  if (t == 1) {
+    gemm_range(0, m, 0, n, a, b, c, ldc, ep);
+    return;
+  }
+  const bool by_columns = panels >= t;
+  auto task = [&](int i) {
+    if (by_columns) {
+      const index_t p0 = panels * i / t, p1 = panels * (i + 1) / t;
+      gemm_range<T>(0, m, p0 * nr, std::min(n, p1 * nr), a, b, c, ldc, ep);
+    } else {
+      const index_t blocks = (m + mr - 1) / mr;
+      const index_t r0 = blocks * i / t * mr, r1 = std::min(m, blocks * (i + 1) / t * mr);
+      if (r0 < r1) gemm_range<T>(r0, r1, 0, n, a, b, c, ldc, ep);
+    }
+  };
+  thread_pool::instance().run(t, task);
+}
+
+// As gemm, packing B (k x n, any strides) into per-thread scratch first.
+template <class T>
+void gemm(index_t m, index_t n, index_t k, matrix_ref<T> a, matrix_ref<T> b, T* c, index_t ldc, const gemm_epilogue<T>& ep,
+          int threads = 1) {
+  T* scratch = b_scratch<T>().get(std::max<std::size_t>(packed_rhs<T>::size_for(k, n), 1));
+  const packed_rhs<T> pb = packed_rhs<T>::pack(b, k, n, scratch);
+  gemm(m, a, pb, c, ldc, ep, threads);
+}
+
+}  // namespace typex::eigen::detail

@@ -1,0 +1,79 @@
+// typex/backend/eigen/plan.hpp — an exported program compiled for the Eigen backend.
+//
+// program_module<eigen_backend> (program.hpp) checks inputs and owns an engine; the engine holds
+// the plan for the input shapes it last saw, made once per shape:
+//  - nodes that read only parameters, buffers and constants are computed at planning time
+//    (constant folding: the attention block's slices of in_proj_weight cost nothing per call);
+//  - each remaining node becomes a step with its kernel resolved and its arguments decoded;
+//    linear / conv2d followed by relu / gelu / silu / sigmoid / tanh (their only reader) become one
+//    GEMM with the bias and the activation applied to each tile in cache (an epilogue), weights
+//    packed for the GEMM once; views (reshape, view, flatten, unsqueeze) share their input's
+//    buffer; transposes and permutes read only by matmuls are not copied: the matmul reads through
+//    the strides;
+//  - every intermediate gets an offset in one arena by a liveness-based plan (buffers whose
+//    lifetimes do not overlap share memory); report() gives the planned peak.
+// A call with the shapes of the last plan allocates nothing (for the ops listed as allocation-free
+// in docs/ops_and_eigen_backend.md; other ops run their eager kernel and copy the result into the
+// arena, and report() names them). A call with new shapes (a new batch size) re-plans: the cost of
+// that is in benchmarks/eigen.
+//
+// Declarations only: the definitions (plan_impl.hpp) need Eigen and are compiled with the kernels.
+#pragma once
+
+#include <typex/core/symbol_table.hpp>
+#include <typex/ir/graph.hpp>
+#include <typex/tensor/host_tensor.hpp>
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace typex {
+class exported_program;
+}
+
+namespace typex::eigen {
+
+struct compile_options {
+  int threads = 0;    // threads for GEMM, convolution and large pointwise ops; 0: num_threads()
+  bool fuse = true;   // GEMM epilogues, strided matmul operands (false: one kernel per node)
+};
+
+// What a plan does, for users and tests.
+struct plan_report {
+  std::size_t steps = 0;            // kernels run per call
+  std::size_t folded = 0;           // nodes computed once, at planning time
+  std::size_t fused = 0;            // activations applied in a GEMM epilogue
+  std::size_t views = 0;            // nodes that cost nothing (views, strided matmul operands)
+  std::size_t arena_bytes = 0;      // the planned peak of intermediate memory
+  std::size_t unplanned_bytes = 0;  // what the intermediates would take without sharing
+  std::vector<std::string> allocating_ops;  // steps that run an eager kernel (allocate per call)
+  std::string to_string() const;
+};
+
+// Sets the number of threads of the backend's pool (1 = the calling thread only) and returns the
+// previous count. The default is 1; programs may ask for fewer than the pool has.
+TYPEX_EIGEN_API int set_num_threads(int threads);
+TYPEX_EIGEN_API int num_threads();
+
+namespace detail {
+// The executor behind program_module<eigen_backend>.
+class engine {
+ public:
+  virtual ~engine() = default;
+  // inputs: the user inputs' tensors (already checked); symbols bound from them. outputs is
+  // resized to the program's outputs; tensors already of the right dtype and extents are reused.
+  virtual void run(std::span<const any_tensor> inputs, const symbol_table& symbols, std::vector<any_tensor>& outputs) = 0;
+  // Whether the last plan was made for these inputs' extents (then run needs no symbols).
+  virtual bool planned_for(std::span<const any_tensor> inputs) const noexcept = 0;
+  virtual plan_report report() const = 0;
+};
+
+TYPEX_EIGEN_API std::unique_ptr<engine> make_engine(std::shared_ptr<const exported_program> program,
+                                                     std::vector<ir::node_id> user_inputs,
+                                                     std::vector<std::pair<ir::node_id, any_tensor>> lifted,
+                                                     compile_options options);
+}  // namespace detail
+
+}  // namespace typex::eigen

@@ -1,0 +1,718 @@
+// typex/backend/eigen/plan_impl.hpp — the planned Eigen programs (plan.hpp), defined.
+//
+// Included by kernels_impl.hpp: compiled wherever the kernels are (every unit, or typex::eigen).
+#pragma once
+
+#include <typex/backend/eigen/kernels_impl.hpp>  // (which includes this header at its end)
+#include <typex/backend/eigen/plan.hpp>
+#include <typex/export/exported_program.hpp>
+
+#include <map>
+#include <optional>
+
+namespace typex::eigen {
+
+TYPEX_EIGEN_API int set_num_threads(int threads) {
+  const int before = detail::thread_pool::instance().threads();
+  detail::thread_pool::instance().resize(threads);
+  return before;
+}
+TYPEX_EIGEN_API int num_threads() { return detail::thread_pool::instance().threads(); }
+
+TYPEX_EIGEN_API std::string plan_report::to_string() const {
+  std::string s = std::to_string(steps) + " steps per call (" + std::to_string(fused) + " fused activations, " +
+                  std::to_string(views) + " views without copies, " + std::to_string(folded) +
+                  " nodes folded at planning); arena " + std::to_string(arena_bytes) + " bytes (" +
+                  std::to_string(unplanned_bytes) + " without buffer sharing)";
+  if (allocating_ops.empty()) return s + "; no allocation per call";
+  s += "; eager kernels (allocating) for:";
+  for (const auto& op : allocating_ops) s += " " + op;
+  return s;
+}
+
+namespace detail {
+
+// Where a step finds a value.
+struct operand {
+  enum class where : unsigned char { none, arena, input, constant } kind = where::none;
+  std::size_t index = 0;               // arena: buffer id; input: user input index
+  const any_tensor* tensor = nullptr;  // constant
+};
+
+struct run_ctx {
+  std::byte* arena;
+  const std::vector<std::size_t>* offsets;  // per buffer id
+  std::span<const any_tensor> inputs;
+  int threads;
+
+  std::byte* get(const operand& o) const {
+    switch (o.kind) {
+      case operand::where::arena: return arena + (*offsets)[o.index];
+      case operand::where::input: return inputs[o.index].raw_data();
+      case operand::where::constant: return o.tensor->raw_data();
+      case operand::where::none: break;
+    }
+    return nullptr;
+  }
+  template <class T>
+  T* as(const operand& o) const { return reinterpret_cast<T*>(get(o)); }
+};
+
+struct step {
+  virtual ~step() = default;
+  virtual void run(const run_ctx& c) = 0;
+};
+
+// linear(x, w, b) [+ activation]: one GEMM, the weight packed at planning time when constant.
+template <class T>
+struct linear_step final : step {
+  operand x, w, b, out;
+  index_t rows, in, outs;
+  activation act;
+  grow_buffer<T> packed;  // the constant weight, packed
+  bool prepacked = false;
+  void prepare() {
+    if (w.kind != operand::where::constant) return;
+    T* p = packed.get(std::max<std::size_t>(packed_rhs<T>::size_for(in, outs), 1));
+    packed_rhs<T>::pack({w.tensor->template data<T>(), 1, in}, in, outs, p);
+    prepacked = true;
+  }
+  void run(const run_ctx& c) override {
+    gemm_epilogue<T> ep;
+    ep.bias = b.kind == operand::where::none ? nullptr : c.as<T>(b);
+    ep.act = act;
+    const matrix_ref<T> a{c.as<T>(x), in, 1};
+    if (prepacked) {
+      const packed_rhs<T> pb{in, outs, packed.get(0)};
+      gemm<T>(rows, a, pb, c.as<T>(out), outs, ep, c.threads);
+    } else {
+      gemm<T>(rows, outs, in, a, {c.as<T>(w), 1, in}, c.as<T>(out), outs, ep, c.threads);
+    }
+  }
+};
+
+// matmul / mm / bmm with operands read through strides (absorbed transposes and permutes).
+template <class T>
+struct matmul_step final : step {
+  operand x, y, out;
+  std::vector<index_t> ox, oy;  // batch offsets
+  index_t xrs, xcs, yrs, ycs, n, k, m;
+  void run(const run_ctx& c) override {
+    const matmul_operand<T> mx{c.as<T>(x), ox, xrs, xcs};
+    const matmul_operand<T> my{c.as<T>(y), oy, yrs, ycs};
+    matmul_batches(mx, my, n, k, m, c.as<T>(out), c.threads);
+  }
+};
+
+template <class T>
+struct conv_step final : step {
+  operand x, w, b, out, scratch;
+  conv_geometry g;
+  activation act;
+  void run(const run_ctx& c) override {
+    conv2d_into<T>(g, c.as<T>(x), c.as<T>(w), b.kind == operand::where::none ? nullptr : c.as<T>(b), act, c.as<T>(out),
+                   c.as<T>(scratch), c.threads);
+  }
+};
+
+template <class T>
+struct activation_step final : step {
+  operand x, out;
+  index_t n;
+  activation act;
+  void run(const run_ctx& c) override {
+    const T* px = c.as<T>(x);
+    T* po = c.as<T>(out);
+    parallel_for(n, 16, c.threads, [&](index_t i0, index_t i1) {
+      if (px != po) std::copy(px + i0, px + i1, po + i0);
+      activate(po + i0, i1 - i0, act);
+    });
+  }
+};
+
+// add / sub / mul / div on one dtype (f32/f64), with broadcasting or a number operand.
+template <class T>
+struct binary_step final : step {
+  enum class fn : unsigned char { add, sub, mul, div } f;
+  operand a, b, out;
+  bool b_number = false;
+  T number{};
+  T alpha = T(1);  // add/sub's alpha
+  std::vector<index_t> oe, sa, sb;  // output extents; element strides of a and b (0: broadcast)
+  void run(const run_ctx& c) override {
+    const T* pa = c.as<T>(a);
+    const T* pb = b_number ? nullptr : c.as<T>(b);
+    T* po = c.as<T>(out);
+    const std::size_t r = oe.size();
+    const index_t inner = r ? oe[r - 1] : 1;
+    index_t n = 1;
+    for (index_t e : oe) n *= e;
+    const index_t ia = r ? sa[r - 1] : 0, ib = r ? sb[r - 1] : 0;
+    using row = Eigen::Array<T, Eigen::Dynamic, 1>;
+    using strided = Eigen::Map<const row, 0, Eigen::InnerStride<>>;
+    auto apply = [&](const T* xa, const T* xb, T* o, index_t len) {
+      Eigen::Map<row> y(o, len);
+      const strided va(xa, len, Eigen::InnerStride<>(ia ? ia : 0));
+      auto rhs = [&]() -> T { return number; };
+      if (b_number || ib == 0) {
+        const T v = b_number ? rhs() : *xb;
+        if (ia == 0) y.setConstant(compute(*xa, v));
+        else switch (f) {
+            case fn::add: y = va + alpha * v; break;
+            case fn::sub: y = va - alpha * v; break;
+            case fn::mul: y = va * v; break;
+            case fn::div: y = va / v; break;
+          }
+        return;
+      }
+      const strided vb(xb, len, Eigen::InnerStride<>(ib));
+      if (ia == 0) {
+        const T u = *xa;
+        switch (f) {
+          case fn::add: y = u + alpha * vb; break;
+          case fn::sub: y = u - alpha * vb; break;
+          case fn::mul: y = u * vb; break;
+          case fn::div: y = u / vb; break;
+        }
+        return;
+      }
+      switch (f) {
+        case fn::add: y = va + alpha * vb; break;
+        case fn::sub: y = va - alpha * vb; break;
+        case fn::mul: y = va * vb; break;
+        case fn::div: y = va / vb; break;
+      }
+    };
+    const index_t rows = inner ? n / inner : 0;
+    parallel_for(rows, inner, c.threads, [&](index_t r0, index_t r1) {
+      for (index_t rr = r0; rr < r1; ++rr) {
+        index_t offa = 0, offb = 0, rest = rr;
+        for (std::size_t d = r - (r ? 1 : 0); d-- > 0;) {
+          const index_t i = rest % oe[d];
+          rest /= oe[d];
+          offa += i * sa[d];
+          offb += i * sb[d];
+        }
+        apply(pa + offa, pb ? pb + offb : nullptr, po + rr * inner, inner);
+      }
+    });
+  }
+  T compute(T u, T v) const {
+    switch (f) {
+      case fn::add: return u + alpha * v;
+      case fn::sub: return u - alpha * v;
+      case fn::mul: return u * v;
+      case fn::div: return u / v;
+    }
+    return u;
+  }
+};
+
+template <class T>
+struct softmax_step final : step {
+  operand x, out;
+  index_t rows, len;
+  bool log;
+  void run(const run_ctx& c) override { softmax_rows<T>(c.as<T>(x), c.as<T>(out), rows, len, log, c.threads); }
+};
+
+template <class T>
+struct layer_norm_step final : step {
+  operand x, w, b, out;
+  index_t rows, m;
+  double eps;
+  void run(const run_ctx& c) override {
+    layer_norm_rows<T>(c.as<T>(x), c.as<T>(out), rows, m, w.kind == operand::where::none ? nullptr : c.as<T>(w),
+                       b.kind == operand::where::none ? nullptr : c.as<T>(b), eps, c.threads);
+  }
+};
+
+template <class T>
+struct max_pool_step final : step {
+  operand x, out;
+  pool_geometry g;
+  void run(const run_ctx& c) override { pool2d_into<true, T>(g, c.as<T>(x), c.as<T>(out), c.threads); }
+};
+
+// transpose / permute into a contiguous copy (when something other than a matmul reads it).
+template <class T>
+struct copy_step final : step {
+  operand x, out;
+  std::vector<index_t> oe, strides;
+  void run(const run_ctx& c) override { strided_copy(c.as<T>(x), c.as<T>(out), oe, strides); }
+};
+
+// Any other op: its eager kernel on views of the arena, the result copied into its buffer.
+struct kernel_step final : step {
+  const ir::node* node;
+  kernel_fn fn;
+  std::vector<any_tensor> views;             // per argument: a view of its arena buffer or constant
+  std::vector<std::optional<std::size_t>> input_of;  // per argument: the user input it is
+  std::vector<const any_tensor*> ptrs;
+  const symbol_table* symbols;
+  operand out;
+  std::size_t bytes;
+  void run(const run_ctx& c) override {
+    for (std::size_t i = 0; i < ptrs.size(); ++i)
+      if (input_of[i]) ptrs[i] = &c.inputs[*input_of[i]];
+    const any_tensor r = fn(kernel_args(node->target, node->args, ptrs, symbols));
+    std::memcpy(c.get(out), r.raw_data(), bytes);
+  }
+};
+
+class planned_engine final : public engine {
+ public:
+  planned_engine(std::shared_ptr<const exported_program> ep, std::vector<ir::node_id> user,
+                 std::vector<std::pair<ir::node_id, any_tensor>> lifted, compile_options options)
+      : ep_(std::move(ep)), user_(std::move(user)), lifted_(std::move(lifted)), options_(options) {}
+
+  bool planned_for(std::span<const any_tensor> inputs) const noexcept override {
+    if (!planned_ || inputs.size() != planned_extents_.size()) return false;
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].extents() != planned_extents_[i]) return false;
+    return true;
+  }
+
+  void run(std::span<const any_tensor> inputs, const symbol_table& symbols, std::vector<any_tensor>& outputs) override {
+    if (!planned_for(inputs)) plan(inputs, symbols);
+    const int threads = options_.threads > 0 ? std::min(options_.threads, num_threads()) : num_threads();
+    const run_ctx c{arena_.data(), &offsets_, inputs, threads};
+    for (const auto& s : steps_) s->run(c);
+    outputs.resize(outs_.size());
+    for (std::size_t i = 0; i < outs_.size(); ++i) {
+      const value& v = values_[outs_[i]];
+      any_tensor& o = outputs[i];
+      if (o.scalar_type() != v.dt || o.extents() != v.extents || o.get_storage().use_count() > 1) o = any_tensor(v.dt, v.extents);
+      const std::size_t bytes = static_cast<std::size_t>(o.numel()) * itemsize(v.dt);
+      if (bytes != 0) std::memcpy(o.raw_data(), c.get(v.at), bytes);
+    }
+  }
+
+  plan_report report() const override { return report_; }
+
+ private:
+  struct value {
+    dtype dt = dtype::f32;
+    std::vector<index_t> extents;
+    operand at;                         // where it lives (for strided views: its source)
+    bool strided = false;               // an absorbed transpose / permute
+    std::vector<index_t> strides;       // (strided) element strides into `at`
+    std::optional<any_tensor> folded;   // computed at planning time
+    index_t numel() const noexcept {
+      index_t n = 1;
+      for (index_t e : extents) n *= e;
+      return n;
+    }
+  };
+  struct buffer {
+    std::size_t bytes, first, last;
+  };
+
+  static bool is_view_op(std::string_view t) {
+    return t == "aten.reshape.default" || t == "aten.view.default" || t == "aten.flatten.using_ints" ||
+           t == "aten.unsqueeze.default" || t == "aten._unsafe_view.default" || t == "aten.alias.default";
+  }
+  static bool is_permute_op(std::string_view t) { return t == "aten.transpose.int" || t == "aten.permute.default"; }
+  static bool is_matmul_op(std::string_view t) {
+    return t == "aten.matmul.default" || t == "aten.bmm.default" || t == "aten.mm.default";
+  }
+  static bool gemm_dtype(dtype d) { return d == dtype::f32 || d == dtype::f64; }
+  // Whether fast_step runs this matmul node (so it can read operands through strides).
+  static bool strided_matmul(const ir::graph& g, const ir::node& u) {
+    const dtype d = u.vals.front().scalar_type;
+    if (!gemm_dtype(d) || u.args.size() < 2) return false;
+    std::size_t ranks[2] = {0, 0};
+    for (std::size_t k = 0; k < 2; ++k) {
+      const auto* r = std::get_if<ir::value_ref>(&u.args[k]);
+      if (r == nullptr) return false;
+      const ir::tensor_meta& m = g[r->node].vals.front();
+      if (m.scalar_type != d || m.rank() < 2) return false;
+      ranks[k] = m.rank();
+    }
+    return u.target == "aten.matmul.default" || ranks[0] == ranks[1];
+  }
+
+  std::size_t new_buffer(std::size_t bytes, std::size_t first) {
+    buffers_.push_back({bytes, first, first});
+    return buffers_.size() - 1;
+  }
+  // Marks a read of value v at time t (extends its buffer's life).
+  void read(const value& v, std::size_t t) {
+    if (v.at.kind == operand::where::arena) buffers_[v.at.index].last = std::max(buffers_[v.at.index].last, t);
+  }
+
+  void plan(std::span<const any_tensor> inputs, const symbol_table& symbols) {
+    const ir::graph& g = ep_->graph();
+    symbols_ = symbols;
+    values_.assign(g.size(), value{});
+    buffers_.clear();
+    steps_.clear();
+    report_ = plan_report{};
+    planned_ = false;
+    for (const auto& [id, t] : lifted_) {
+      values_[id].dt = t.scalar_type();
+      values_[id].extents = t.extents();
+      values_[id].folded = t;
+    }
+    for (std::size_t i = 0; i < user_.size(); ++i) {
+      value& v = values_[user_[i]];
+      v.dt = inputs[i].scalar_type();
+      v.extents = inputs[i].extents();
+      v.at = {operand::where::input, i, nullptr};
+    }
+    for (auto& v : values_)
+      if (v.folded) v.at = {operand::where::constant, 0, &*v.folded};
+    const auto users = g.users();
+    std::vector<bool> is_output(g.size(), false);
+    outs_.clear();
+    for (const auto& a : g.output().args) {
+      const auto n = std::get<ir::value_ref>(a).node;
+      is_output[n] = true;
+      outs_.push_back(n);
+    }
+    // transposes / permutes that only matmuls (possibly through more of them) read: not copied
+    std::vector<bool> absorbed(g.size(), false);
+    if (options_.fuse) {
+      for (std::size_t n = g.size(); n-- > 0;) {
+        const ir::node& node = g[n];
+        if (node.op != ir::node_op::call_function || !is_permute_op(node.target) || is_output[n] || users[n].empty()) continue;
+        if (!gemm_dtype(node.vals.front().scalar_type)) continue;
+        bool ok = true;
+        for (ir::node_id u : users[n]) ok = ok && ((is_matmul_op(g[u].target) && strided_matmul(g, g[u])) || absorbed[u]);
+        absorbed[n] = ok;
+      }
+    }
+    std::vector<activation> fused_act(g.size(), activation::none);
+    std::vector<bool> fused_into(g.size(), false);  // an activation done by its producer's epilogue
+    std::vector<std::unique_ptr<step>> pending;
+    std::vector<std::size_t> step_time;
+    const auto& tensor_of = [&](const ir::argument& a) -> const value* {
+      const auto* r = std::get_if<ir::value_ref>(&a);
+      return r ? &values_[r->node] : nullptr;
+    };
+
+    for (ir::node_id n = 0; n < g.size(); ++n) {
+      const ir::node& node = g[n];
+      if (node.op != ir::node_op::call_function) continue;
+      value& v = values_[n];
+      const ir::tensor_meta& meta = node.vals.front();
+      v.dt = meta.scalar_type;
+      v.extents.clear();
+      for (const auto& e : meta.shape) {
+        const auto x = e.evaluate(symbols);
+        if (!x) {
+          typex::detail::raise<unsupported_error>([&](auto& w) {
+            w.put("typex::eigen: node '"); w.put(node.name); w.put("' has a size ("); w.put(e.to_string());
+            w.put(") that the inputs do not determine");
+          });
+        }
+        v.extents.push_back(*x);
+      }
+      const std::size_t bytes = static_cast<std::size_t>(v.numel()) * itemsize(v.dt);
+      std::vector<const any_tensor*> tensors(node.args.size(), nullptr);
+      bool all_constant = true;
+      for (std::size_t k = 0; k < node.args.size(); ++k) {
+        if (const value* a = tensor_of(node.args[k])) {
+          all_constant = all_constant && a->folded.has_value();
+          if (a->folded) tensors[k] = &*a->folded;
+        }
+      }
+      const kernel_fn fn = find_kernel(node.target);
+      // 1. constant folding
+      if (all_constant) {
+        v.folded = fn(kernel_args(node.target, node.args, tensors, &symbols_));
+        v.at = {operand::where::constant, 0, &*v.folded};
+        ++report_.folded;
+        continue;
+      }
+      const value* x0 = tensor_of(node.args[0]);
+      // 2. views share their input's memory
+      if (is_view_op(node.target) && x0 != nullptr && !x0->strided) {
+        v.at = x0->at;
+        ++report_.views;
+        continue;
+      }
+      if (fused_into[n]) {  // the producer's epilogue did it
+        v.at = tensor_of(node.args[0])->at;
+        continue;
+      }
+      if (absorbed[n]) {
+        std::vector<index_t> base = x0->strided ? x0->strides : contiguous_strides(x0->extents);
+        std::vector<index_t> perm(x0->extents.size());
+        for (std::size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<index_t>(d);
+        const kernel_args a(node.target, node.args, tensors, &symbols_);
+        if (node.target == "aten.transpose.int") {
+          std::swap(perm[wrap_dim(node.target, a.integer(1), perm.size())], perm[wrap_dim(node.target, a.integer(2), perm.size())]);
+        } else {
+          const auto p = a.ints(1);
+          for (std::size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<index_t>(wrap_dim(node.target, p[d], perm.size()));
+        }
+        v.strided = true;
+        v.at = x0->at;
+        v.strides.resize(perm.size());
+        for (std::size_t d = 0; d < perm.size(); ++d) v.strides[d] = base[static_cast<std::size_t>(perm[d])];
+        ++report_.views;
+        continue;
+      }
+      // reads (extend lifetimes), then the output buffer
+      for (const auto& arg : node.args)
+        if (const value* a = tensor_of(arg)) read(*a, n);
+      // 3. a fused activation: the only reader of a linear / conv2d output
+      activation act = activation::none;
+      if (options_.fuse && (node.target == "aten.linear.default" || node.target == "aten.conv2d.default") && !is_output[n] &&
+          users[n].size() == 1 && gemm_dtype(v.dt)) {
+        const ir::node& u = g[users[n].front()];
+        const kernel_fn ufn = find_kernel(u.target);
+        std::vector<const any_tensor*> none(u.args.size(), nullptr);
+        const kernel_args ua(u.target, u.args, none, &symbols_);
+        if (ufn == &unary<relu_op, false>) act = activation::relu;
+        else if (ufn == &unary<gelu_op, true>) act = activation_of<gelu_op>(ua);
+        else if (ufn == &unary<silu_op, true>) act = activation::silu;
+        else if (ufn == &unary<sigmoid_op, true>) act = activation::sigmoid;
+        else if (ufn == &unary<tanh_op, true>) act = activation::tanh;
+        if (act != activation::none && u.vals.front().scalar_type == v.dt) {
+          fused_into[users[n].front()] = true;
+          ++report_.fused;
+        } else {
+          act = activation::none;
+        }
+      }
+      v.at = {operand::where::arena, new_buffer(bytes, n), nullptr};
+      if (auto s = fast_step(node, n, tensors, act)) {
+        pending.push_back(std::move(s));
+      } else {
+        pending.push_back(generic_step(node, fn, tensors, bytes));
+        report_.allocating_ops.emplace_back(node.target);
+      }
+      step_time.push_back(n);
+    }
+    for (ir::node_id o : outs_) read(values_[o], g.size());
+    assign_offsets();
+    steps_ = std::move(pending);
+    // the arena views of the eager-kernel steps point into the new arena
+    for (auto& s : steps_)
+      if (auto* ks = dynamic_cast<kernel_step*>(s.get())) bind_views(*ks);
+    report_.steps = steps_.size();
+    planned_extents_.assign(inputs.size(), {});
+    for (std::size_t i = 0; i < inputs.size(); ++i) planned_extents_[i] = inputs[i].extents();
+    planned_ = true;
+  }
+
+  // Greedy by size: each buffer at the lowest offset not overlapping (in time and space) a placed one.
+  void assign_offsets() {
+    std::vector<std::size_t> order(buffers_.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return buffers_[a].bytes > buffers_[b].bytes; });
+    offsets_.assign(buffers_.size(), 0);
+    std::vector<std::size_t> placed;
+    std::size_t peak = 0, total = 0;
+    auto round = [](std::size_t b) { return (b + 63) / 64 * 64; };
+    for (std::size_t i : order) {
+      const buffer& b = buffers_[i];
+      total += round(b.bytes);
+      std::vector<std::pair<std::size_t, std::size_t>> busy;  // [begin, end) in bytes
+      for (std::size_t j : placed) {
+        const buffer& o = buffers_[j];
+        if (o.first <= b.last && b.first <= o.last) busy.emplace_back(offsets_[j], offsets_[j] + round(o.bytes));
+      }
+      std::sort(busy.begin(), busy.end());
+      std::size_t at = 0;
+      for (const auto& [lo, hi] : busy) {
+        if (at + round(b.bytes) <= lo) break;
+        at = std::max(at, hi);
+      }
+      offsets_[i] = at;
+      peak = std::max(peak, at + round(b.bytes));
+      placed.push_back(i);
+    }
+    if (arena_.bytes() < peak) arena_ = storage(peak);
+    report_.arena_bytes = peak;
+    report_.unplanned_bytes = total;
+  }
+
+  void bind_views(kernel_step& s) {
+    const ir::graph& g = ep_->graph();
+    for (std::size_t k = 0; k < s.node->args.size(); ++k) {
+      const auto* r = std::get_if<ir::value_ref>(&s.node->args[k]);
+      if (r == nullptr) continue;
+      const value& v = values_[r->node];
+      (void)g;
+      if (v.at.kind == operand::where::arena) {
+        const std::size_t off = offsets_[v.at.index];
+        s.views[k] = any_tensor(v.dt, v.extents, storage::view(arena_, off, static_cast<std::size_t>(v.numel()) * itemsize(v.dt)));
+        s.ptrs[k] = &s.views[k];
+      } else if (v.at.kind == operand::where::constant) {
+        s.views[k] = any_tensor(v.dt, v.extents, v.at.tensor->get_storage());
+        s.ptrs[k] = &s.views[k];
+      }
+    }
+  }
+
+  std::unique_ptr<step> generic_step(const ir::node& node, kernel_fn fn, const std::vector<const any_tensor*>&, std::size_t bytes) {
+    auto s = std::make_unique<kernel_step>();
+    s->node = &node;
+    s->fn = fn;
+    s->views.resize(node.args.size());
+    s->input_of.resize(node.args.size());
+    s->ptrs.assign(node.args.size(), nullptr);
+    for (std::size_t k = 0; k < node.args.size(); ++k)
+      if (const auto* r = std::get_if<ir::value_ref>(&node.args[k]); r && values_[r->node].at.kind == operand::where::input)
+        s->input_of[k] = values_[r->node].at.index;
+    s->symbols = &symbols_;
+    s->out = values_[&node - &ep_->graph()[0]].at;
+    s->bytes = bytes;
+    return s;
+  }
+
+  // A step on raw buffers for the ops the planned path covers, or nullptr.
+  std::unique_ptr<step> fast_step(const ir::node& node, ir::node_id n, const std::vector<const any_tensor*>& tensors, activation act) {
+    const value& v = values_[n];
+    if (!gemm_dtype(v.dt)) return nullptr;
+    const auto arg = [&](std::size_t k) -> const value* {
+      if (k >= node.args.size()) return nullptr;
+      const auto* r = std::get_if<ir::value_ref>(&node.args[k]);
+      return r ? &values_[r->node] : nullptr;
+    };
+    const auto plain = [&](const value* a) { return a != nullptr && !a->strided && a->dt == v.dt; };
+    const kernel_args ka(node.target, node.args, tensors, &symbols_);
+    std::unique_ptr<step> out;
+    dispatch_gemm(v.dt, node.target, [&](auto tag) {
+      using T = decltype(tag);
+      const std::string_view t = node.target;
+      if (t == "aten.linear.default") {
+        const value *x = arg(0), *w = arg(1), *b = arg(2);
+        if (!plain(x) || !plain(w) || (node.args.size() > 2 && !std::holds_alternative<ir::none_t>(node.args[2]) && !plain(b))) return;
+        auto s = std::make_unique<linear_step<T>>();
+        s->x = x->at, s->w = w->at, s->b = b ? b->at : operand{}, s->out = v.at, s->act = act;
+        s->in = w->extents[1], s->outs = w->extents[0], s->rows = s->in ? x->numel() / s->in : 0;
+        s->prepare();
+        out = std::move(s);
+      } else if (t == "aten.conv2d.default") {
+        const value *x = arg(0), *w = arg(1), *b = arg(2);
+        if (!plain(x) || !plain(w) || (b != nullptr && !plain(b))) return;
+        auto s = std::make_unique<conv_step<T>>();
+        s->g = conv_geometry_of(ka, {x->dt, x->extents}, {w->dt, w->extents}, b ? std::optional<index_t>(b->numel()) : std::nullopt);
+        s->x = x->at, s->w = w->at, s->b = b ? b->at : operand{}, s->out = v.at, s->act = act;
+        const auto threads = static_cast<std::size_t>(std::max(num_threads(), options_.threads));
+        s->scratch = {operand::where::arena, new_buffer(static_cast<std::size_t>(conv_scratch(s->g, static_cast<int>(threads))) * sizeof(T), n), nullptr};
+        out = std::move(s);
+      } else if (is_matmul_op(t)) {
+        const value *x = arg(0), *y = arg(1);
+        if (x == nullptr || y == nullptr || x->dt != v.dt || y->dt != v.dt || x->extents.size() < 2 || y->extents.size() < 2) return;
+        if (t != "aten.matmul.default" && x->extents.size() != y->extents.size()) return;
+        const std::size_t rx = x->extents.size(), ry = y->extents.size();
+        const std::vector<index_t> sx = x->strided ? x->strides : contiguous_strides(x->extents);
+        const std::vector<index_t> sy = y->strided ? y->strides : contiguous_strides(y->extents);
+        auto s = std::make_unique<matmul_step<T>>();
+        s->x = x->at, s->y = y->at, s->out = v.at;
+        s->n = x->extents[rx - 2], s->k = x->extents[rx - 1], s->m = y->extents[ry - 1];
+        s->xrs = sx[rx - 2], s->xcs = sx[rx - 1], s->yrs = sy[ry - 2], s->ycs = sy[ry - 1];
+        const std::vector<index_t> batch(v.extents.begin(), v.extents.end() - 2);
+        s->ox = batch_offsets({x->extents.begin(), x->extents.end() - 2}, {sx.begin(), sx.end() - 2}, batch);
+        s->oy = batch_offsets({y->extents.begin(), y->extents.end() - 2}, {sy.begin(), sy.end() - 2}, batch);
+        out = std::move(s);
+      } else if (const kernel_fn f = find_kernel(t); f == &unary<relu_op, false> || f == &unary<gelu_op, true> ||
+                                                     f == &unary<silu_op, true> || f == &unary<sigmoid_op, true> ||
+                                                     f == &unary<tanh_op, true>) {
+        const value* x = arg(0);
+        if (!plain(x)) return;
+        auto s = std::make_unique<activation_step<T>>();
+        s->x = x->at, s->out = v.at, s->n = v.numel();
+        s->act = f == &unary<relu_op, false>  ? activation::relu
+                 : f == &unary<silu_op, true> ? activation::silu
+                 : f == &unary<sigmoid_op, true> ? activation::sigmoid
+                 : f == &unary<tanh_op, true> ? activation::tanh
+                                              : activation_of<gelu_op>(ka);
+        out = std::move(s);
+      } else if (t == add_op::target || t == sub_op::target || t == mul_op::target || t == div_op::target) {
+        const value *a = arg(0), *b = arg(1);
+        if (!plain(a)) return;
+        auto s = std::make_unique<binary_step<T>>();
+        s->f = t == add_op::target ? binary_step<T>::fn::add
+             : t == sub_op::target ? binary_step<T>::fn::sub
+             : t == mul_op::target ? binary_step<T>::fn::mul
+                                   : binary_step<T>::fn::div;
+        if (b == nullptr) {
+          if (node.args.size() < 2 || !(std::holds_alternative<double>(node.args[1]) || std::holds_alternative<std::int64_t>(node.args[1]))) return;
+          s->b_number = true;
+          s->number = static_cast<T>(ka.real(1));
+        } else if (!plain(b)) {
+          return;
+        }
+        if (node.args.size() > 2 && ka.has(2)) s->alpha = static_cast<T>(ka.real(2));
+        s->a = a->at, s->b = b ? b->at : operand{}, s->out = v.at, s->oe = v.extents;
+        s->sa = broadcast_strides(a->extents, v.extents);
+        s->sb = b ? broadcast_strides(b->extents, v.extents) : std::vector<index_t>(v.extents.size(), 0);
+        out = std::move(s);
+      } else if (t == "aten.softmax.int" || t == "aten.log_softmax.int") {
+        const value* x = arg(0);
+        if (!plain(x) || x->extents.empty() || wrap_dim(t, ka.integer(1), x->extents.size()) + 1 != x->extents.size()) return;
+        auto s = std::make_unique<softmax_step<T>>();
+        s->x = x->at, s->out = v.at, s->len = x->extents.back(), s->rows = s->len ? x->numel() / s->len : 0;
+        s->log = t == "aten.log_softmax.int";
+        out = std::move(s);
+      } else if (t == "aten.layer_norm.default") {
+        const value *x = arg(0), *w = arg(2), *b = arg(3);
+        if (!plain(x) || (w && !plain(w)) || (b && !plain(b))) return;
+        index_t m = 1;
+        for (auto e : ka.ints(1)) m *= e;
+        auto s = std::make_unique<layer_norm_step<T>>();
+        s->x = x->at, s->w = w ? w->at : operand{}, s->b = b ? b->at : operand{}, s->out = v.at;
+        s->m = m, s->rows = m ? x->numel() / m : 0, s->eps = ka.has(4) ? ka.real(4) : 1e-5;
+        out = std::move(s);
+      } else if (t == "aten.max_pool2d.default") {
+        const value* x = arg(0);
+        if (!plain(x)) return;
+        auto s = std::make_unique<max_pool_step<T>>();
+        s->g = pool_geometry_of<true>(ka, {x->dt, x->extents});
+        s->x = x->at, s->out = v.at;
+        out = std::move(s);
+      } else if (is_permute_op(t)) {
+        const value* x = arg(0);
+        if (x == nullptr || x->dt != v.dt) return;
+        // the output's dim d reads the input's dim perm[d]
+        std::vector<std::size_t> perm(x->extents.size());
+        for (std::size_t d = 0; d < perm.size(); ++d) perm[d] = d;
+        if (perm.empty()) return;
+        if (t == "aten.transpose.int") std::swap(perm[wrap_dim(t, ka.integer(1), perm.size())], perm[wrap_dim(t, ka.integer(2), perm.size())]);
+        else {
+          const auto p = ka.ints(1);
+          for (std::size_t d = 0; d < perm.size(); ++d) perm[d] = wrap_dim(t, p[d], perm.size());
+        }
+        const std::vector<index_t> base = x->strided ? x->strides : contiguous_strides(x->extents);
+        auto s = std::make_unique<copy_step<T>>();
+        s->x = x->at, s->out = v.at, s->oe = v.extents;
+        for (std::size_t d = 0; d < perm.size(); ++d) s->strides.push_back(base[perm[d]]);
+        out = std::move(s);
+      }
+    });
+    return out;
+  }
+
+  std::shared_ptr<const exported_program> ep_;
+  std::vector<ir::node_id> user_;
+  std::vector<std::pair<ir::node_id, any_tensor>> lifted_;
+  compile_options options_;
+  // the plan (for planned_extents_)
+  bool planned_ = false;
+  std::vector<std::vector<index_t>> planned_extents_;
+  symbol_table symbols_;
+  std::vector<value> values_;
+  std::vector<buffer> buffers_;
+  std::vector<std::size_t> offsets_;
+  std::vector<ir::node_id> outs_;
+  std::vector<std::unique_ptr<step>> steps_;
+  storage arena_;
+  plan_report report_;
+};
+
+}  // namespace detail
+
+TYPEX_EIGEN_API std::unique_ptr<detail::engine> detail::make_engine(std::shared_ptr<const exported_program> program,
+                                                                  std::vector<ir::node_id> user_inputs,
+                                                                  std::vector<std::pair<ir::node_id, any_tensor>> lifted,
+                                                                  compile_options options) {
+  return std::make_unique<planned_engine>(std::move(program), std::move(user_inputs), std::move(lifted), options);
+}
+
+}  // namespace typex::eigen

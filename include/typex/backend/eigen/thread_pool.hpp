@@ -1,0 +1,116 @@
+// typex/backend/eigen/thread_pool.hpp — the CPU backend's workers.
+//
+// One process-wide pool of `threads - 1` workers; the calling thread is the first worker of every
+// parallel region, so 1 thread means no pool at all. A region hands each participant an index
+// (0 = the caller) through a function pointer and a context pointer: starting one allocates
+// nothing. Workers spin for a short while after a region (the next op of a program follows within
+// microseconds), then sleep on a condition variable, so an idle program costs no CPU.
+//
+// Regions do not nest: a region started from inside a worker runs on the calling thread alone.
+#pragma once
+
+#include <typex/config.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace typex::eigen::detail {
+
+class thread_pool {
+ public:
+  static thread_pool& instance() {
+    static thread_pool pool;
+    return pool;
+  }
+
+  thread_pool(const thread_pool&) = delete;
+  thread_pool& operator=(const thread_pool&) = delete;
+  ~thread_pool() { resize(1); }
+
+  int threads() const noexcept { return static_cast<int>(workers_.size()) + 1; }
+
+  // Sets the number of participants (the caller included); joins or starts workers.
+  void resize(int threads) {
+    threads = std::max(threads, 1);
+    const std::lock_guard<std::mutex> region(region_);
+    if (static_cast<std::size_t>(threads - 1) == workers_.size()) return;
+    {
+      const std::lock_guard<std::mutex> lk(sleep_);
+      stop_ = true;
+      generation_.fetch_add(1, std::memory_order_release);
+    }
+    wake_.notify_all();
+    for (std::thread& t : workers_) t.join();
+    workers_.clear();
+    stop_ = false;
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
+  }
+
+  // Runs f(index) for index in [0, n) with n <= threads(): index 0 on the calling thread, the
+  // others on workers; returns when all are done. f must not throw.
+  template <class F>
+  void run(int n, F& f) {
+    n = std::min(n, threads());
+    if (n <= 1 || in_region_) {
+      for (int i = 0; i < n; ++i) f(i);
+      return;
+    }
+    const std::lock_guard<std::mutex> region(region_);
+    fn_ = [](void* ctx, int i) { (*static_cast<F*>(ctx))(i); };
+    ctx_ = &f;
+    tasks_ = n;
+    pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+    {
+      const std::lock_guard<std::mutex> lk(sleep_);
+      generation_.fetch_add(1, std::memory_order_release);
+    }
+    wake_.notify_all();
+    in_region_ = true;
+    f(0);
+    in_region_ = false;
+    while (pending_.load(std::memory_order_acquire) != 0) TYPEX_CPU_RELAX();
+  }
+
+ private:
+  thread_pool() = default;
+
+  void work(int index) {
+    in_region_ = true;  // a region started by f runs inline
+    std::uint64_t seen = generation_.load(std::memory_order_acquire);
+    for (;;) {
+      std::uint64_t g = generation_.load(std::memory_order_acquire);
+      const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+      for (unsigned spins = 0; g == seen; g = generation_.load(std::memory_order_acquire)) {
+        TYPEX_CPU_RELAX();
+        if ((++spins & 255u) == 0 && std::chrono::steady_clock::now() > spin_until) {
+          std::unique_lock<std::mutex> lk(sleep_);
+          wake_.wait(lk, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+        }
+      }
+      seen = g;
+      if (stop_) return;
+      if (index < tasks_) fn_(ctx_, index);
+      pending_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+  }
+
+  std::vector<std::thread> workers_;
+  std::mutex region_;  // one region (or resize) at a time
+  std::mutex sleep_;
+  std::condition_variable wake_;
+  std::atomic<std::uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  void (*fn_)(void*, int) = nullptr;
+  void* ctx_ = nullptr;
+  int tasks_ = 0;
+  bool stop_ = false;
+  static inline thread_local bool in_region_ = false;
+};
+
+}  // namespace typex::eigen::detail
