@@ -13,6 +13,9 @@
 
 namespace typex_test {
 
+// Heap allocations so far in this process (tests/unit/alloc_counter.cpp).
+long allocation_count() noexcept;
+
 // Collects the shape requirements recorded while it is alive.
 struct recorder : typex::requirement_recorder {
   std::vector<typex::shape_requirement> seen;

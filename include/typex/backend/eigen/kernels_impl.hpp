@@ -355,7 +355,7 @@ inline any_tensor linear(const kernel_args& a) {
 template <class T>
 struct matmul_operand {
   const T* base;
-  std::vector<index_t> batch_offsets;  // per output batch, in elements
+  std::span<const index_t> batch_offsets;  // per output batch, in elements
   index_t rs, cs;
 };
 
@@ -439,8 +439,9 @@ inline any_tensor matmul_of(std::string_view op, const any_tensor& x, const any_
       for (index_t& v : st) v *= matrix;
       return st;
     };
-    const matmul_operand<T> mx{X.data<T>(), batch_offsets(xb, strides(xb, n * k), batch), k, 1};
-    const matmul_operand<T> my{Y.data<T>(), batch_offsets(yb, strides(yb, k * m), batch), m, 1};
+    const std::vector<index_t> ox = batch_offsets(xb, strides(xb, n * k), batch), oy = batch_offsets(yb, strides(yb, k * m), batch);
+    const matmul_operand<T> mx{X.data<T>(), ox, k, 1};
+    const matmul_operand<T> my{Y.data<T>(), oy, m, 1};
     matmul_batches(mx, my, n, k, m, out.data<T>(), num_threads());
   });
   return out;
@@ -533,14 +534,15 @@ inline any_tensor unsqueeze(const kernel_args& a) {
 }
 
 // dst (contiguous, extents oe) = src read with element strides `is` (a permuted or strided view).
+// idx: scratch of oe.size() indices (so that a planned step allocates nothing).
 template <class T>
-void strided_copy(const T* src, T* dst, const std::vector<index_t>& oe, const std::vector<index_t>& is) {
+void strided_copy(const T* src, T* dst, const std::vector<index_t>& oe, const std::vector<index_t>& is, std::span<index_t> idx) {
   const std::size_t r = oe.size();
   index_t n = 1;
   for (index_t e : oe) n *= e;
   if (n == 0) return;
   const index_t inner = r ? oe[r - 1] : 1, inner_stride = r ? is[r - 1] : 1;
-  std::vector<index_t> idx(r, 0);
+  std::fill(idx.begin(), idx.end(), index_t{0});
   index_t off = 0;
   for (index_t i = 0; i < n; i += inner) {
     T* d = dst + i;
@@ -567,7 +569,8 @@ inline any_tensor permuted(const any_tensor& x, const std::vector<std::size_t>& 
   any_tensor out(x.scalar_type(), oe);
   dispatch<false>(x.scalar_type(), op, [&](auto tag) {
     using T = decltype(tag);
-    strided_copy(x.data<T>(), out.data<T>(), oe, os);
+    std::vector<index_t> idx(r);
+    strided_copy(x.data<T>(), out.data<T>(), oe, os, idx);
   });
   return out;
 }

@@ -238,8 +238,8 @@ struct max_pool_step final : step {
 template <class T>
 struct copy_step final : step {
   operand x, out;
-  std::vector<index_t> oe, strides;
-  void run(const run_ctx& c) override { strided_copy(c.as<T>(x), c.as<T>(out), oe, strides); }
+  std::vector<index_t> oe, strides, idx;
+  void run(const run_ctx& c) override { strided_copy(c.as<T>(x), c.as<T>(out), oe, strides, idx); }
 };
 
 // Any other op: its eager kernel on views of the arena, the result copied into its buffer.
@@ -681,7 +681,7 @@ class planned_engine final : public engine {
         }
         const std::vector<index_t> base = x->strided ? x->strides : contiguous_strides(x->extents);
         auto s = std::make_unique<copy_step<T>>();
-        s->x = x->at, s->out = v.at, s->oe = v.extents;
+        s->x = x->at, s->out = v.at, s->oe = v.extents, s->idx.resize(v.extents.size());
         for (std::size_t d = 0; d < perm.size(); ++d) s->strides.push_back(base[perm[d]]);
         out = std::move(s);
       }

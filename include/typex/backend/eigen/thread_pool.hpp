@@ -49,7 +49,10 @@ class thread_pool {
     for (std::thread& t : workers_) t.join();
     workers_.clear();
     stop_ = false;
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
+    // (a worker starts from the generation of its creation: a region or a stop that comes before
+    // the thread runs is still seen)
+    const std::uint64_t now = generation_.load(std::memory_order_acquire);
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i, now] { work(i, now); });
   }
 
   // Runs f(index) for index in [0, n) with n <= threads(): index 0 on the calling thread, the
@@ -80,9 +83,8 @@ class thread_pool {
  private:
   thread_pool() = default;
 
-  void work(int index) {
+  void work(int index, std::uint64_t seen) {
     in_region_ = true;  // a region started by f runs inline
-    std::uint64_t seen = generation_.load(std::memory_order_acquire);
     for (;;) {
       std::uint64_t g = generation_.load(std::memory_order_acquire);
       const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);

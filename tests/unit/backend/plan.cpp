@@ -1,0 +1,195 @@
+// The Eigen backend's GEMM (against a plain triple loop: sizes around every blocking edge,
+// strided operands, every epilogue, 1 and 2 threads) and its planned programs: what a plan folds,
+// fuses and shares, results equal to eager calls, re-planning for a new batch, and no heap
+// allocation per call in steady state (counted by the unit tests' operator new, alloc_counter.cpp).
+#include "../support.hpp"
+
+#include <typex/backend/eigen.hpp>
+#include <typex/backend/eigen/gemm.hpp>
+
+#include <cmath>
+#include <random>
+
+using namespace typex;
+using namespace typex::eigen::detail;
+
+namespace {
+struct thread_count {
+  int before;
+  explicit thread_count(int n) : before(eigen::set_num_threads(n)) {}
+  ~thread_count() { eigen::set_num_threads(before); }
+};
+
+// C = act(alpha * A B + beta * C0 + bias) in double, A and B read through strides.
+std::vector<double> reference(index_t m, index_t n, index_t k, const std::vector<float>& a, index_t rsa, index_t csa,
+                              const std::vector<float>& b, index_t rsb, index_t csb, const std::vector<float>& c0,
+                              const gemm_epilogue<float>& ep) {
+  std::vector<double> c(static_cast<std::size_t>(m * n));
+  for (index_t i = 0; i < m; ++i)
+    for (index_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (index_t p = 0; p < k; ++p) s += double(a[std::size_t(i * rsa + p * csa)]) * double(b[std::size_t(p * rsb + j * csb)]);
+      double v = ep.alpha * s + (ep.beta != 0 ? ep.beta * double(c0[std::size_t(i * n + j)]) : 0.0);
+      if (ep.bias) v += ep.bias_per_row ? ep.bias[i] : ep.bias[j];
+      if (ep.act == activation::relu) v = std::max(v, 0.0);
+      c[std::size_t(i * n + j)] = v;
+    }
+  return c;
+}
+}  // namespace
+
+TEST_CASE("eigen gemm: sizes around the blocking edges, strided operands, epilogues, 1 and 2 threads") {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const index_t sizes[][3] = {{1, 1, 1}, {1, 512, 784}, {5, 7, 3}, {13, 33, 257}, {12, 32, 256}, {25, 65, 513}, {200, 40, 9}, {3, 100, 0}};
+  for (const auto& sz : sizes) {
+    const index_t m = sz[0], n = sz[1], k = sz[2];
+    for (int transposed = 0; transposed < 2; ++transposed) {
+      std::vector<float> a(std::size_t(m * k)), b(std::size_t(k * n)), bias(std::size_t(std::max(m, n))), c0(std::size_t(m * n));
+      for (auto* v : {&a, &b, &bias, &c0})
+        for (float& x : *v) x = u(rng);
+      // A row-major [m, k] or stored transposed; B [k, n] or stored as [n, k] (a linear layer's weight)
+      const index_t rsa = transposed ? 1 : k, csa = transposed ? m : 1;
+      const index_t rsb = transposed ? 1 : n, csb = transposed ? k : 1;
+      for (int variant = 0; variant < 3; ++variant) {
+        gemm_epilogue<float> ep;
+        if (variant == 1) { ep.bias = bias.data(); ep.act = activation::relu; }
+        if (variant == 2) { ep.bias = bias.data(); ep.bias_per_row = true; ep.alpha = 0.5f; ep.beta = 2.0f; }
+        const auto want = reference(m, n, k, a, rsa, csa, b, rsb, csb, c0, ep);
+        for (int threads : {1, 2}) {
+          const thread_count tc(threads);
+          std::vector<float> c = c0;
+          gemm<float>(m, n, k, {a.data(), rsa, csa}, {b.data(), rsb, csb}, c.data(), n, ep, threads);
+          double worst = 0;
+          for (std::size_t i = 0; i < c.size(); ++i) worst = std::max(worst, std::abs(c[i] - want[i]));
+          INFO("m=" << m << " n=" << n << " k=" << k << " transposed=" << transposed << " variant=" << variant << " threads=" << threads);
+          CHECK(worst <= 1e-5 * std::max<double>(1.0, std::sqrt(double(k))));
+        }
+      }
+    }
+  }
+}
+
+namespace plan_models {
+using batch = sym<"batch", 1, 1024>;
+using mlp = nn::Sequential<nn::Linear<64, 48>, nn::ReLU, nn::Linear<48, 48>, nn::GELU, nn::Linear<48, 10>>;
+struct cnn {
+  nn::Conv2d<1, 8, 3> conv1;
+  nn::Conv2d<8, 16, 3> conv2;
+  nn::MaxPool2d<pool2d_options{.kernel = {2, 2}}> pool;
+  nn::Flatten<> flatten;
+  nn::Linear<16 * 5 * 5, 10> fc;
+  template <class X>
+  auto operator()(const X& x) const {
+    return fc(flatten(pool(relu(conv2(relu(conv1(x)))))));
+  }
+};
+using encoder = nn::TransformerEncoderLayer<32, 4, 64, nn::activation::gelu, false, true>;
+struct linear_exp {
+  nn::Linear<8, 8> fc;
+  template <class X>
+  auto operator()(const X& x) const {
+    return exp(fc(x));  // exp has no planned kernel: an eager step
+  }
+};
+}  // namespace plan_models
+BOOST_HANA_ADAPT_STRUCT(plan_models::cnn, conv1, conv2, pool, flatten, fc);
+BOOST_HANA_ADAPT_STRUCT(plan_models::linear_exp, fc);
+
+namespace {
+template <class T>
+T random_input(std::initializer_list<index_t> extents, std::uint64_t seed) {
+  T t(extents);
+  init::generator g(seed, "input");
+  init::uniform_(t, -1.0, 1.0, g);
+  return t;
+}
+
+// The program's result on the planned path == eager, then the steady state allocates nothing.
+template <class M, class In>
+eigen::plan_report check_planned(const M& model, const exported_program& ep, const In& x) {
+  const auto eager = model(x).erase();
+  auto run = program_module<eigen_backend>(ep);
+  const std::vector<any_tensor> inputs{x.erase()};
+  std::vector<any_tensor> out;
+  run.run(inputs, out);
+  REQUIRE(out.size() == 1);
+  REQUIRE(out[0].extents() == eager.extents());
+  double worst = 0;
+  for (index_t i = 0; i < eager.numel(); ++i) worst = std::max(worst, double(std::abs(out[0].template data<float>()[i] - eager.template data<float>()[i])));
+  CHECK(worst <= 1e-6);
+  run.run(inputs, out);
+  const long before = typex_test::allocation_count();
+  run.run(inputs, out);
+  run.run(inputs, out);
+  CHECK(typex_test::allocation_count() - before == 0);
+  return run.report();
+}
+}  // namespace
+
+TEST_CASE("eigen plan: an MLP folds nothing, fuses its activations into the GEMMs, shares buffers, allocates nothing per call") {
+  using namespace plan_models;
+  mlp m;
+  init_module(m, 3);
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<batch, fix<64>>>(shape<batch, fix<64>>(batch(4), {}))));
+  const auto x = random_input<tensor<f32, batch, fix<64>>>({9, 64}, 1);
+  for (int threads : {1, 2}) {
+    const thread_count tc(threads);
+    const auto r = check_planned(m, ep, x);
+    CHECK(r.steps == 3);   // three GEMMs
+    CHECK(r.fused == 2);   // relu and gelu in their epilogues
+    CHECK(r.allocating_ops.empty());
+    CHECK(r.arena_bytes < r.unplanned_bytes);  // the first hidden layer's buffer is reused
+    CHECK(r.to_string().find("no allocation per call") != std::string::npos);
+  }
+}
+
+TEST_CASE("eigen plan: a CNN (conv + relu fused, pool, flatten as a view)") {
+  using namespace plan_models;
+  cnn m;
+  init_module(m, 5);
+  using in_t = shape<batch, fix<1>, fix<14>, fix<14>>;
+  const auto ep = export_program(m, input<"image">(tensor_spec<f32, in_t>(in_t(batch(2), {}, {}, {}))));
+  const auto x = random_input<tensor<f32, batch, fix<1>, fix<14>, fix<14>>>({3, 1, 14, 14}, 2);
+  for (int threads : {1, 2}) {
+    const thread_count tc(threads);
+    const auto r = check_planned(m, ep, x);
+    CHECK(r.fused == 2);
+    CHECK(r.views == 1);   // flatten
+    CHECK(r.steps == 4);   // conv1+relu, conv2+relu, pool, fc
+    CHECK(r.allocating_ops.empty());
+  }
+}
+
+TEST_CASE("eigen plan: a transformer block (in_proj slices folded, head transposes read through strides)") {
+  using namespace plan_models;
+  using seq = sym<"seq", 1, 128>;
+  encoder m;
+  init_module(m, 11);
+  using in_t = shape<batch, seq, fix<32>>;
+  const auto ep = export_program(m, input<"src">(tensor_spec<f32, in_t>(in_t(batch(2), seq(5), {}))));
+  const auto x = random_input<tensor<f32, batch, seq, fix<32>>>({2, 7, 32}, 4);
+  const auto r = check_planned(m, ep, x);
+  CHECK(r.folded == 6);  // the q, k, v slices of in_proj weight and bias
+  CHECK(r.fused == 1);   // linear1 + gelu
+  CHECK(r.views >= 6);   // the head views and the transposes feeding the matmuls
+  CHECK(r.allocating_ops.empty());
+}
+
+TEST_CASE("eigen plan: a new batch size re-plans; ops without a planned kernel run their eager kernel and are named") {
+  using batch = plan_models::batch;
+  plan_models::linear_exp m;
+  init_module(m, 1);
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<batch, fix<8>>>(shape<batch, fix<8>>(batch(2), {}))));
+  auto run = program_module<eigen_backend>(ep);
+  for (index_t b : {3, 5, 3}) {
+    const auto x = random_input<tensor<f32, batch, fix<8>>>({b, 8}, std::uint64_t(b));
+    const auto eager = m(x).erase();
+    const auto out = run({x.erase()});
+    REQUIRE(out[0].extents() == eager.extents());
+    for (index_t i = 0; i < eager.numel(); ++i) CHECK(out[0].data<float>()[i] == eager.data<float>()[i]);
+  }
+  const auto r = run.report();
+  CHECK(r.allocating_ops == std::vector<std::string>{"aten.exp.default"});
+  CHECK(r.to_string().find("eager kernels (allocating) for: aten.exp.default") != std::string::npos);
+}
