@@ -1,0 +1,174 @@
+// typex's compiled programs against hand-written Eigen (hand_eigen.hpp), same weights, one run:
+// the MLP, the CNN and the transformer block at the batch sizes with 1 and 2 threads.
+// LibTorch is measured by models_libtorch.cpp (built where LibTorch is installed); run_models.sh
+// runs both and writes the table of benchmarks/README.md.
+//
+//   ./build/gcc/benchmarks/typex_models_eigen --benchmark_filter=mlp
+//
+// Counters: GFLOP/s per row; the context has the FMA peak measured at start-up (Eigen packets,
+// 12 independent multiply-add chains per thread) and the largest difference between typex's and
+// the hand-written outputs (checked before timing: > 1e-3 aborts).
+#include "hand_eigen.hpp"
+#include "workloads.hpp"
+
+#include <typex/backend/eigen.hpp>
+#include <typex/typex.hpp>
+
+#include <benchmark/benchmark.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <thread>
+
+namespace bench {
+using batch = typex::sym<"batch", 1, 1024>;
+using mlp_model = typex::nn::Sequential<typex::nn::Linear<784, 512>, typex::nn::ReLU, typex::nn::Linear<512, 512>, typex::nn::ReLU,
+                                        typex::nn::Linear<512, 10>>;
+using cnn_model = typex::nn::Sequential<typex::nn::Conv2d<1, 32, 3>, typex::nn::ReLU, typex::nn::Conv2d<32, 64, 3>, typex::nn::ReLU,
+                                        typex::nn::MaxPool2d<typex::pool2d_options{.kernel = {2, 2}}>, typex::nn::Flatten<>,
+                                        typex::nn::Linear<64 * 12 * 12, 128>, typex::nn::ReLU, typex::nn::Linear<128, 10>>;
+using transformer_model = typex::nn::TransformerEncoderLayer<256, 4, 1024, typex::nn::activation::gelu, false, true>;
+
+template <class M>
+void fill(M& m) {
+  for (auto& [name, t] : typex::named_parameters(m)) {
+    const auto n = static_cast<std::size_t>(t.numel());
+    fill_weights(name, t.template data<float>(), n, t.rank() >= 2 ? n / static_cast<std::size_t>(t.extents()[0]) : n);
+  }
+}
+
+template <class M>
+hand::weights_fn lookup(const M& m) {
+  auto params = std::make_shared<std::map<std::string, typex::any_tensor>>();
+  for (auto& [name, t] : typex::named_parameters(m)) params->emplace(name, t);
+  return [params](const std::string& name) -> const float* {
+    const auto it = params->find(name);
+    if (it == params->end()) throw std::runtime_error("no parameter " + name);
+    return it->second.data<float>();
+  };
+}
+
+void set_threads(int t) {
+  typex::eigen::set_num_threads(t);
+  Eigen::setNbThreads(t);
+#ifdef _OPENMP
+  omp_set_num_threads(t);
+#endif
+}
+
+// Measured FMA throughput (GFLOP/s) with `threads` threads.
+double fma_peak(int threads) {
+  using P = Eigen::internal::packet_traits<float>::type;
+  constexpr int L = Eigen::internal::packet_traits<float>::size;
+  auto one = [] {
+    using namespace Eigen::internal;
+    P acc[12];
+    for (auto& a : acc) a = pset1<P>(0.f);
+    const P x = pset1<P>(1.0000001f), y = pset1<P>(0.9999999f);
+    const long iters = 20'000'000;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (long i = 0; i < iters; ++i)
+      for (auto& a : acc) a = pmadd(a, x, y);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    float sink = 0;
+    for (auto& a : acc) sink += pfirst(a);
+    benchmark::DoNotOptimize(sink);
+    return iters * 12.0 * L * 2.0 / s * 1e-9;
+  };
+  std::vector<double> r(static_cast<std::size_t>(threads));
+  std::vector<std::thread> ts;
+  for (int i = 0; i < threads; ++i) ts.emplace_back([&, i] { r[static_cast<std::size_t>(i)] = one(); });
+  for (auto& t : ts) t.join();
+  double total = 0;
+  for (double v : r) total += v;
+  return total;
+}
+
+float max_diff(const float* a, const float* b, long n) {
+  float w = 0;
+  for (long i = 0; i < n; ++i) w = std::max(w, std::abs(a[i] - b[i]));
+  return w;
+}
+
+template <class Model, class Shape, class Hand, class HandCall>
+void run_pair(benchmark::State& state, bool use_typex, std::vector<long> in_extents, double flops, HandCall&& hand_call,
+              Shape example_shape) {
+  const long b = state.range(0);
+  const int threads = static_cast<int>(state.range(1));
+  set_threads(threads);
+  static Model model = [] {
+    Model m;
+    fill(m);
+    return m;
+  }();
+  static const typex::exported_program ep =
+      typex::export_program(model, typex::input<"x">(typex::tensor_spec<typex::f32, Shape>(example_shape)));
+  typex::program_module<typex::eigen_backend> program(ep, typex::eigen::compile_options{threads, true});
+  Hand hand(lookup(model));
+  in_extents[0] = b;
+  typex::any_tensor x(typex::dtype::f32, in_extents);
+  fill_input(x.data<float>(), static_cast<std::size_t>(x.numel()));
+  std::vector<typex::any_tensor> inputs{x}, outputs;
+  program.run(inputs, outputs);
+  const auto& ref = hand_call(hand, x.data<float>(), b, threads);
+  const float diff = max_diff(outputs[0].data<float>(), ref.data(), outputs[0].numel());
+  if (!(diff <= 1e-3f)) {
+    state.SkipWithError("typex and the hand-written Eigen code disagree");
+    return;
+  }
+  state.counters["max_abs_diff"] = diff;
+  if (use_typex) {
+    for (auto _ : state) program.run(inputs, outputs);
+  } else {
+    for (auto _ : state) benchmark::DoNotOptimize(hand_call(hand, x.data<float>(), b, threads).data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void mlp(benchmark::State& s, bool t) {
+  using S = typex::shape<batch, typex::fix<784>>;
+  run_pair<mlp_model, S, hand::mlp>(s, t, {1, 784}, mlp_flops(s.range(0)),
+                                    [](hand::mlp& h, const float* x, long b, int) -> const hand::mat& { return h(x, b); },
+                                    S(batch(2), {}));
+}
+void cnn(benchmark::State& s, bool t) {
+  using S = typex::shape<batch, typex::fix<1>, typex::fix<28>, typex::fix<28>>;
+  run_pair<cnn_model, S, hand::cnn>(s, t, {1, 1, 28, 28}, cnn_flops(s.range(0)),
+                                    [](hand::cnn& h, const float* x, long b, int th) -> const hand::mat& { return h(x, b, th); },
+                                    S(batch(2), {}, {}, {}));
+}
+void transformer(benchmark::State& s, bool t) {
+  using S = typex::shape<batch, typex::fix<128>, typex::fix<256>>;
+  run_pair<transformer_model, S, hand::transformer>(
+      s, t, {1, 128, 256}, transformer_flops(s.range(0)),
+      [](hand::transformer& h, const float* x, long b, int th) -> const hand::mat& { return h(x, b, th); }, S(batch(2), {}, {}));
+}
+}  // namespace bench
+
+static void BM_mlp_typex(benchmark::State& s) { bench::mlp(s, true); }
+static void BM_mlp_hand_eigen(benchmark::State& s) { bench::mlp(s, false); }
+static void BM_cnn_typex(benchmark::State& s) { bench::cnn(s, true); }
+static void BM_cnn_hand_eigen(benchmark::State& s) { bench::cnn(s, false); }
+static void BM_transformer_typex(benchmark::State& s) { bench::transformer(s, true); }
+static void BM_transformer_hand_eigen(benchmark::State& s) { bench::transformer(s, false); }
+
+#define TYPEX_MODEL_ARGS(...) ArgNames({"batch", "threads"})->ArgsProduct({__VA_ARGS__, {1, 2}})->UseRealTime()->Unit(benchmark::kMicrosecond)
+BENCHMARK(BM_mlp_typex)->TYPEX_MODEL_ARGS({1, 32, 256});
+BENCHMARK(BM_mlp_hand_eigen)->TYPEX_MODEL_ARGS({1, 32, 256});
+BENCHMARK(BM_cnn_typex)->TYPEX_MODEL_ARGS({1, 32, 256});
+BENCHMARK(BM_cnn_hand_eigen)->TYPEX_MODEL_ARGS({1, 32, 256});
+BENCHMARK(BM_transformer_typex)->TYPEX_MODEL_ARGS({1, 8});
+BENCHMARK(BM_transformer_hand_eigen)->TYPEX_MODEL_ARGS({1, 8});
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  benchmark::AddCustomContext("fma_peak_gflops_1_thread", std::to_string(bench::fma_peak(1)));
+  benchmark::AddCustomContext("fma_peak_gflops_2_threads", std::to_string(bench::fma_peak(2)));
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+}
