@@ -74,6 +74,24 @@
 #define TYPEX_KEEP_IN_REGISTER(v) ((void)0)
 #define TYPEX_CPU_RELAX() ((void)0)
 #endif
+// TYPEX_SIMD_ABI: an inline namespace around code whose data layout depends on the vector width
+// the unit is compiled for (the GEMM's packed panels). typex::eigen is compiled with -march=native
+// by default while a user's unit may not be: without it, the two copies of gemm<float> would share
+// one mangled name and the linker would mix an AVX-512 packing with an SSE micro-kernel.
+#if defined(__AVX512F__)
+#define TYPEX_SIMD_ABI simd_avx512
+#elif defined(__AVX2__) && defined(__FMA__)
+#define TYPEX_SIMD_ABI simd_avx2_fma
+#elif defined(__AVX__)
+#define TYPEX_SIMD_ABI simd_avx
+#elif defined(__SSE2__)
+#define TYPEX_SIMD_ABI simd_sse2
+#elif defined(__ARM_NEON)
+#define TYPEX_SIMD_ABI simd_neon
+#else
+#define TYPEX_SIMD_ABI simd_generic
+#endif
+
 // TYPEX_UNROLL: unroll the next loop (a constant trip count) completely.
 #if defined(__clang__)
 #define TYPEX_UNROLL _Pragma("unroll")

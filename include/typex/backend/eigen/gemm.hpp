@@ -32,6 +32,7 @@
 #include <utility>
 
 namespace typex::eigen::detail {
+inline namespace TYPEX_SIMD_ABI {  // (config.hpp: one name per vector width)
 
 // The activations a GEMM, a convolution or a pointwise pass applies in place.
 enum class activation : unsigned char { none, relu, gelu, gelu_tanh, silu, sigmoid, tanh };
@@ -88,8 +89,13 @@ struct gemm_traits {
   static constexpr int lanes = Eigen::internal::packet_traits<T>::size;
   static constexpr int nr = 2 * lanes;                                                 // tile columns
   static constexpr int mr = EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS >= 32 ? 12 : 6;   // tile rows
-  static constexpr index_t kc = 256;                 // depth of a block: a B micro-panel stays in L1
+  static constexpr index_t max_kc = 384;             // depth of a block: a B micro-panel stays in L1
   static constexpr index_t mc = mr * 16;             // rows of a packed A block (L2)
+  // k split into equal blocks of at most max_kc (K = 288 is one block, not 256 + a thin 32)
+  static constexpr index_t kc_for(index_t k) noexcept {
+    const index_t blocks = k <= 0 ? 1 : (k + max_kc - 1) / max_kc;
+    return k <= 0 ? 1 : (k + blocks - 1) / blocks;
+  }
 };
 
 // A strided matrix operand: element (i, j) at data[i * rs + j * cs].
@@ -106,6 +112,7 @@ template <class T>
 struct packed_rhs {
   index_t k = 0, n = 0;
   T* data = nullptr;  // not owned
+  index_t kc = gemm_traits<T>::kc_for(k);
 
   static index_t padded_n(index_t n) noexcept { return (n + gemm_traits<T>::nr - 1) / gemm_traits<T>::nr * gemm_traits<T>::nr; }
   static std::size_t size_for(index_t k, index_t n) noexcept { return static_cast<std::size_t>(k * padded_n(n)); }
@@ -113,7 +120,7 @@ struct packed_rhs {
   // Packs b (k x n) into out (size_for(k, n) elements).
   static packed_rhs pack(matrix_ref<T> b, index_t k, index_t n, T* out) {
     constexpr int nr = gemm_traits<T>::nr;
-    constexpr index_t kc = gemm_traits<T>::kc;
+    const index_t kc = gemm_traits<T>::kc_for(k);
     const index_t np = padded_n(n);
     for (index_t p0 = 0; p0 < k; p0 += kc) {
       const index_t kcp = std::min(kc, k - p0);
@@ -123,15 +130,16 @@ struct packed_rhs {
         const index_t w = std::min<index_t>(nr, n - j0);
         for (index_t kk = 0; kk < kcp; ++kk) {
           T* row = panel + kk * nr;
-          for (index_t jj = 0; jj < w; ++jj) row[jj] = b(p0 + kk, j0 + jj);
-          for (index_t jj = w; jj < nr; ++jj) row[jj] = T(0);
+          if (b.cs == 1) std::copy_n(&b(p0 + kk, j0), w, row);  // (row-major B: a contiguous run)
+          else for (index_t jj = 0; jj < w; ++jj) row[jj] = b(p0 + kk, j0 + jj);
+          std::fill(row + w, row + nr, T(0));
         }
       }
     }
-    return packed_rhs{k, n, out};
+    return packed_rhs{k, n, out, kc};
   }
   const T* panel(index_t p0, index_t j0) const noexcept {
-    const index_t kcp = std::min(gemm_traits<T>::kc, k - p0);
+    const index_t kcp = std::min(kc, k - p0);
     return data + p0 * padded_n(n) + j0 * kcp;
   }
 };
@@ -146,9 +154,11 @@ struct gemm_epilogue {
   activation act = activation::none;
 };
 
-// The mr x nr micro-kernel: tile = A micro-panel (kc x MR, packed) * B micro-panel (kc x nr).
+// The mr x nr micro-kernel: A micro-panel (kc x MR, packed) times B micro-panel (kc x nr), stored
+// to c (row stride ldc) — either the finished tile of C itself, with the column or row bias added
+// and ReLU applied in registers, or a scratch tile that the caller finishes.
 template <class T, int MR>
-void micro_kernel(index_t kc, const T* a, const T* b, T* tile) {
+void micro_kernel(index_t kc, const T* a, const T* b, T* c, index_t ldc, const T* col_bias, const T* row_bias, bool relu) {
   using traits = gemm_traits<T>;
   using P = typename traits::packet;
   using namespace Eigen::internal;
@@ -169,15 +179,27 @@ void micro_kernel(index_t kc, const T* a, const T* b, T* tile) {
     a += MR;
     b += traits::nr;
   }
+  const P zero = pset1<P>(T(0));
+  const P cb0 = col_bias ? ploadu<P>(col_bias) : zero, cb1 = col_bias ? ploadu<P>(col_bias + L) : zero;
   for (int i = 0; i < MR; ++i) {
-    pstore(tile + i * traits::nr, c0[i]);
-    pstore(tile + i * traits::nr + L, c1[i]);
+    P r0 = padd(c0[i], cb0), r1 = padd(c1[i], cb1);
+    if (row_bias != nullptr) {
+      const P rb = pset1<P>(row_bias[i]);
+      r0 = padd(r0, rb);
+      r1 = padd(r1, rb);
+    }
+    if (relu) {  // (Eigen's pmax(x, 0) keeps a NaN x, as activate() does)
+      r0 = pmax(r0, zero);
+      r1 = pmax(r1, zero);
+    }
+    pstoreu(c + i * ldc, r0);
+    pstoreu(c + i * ldc + L, r1);
   }
 }
 
 template <class T, int... MR>
 constexpr auto micro_kernel_table(std::integer_sequence<int, MR...>) {
-  using fn = void (*)(index_t, const T*, const T*, T*);
+  using fn = void (*)(index_t, const T*, const T*, T*, index_t, const T*, const T*, bool);
   return std::array<fn, sizeof...(MR)>{&micro_kernel<T, MR + 1>...};
 }
 
@@ -200,12 +222,15 @@ void gemm_range(index_t i0, index_t i1, index_t j0, index_t j1, matrix_ref<T> a,
   constexpr int mr = traits::mr, nr = traits::nr;
   static constexpr auto kernels = micro_kernel_table<T>(std::make_integer_sequence<int, mr>{});
   const index_t k = b.k;
-  T* apack = a_scratch<T>().get(static_cast<std::size_t>(traits::mc * traits::kc));
+  const index_t kc = b.kc;
+  T* apack = a_scratch<T>().get(static_cast<std::size_t>(traits::mc * traits::max_kc));
   alignas(64) T tile[mr * nr];
   using row = Eigen::Array<T, 1, Eigen::Dynamic>;
-  for (index_t p0 = 0; p0 < k || (k == 0 && p0 == 0); p0 += traits::kc) {
-    const index_t kcp = std::min(traits::kc, k - p0);
-    const bool first = p0 == 0, last = p0 + traits::kc >= k;
+  for (index_t p0 = 0; p0 < k || (k == 0 && p0 == 0); p0 += kc) {
+    const index_t kcp = std::min(kc, k - p0);
+    const bool first = p0 == 0, last = p0 + kc >= k;
+    // one block of k and a plain epilogue: tiles go straight to C
+    const bool direct = first && last && ep.alpha == T(1) && ep.beta == T(0);
     for (index_t ic = i0; ic < i1; ic += traits::mc) {
       const index_t mcp = std::min(traits::mc, i1 - ic);
       // pack A rows [ic, ic + mcp) x [p0, p0 + kcp): micro-panels of mr rows (the last may be shorter)
@@ -222,7 +247,16 @@ void gemm_range(index_t i0, index_t i1, index_t j0, index_t j1, matrix_ref<T> a,
         const index_t w = std::min<index_t>(nr, j1 - jr);
         for (index_t ir = 0; ir < mcp; ir += mr) {
           const index_t h = std::min<index_t>(mr, mcp - ir);
-          kernels[static_cast<std::size_t>(h - 1)](kcp, apack + ir * kcp, bpanel, tile);
+          const auto kernel = kernels[static_cast<std::size_t>(h - 1)];
+          if (direct && w == nr) {  // the whole epilogue but a non-ReLU activation, in registers
+            T* dst = c + (ic + ir) * ldc + jr;
+            kernel(kcp, apack + ir * kcp, bpanel, dst, ldc, ep.bias && !ep.bias_per_row ? ep.bias + jr : nullptr,
+                   ep.bias && ep.bias_per_row ? ep.bias + ic + ir : nullptr, ep.act == activation::relu);
+            if (ep.act != activation::none && ep.act != activation::relu)
+              for (index_t ii = 0; ii < h; ++ii) activate(dst + ii * ldc, w, ep.act);
+            continue;
+          }
+          kernel(kcp, apack + ir * kcp, bpanel, tile, nr, nullptr, nullptr, false);
           for (index_t ii = 0; ii < h; ++ii) {
             const index_t i = ic + ir + ii;
             Eigen::Map<row> out(c + i * ldc + jr, w);
@@ -281,4 +315,5 @@ void gemm(index_t m, index_t n, index_t k, matrix_ref<T> a, matrix_ref<T> b, T* 
   gemm(m, a, pb, c, ldc, ep, threads);
 }
 
+}  // namespace TYPEX_SIMD_ABI
 }  // namespace typex::eigen::detail
