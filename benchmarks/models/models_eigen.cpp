@@ -122,6 +122,9 @@ void run_pair(benchmark::State& state, bool use_typex, std::vector<long> in_exte
     return;
   }
   state.counters["max_abs_diff"] = diff;
+  double sum = 0;  // (compared with models_libtorch's out_sum: same weights, same inputs)
+  for (typex::index_t i = 0; i < outputs[0].numel(); ++i) sum += outputs[0].data<float>()[i];
+  state.counters["out_sum"] = sum;
   if (use_typex) {
     for (auto _ : state) program.run(inputs, outputs);
   } else {
