@@ -16,6 +16,15 @@ namespace typex_test {
 // Heap allocations so far in this process (tests/unit/alloc_counter.cpp).
 long allocation_count() noexcept;
 
+// A host tensor of type T with values uniform in [-1, 1) from a seeded generator.
+template <class T>
+T random_tensor(std::initializer_list<typex::index_t> extents, std::uint64_t seed) {
+  T t(extents);
+  typex::init::generator g(seed, "input");
+  typex::init::uniform_(t, -1.0, 1.0, g);
+  return t;
+}
+
 // Collects the shape requirements recorded while it is alive.
 struct recorder : typex::requirement_recorder {
   std::vector<typex::shape_requirement> seen;

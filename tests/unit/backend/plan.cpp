@@ -97,14 +97,6 @@ BOOST_HANA_ADAPT_STRUCT(plan_models::cnn, conv1, conv2, pool, flatten, fc);
 BOOST_HANA_ADAPT_STRUCT(plan_models::linear_exp, fc);
 
 namespace {
-template <class T>
-T random_input(std::initializer_list<index_t> extents, std::uint64_t seed) {
-  T t(extents);
-  init::generator g(seed, "input");
-  init::uniform_(t, -1.0, 1.0, g);
-  return t;
-}
-
 // The program's result on the planned path == eager, then the steady state allocates nothing.
 template <class M, class In>
 eigen::plan_report check_planned(const M& model, const exported_program& ep, const In& x) {
@@ -132,7 +124,7 @@ TEST_CASE("eigen plan: an MLP folds nothing, fuses its activations into the GEMM
   mlp m;
   init_module(m, 3);
   const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<batch, fix<64>>>(shape<batch, fix<64>>(batch(4), {}))));
-  const auto x = random_input<tensor<f32, batch, fix<64>>>({9, 64}, 1);
+  const auto x = typex_test::random_tensor<tensor<f32, batch, fix<64>>>({9, 64}, 1);
   for (int threads : {1, 2}) {
     const thread_count tc(threads);
     const auto r = check_planned(m, ep, x);
@@ -150,7 +142,7 @@ TEST_CASE("eigen plan: a CNN (conv + relu fused, pool, flatten as a view)") {
   init_module(m, 5);
   using in_t = shape<batch, fix<1>, fix<14>, fix<14>>;
   const auto ep = export_program(m, input<"image">(tensor_spec<f32, in_t>(in_t(batch(2), {}, {}, {}))));
-  const auto x = random_input<tensor<f32, batch, fix<1>, fix<14>, fix<14>>>({3, 1, 14, 14}, 2);
+  const auto x = typex_test::random_tensor<tensor<f32, batch, fix<1>, fix<14>, fix<14>>>({3, 1, 14, 14}, 2);
   for (int threads : {1, 2}) {
     const thread_count tc(threads);
     const auto r = check_planned(m, ep, x);
@@ -168,7 +160,7 @@ TEST_CASE("eigen plan: a transformer block (in_proj slices folded, head transpos
   init_module(m, 11);
   using in_t = shape<batch, seq, fix<32>>;
   const auto ep = export_program(m, input<"src">(tensor_spec<f32, in_t>(in_t(batch(2), seq(5), {}))));
-  const auto x = random_input<tensor<f32, batch, seq, fix<32>>>({2, 7, 32}, 4);
+  const auto x = typex_test::random_tensor<tensor<f32, batch, seq, fix<32>>>({2, 7, 32}, 4);
   const auto r = check_planned(m, ep, x);
   CHECK(r.folded == 6);  // the q, k, v slices of in_proj weight and bias
   CHECK(r.fused == 1);   // linear1 + gelu
@@ -183,7 +175,7 @@ TEST_CASE("eigen plan: a new batch size re-plans; ops without a planned kernel r
   const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<batch, fix<8>>>(shape<batch, fix<8>>(batch(2), {}))));
   auto run = program_module<eigen_backend>(ep);
   for (index_t b : {3, 5, 3}) {
-    const auto x = random_input<tensor<f32, batch, fix<8>>>({b, 8}, std::uint64_t(b));
+    const auto x = typex_test::random_tensor<tensor<f32, batch, fix<8>>>({b, 8}, std::uint64_t(b));
     const auto eager = m(x).erase();
     const auto out = run({x.erase()});
     REQUIRE(out[0].extents() == eager.extents());

@@ -91,14 +91,6 @@ std::string printed(const exported_program& ep) {
   return std::regex_replace(ep.to_string(), line, "$1:N ");
 }
 
-template <class T>
-T random_tensor(std::initializer_list<index_t> extents, std::uint64_t seed) {
-  T t(extents);
-  init::generator g(seed, "input");
-  init::uniform_(t, -1.0, 1.0, g);
-  return t;
-}
-
 template <class A, class B>
 void check_close(const A& a, const B& b, double tol) {
   REQUIRE(a.numel() == b.numel());
@@ -142,7 +134,7 @@ TEST_CASE("models: an MLP (nn::Sequential) with batch dynamic exports, prints, r
   CHECK(calls[5].signature->outputs == calls[0].signature->outputs);
   typex_test::check_golden("export_mlp.txt", printed(ep));
 
-  const auto x = random_tensor<tensor<f32, batch, fix<784>>>({32, 784}, 1);
+  const auto x = typex_test::random_tensor<tensor<f32, batch, fix<784>>>({32, 784}, 1);
   const auto eager = m(x);
   const auto run = ep.module();
   const auto exported = run(x);
@@ -174,7 +166,7 @@ TEST_CASE("models: a CNN (conv, pool, flatten, linear) exports and runs == eager
                                  "PARAMETER conv2.bias", "PARAMETER fc1.weight", "PARAMETER fc1.bias",
                                  "PARAMETER fc2.weight", "PARAMETER fc2.bias", "USER_INPUT "});
   typex_test::check_golden("export_cnn.txt", printed(ep));
-  const auto x = random_tensor<tensor<f32, batch, fix<1>, fix<28>, fix<28>>>({3, 1, 28, 28}, 2);
+  const auto x = typex_test::random_tensor<tensor<f32, batch, fix<1>, fix<28>, fix<28>>>({3, 1, 28, 28}, 2);
   check_close(ep.module()(x), m(x), 0.0);
 }
 
@@ -202,7 +194,7 @@ TEST_CASE("models: a transformer encoder block (attention, layer norm, GELU, res
   const auto& drop = *ep.module_call_graph()[3].signature;  // an identity: what it returns is what it got
   CHECK(drop.inputs == attn.outputs);
   CHECK(drop.outputs == attn.outputs);
-  const auto x = random_tensor<tensor<f32, batch, seq, fix<32>>>({3, 7, 32}, 4);
+  const auto x = typex_test::random_tensor<tensor<f32, batch, seq, fix<32>>>({3, 7, 32}, 4);
   check_close(ep.module()(x), m(x), 0.0);
 }
 
@@ -221,11 +213,11 @@ TEST_CASE("models: nested pytree inputs and outputs; numbers specialized into th
   CHECK(ep.in_spec().to_string().find("pair_inputs") != std::string::npos);
   typex_test::check_golden("export_pytree.txt", printed(ep));
 
-  pair_inputs<host_tensor> real{random_tensor<tensor<f32, batch, fix<4>>>({3, 4}, 6), ids_t({3})};
+  pair_inputs<host_tensor> real{typex_test::random_tensor<tensor<f32, batch, fix<4>>>({3, 4}, 6), ids_t({3})};
   real.ids(0) = 1;
   real.ids(1) = 9;
   real.ids(2) = 4;
-  const auto scale = random_tensor<tensor<f32, fix<3>>>({3}, 8);
+  const auto scale = typex_test::random_tensor<tensor<f32, fix<3>>>({3}, 8);
   const auto run = ep.module();
   const auto out = run(real, std::make_tuple(scale, 0.5));
   const auto eager = m(real, std::make_tuple(scale, 0.5));
@@ -257,7 +249,7 @@ TEST_CASE("models: buffers (persistent and not) are lifted with their kinds; run
   CHECK(ep.state_dict().find("inv_std") == nullptr);
   CHECK(ep.constants().find("inv_std") != nullptr);
   typex_test::check_golden("export_buffer.txt", printed(ep));
-  const auto x = random_tensor<tensor<f32, batch, fix<4>>>({5, 4}, 3);
+  const auto x = typex_test::random_tensor<tensor<f32, batch, fix<4>>>({5, 4}, 3);
   check_close(ep.module()(x), m(x), 0.0);
 }
 
@@ -273,6 +265,6 @@ TEST_CASE("models: tied weights are lifted once and read by both modules; runs =
   REQUIRE(ep.state_dict().find("decoder.weight") != nullptr);
   CHECK(ep.state_dict().find("decoder.weight")->raw_data() == ep.state_dict().find("encoder.weight")->raw_data());
   typex_test::check_golden("export_tied.txt", printed(ep));
-  const auto x = random_tensor<tensor<f32, batch, fix<6>>>({4, 6}, 12);
+  const auto x = typex_test::random_tensor<tensor<f32, batch, fix<6>>>({4, 6}, 12);
   check_close(ep.module()(x), m(x), 0.0);
 }
