@@ -151,6 +151,13 @@ TEST_CASE("eigen plan: a CNN (conv + relu fused, pool, flatten as a view)") {
     CHECK(r.steps == 4);   // conv1+relu, conv2+relu, pool, fc
     CHECK(r.allocating_ops.empty());
   }
+  // planned with 1 thread, run with 2: the convolution's scratch was planned for 1 (it stays at 1)
+  const thread_count one(1);
+  auto run = program_module<eigen_backend>(ep);
+  const auto first = run({x.erase()});
+  eigen::set_num_threads(2);
+  const auto second = run({x.erase()});
+  for (index_t i = 0; i < first[0].numel(); ++i) CHECK(first[0].data<float>()[i] == second[0].data<float>()[i]);
 }
 
 TEST_CASE("eigen plan: a transformer block (in_proj slices folded, head transposes read through strides)") {

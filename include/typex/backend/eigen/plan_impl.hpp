@@ -109,9 +109,10 @@ struct conv_step final : step {
   operand x, w, b, out, scratch;
   conv_geometry g;
   activation act;
+  int scratch_threads;  // the threads the scratch buffer was planned for
   void run(const run_ctx& c) override {
     conv2d_into<T>(g, c.as<T>(x), c.as<T>(w), b.kind == operand::where::none ? nullptr : c.as<T>(b), act, c.as<T>(out),
-                   c.as<T>(scratch), c.threads);
+                   c.as<T>(scratch), std::min(c.threads, scratch_threads));
   }
 };
 
@@ -251,12 +252,19 @@ struct kernel_step final : step {
   std::vector<const any_tensor*> ptrs;
   const symbol_table* symbols;
   operand out;
-  std::size_t bytes;
+  dtype dt;
+  std::vector<index_t> extents;  // what the node records (its symbols bound)
   void run(const run_ctx& c) override {
     for (std::size_t i = 0; i < ptrs.size(); ++i)
       if (input_of[i]) ptrs[i] = &c.inputs[*input_of[i]];
     const any_tensor r = fn(kernel_args(node->target, node->args, ptrs, symbols));
-    std::memcpy(c.get(out), r.raw_data(), bytes);
+    if (r.scalar_type() != dt || r.extents() != extents) {  // a bug in typex: reported, not computed on
+      typex::detail::raise<ir::graph_error>([&](auto& w) {
+        w.put("typex::eigen: node '"); w.put(node->name); w.put("' ("); w.put(node->target); w.put(") produced ");
+        w.put(r.to_string()); w.put(" where the program records "); w.put(tensor_shape(dt, extents).to_string());
+      });
+    }
+    std::memcpy(c.get(out), r.raw_data(), static_cast<std::size_t>(r.numel()) * itemsize(dt));
   }
 };
 
@@ -481,7 +489,7 @@ class planned_engine final : public engine {
       if (auto s = fast_step(node, n, tensors, act)) {
         pending.push_back(std::move(s));
       } else {
-        pending.push_back(generic_step(node, fn, tensors, bytes));
+        pending.push_back(generic_step(node, n, fn));
         report_.allocating_ops.emplace_back(node.target);
       }
       step_time.push_back(n);
@@ -548,7 +556,7 @@ class planned_engine final : public engine {
     }
   }
 
-  std::unique_ptr<step> generic_step(const ir::node& node, kernel_fn fn, const std::vector<const any_tensor*>&, std::size_t bytes) {
+  std::unique_ptr<step> generic_step(const ir::node& node, ir::node_id n, kernel_fn fn) {
     auto s = std::make_unique<kernel_step>();
     s->node = &node;
     s->fn = fn;
@@ -559,8 +567,9 @@ class planned_engine final : public engine {
       if (const auto* r = std::get_if<ir::value_ref>(&node.args[k]); r && values_[r->node].at.kind == operand::where::input)
         s->input_of[k] = values_[r->node].at.index;
     s->symbols = &symbols_;
-    s->out = values_[&node - &ep_->graph()[0]].at;
-    s->bytes = bytes;
+    s->out = values_[n].at;
+    s->dt = values_[n].dt;
+    s->extents = values_[n].extents;
     return s;
   }
 
@@ -582,6 +591,10 @@ class planned_engine final : public engine {
       if (t == "aten.linear.default") {
         const value *x = arg(0), *w = arg(1), *b = arg(2);
         if (!plain(x) || !plain(w) || (node.args.size() > 2 && !std::holds_alternative<ir::none_t>(node.args[2]) && !plain(b))) return;
+        // (shapes the eager kernel would reject: leave them to it, for its message)
+        if (w->extents.size() != 2 || x->extents.empty() || x->extents.back() != w->extents[1] ||
+            (b != nullptr && b->numel() != w->extents[0]))
+          return;
         auto s = std::make_unique<linear_step<T>>();
         s->x = x->at, s->w = w->at, s->b = b ? b->at : operand{}, s->out = v.at, s->act = act;
         s->in = w->extents[1], s->outs = w->extents[0], s->rows = s->in ? x->numel() / s->in : 0;
@@ -593,14 +606,15 @@ class planned_engine final : public engine {
         auto s = std::make_unique<conv_step<T>>();
         s->g = conv_geometry_of(ka, {x->dt, x->extents}, {w->dt, w->extents}, b ? std::optional<index_t>(b->numel()) : std::nullopt);
         s->x = x->at, s->w = w->at, s->b = b ? b->at : operand{}, s->out = v.at, s->act = act;
-        const auto threads = static_cast<std::size_t>(std::max(num_threads(), options_.threads));
-        s->scratch = {operand::where::arena, new_buffer(static_cast<std::size_t>(conv_scratch(s->g, static_cast<int>(threads))) * sizeof(T), n), nullptr};
+        s->scratch_threads = std::max(num_threads(), options_.threads);
+        s->scratch = {operand::where::arena, new_buffer(static_cast<std::size_t>(conv_scratch(s->g, s->scratch_threads)) * sizeof(T), n), nullptr};
         out = std::move(s);
       } else if (is_matmul_op(t)) {
         const value *x = arg(0), *y = arg(1);
         if (x == nullptr || y == nullptr || x->dt != v.dt || y->dt != v.dt || x->extents.size() < 2 || y->extents.size() < 2) return;
         if (t != "aten.matmul.default" && x->extents.size() != y->extents.size()) return;
         const std::size_t rx = x->extents.size(), ry = y->extents.size();
+        if (x->extents[rx - 1] != y->extents[ry - 2]) return;
         const std::vector<index_t> sx = x->strided ? x->strides : contiguous_strides(x->extents);
         const std::vector<index_t> sy = y->strided ? y->strides : contiguous_strides(y->extents);
         auto s = std::make_unique<matmul_step<T>>();
@@ -640,6 +654,15 @@ class planned_engine final : public engine {
           return;
         }
         if (node.args.size() > 2 && ka.has(2)) s->alpha = static_cast<T>(ka.real(2));
+        const auto broadcasts = [&](const value* o) {
+          if (o == nullptr) return true;
+          if (o->extents.size() > v.extents.size()) return false;
+          const std::size_t shift = v.extents.size() - o->extents.size();
+          for (std::size_t d = 0; d < o->extents.size(); ++d)
+            if (o->extents[d] != 1 && o->extents[d] != v.extents[d + shift]) return false;
+          return true;
+        };
+        if (!broadcasts(a) || !broadcasts(b)) return;
         s->a = a->at, s->b = b ? b->at : operand{}, s->out = v.at, s->oe = v.extents;
         s->sa = broadcast_strides(a->extents, v.extents);
         s->sb = b ? broadcast_strides(b->extents, v.extents) : std::vector<index_t>(v.extents.size(), 0);
@@ -654,8 +677,14 @@ class planned_engine final : public engine {
       } else if (t == "aten.layer_norm.default") {
         const value *x = arg(0), *w = arg(2), *b = arg(3);
         if (!plain(x) || (w && !plain(w)) || (b && !plain(b))) return;
+        const auto normalized = ka.ints(1);
+        if (normalized.size() > x->extents.size()) return;
         index_t m = 1;
-        for (auto e : ka.ints(1)) m *= e;
+        for (std::size_t k = 0; k < normalized.size(); ++k) {
+          if (x->extents[x->extents.size() - normalized.size() + k] != normalized[k]) return;
+          m *= normalized[k];
+        }
+        if ((w && w->numel() != m) || (b && b->numel() != m)) return;
         auto s = std::make_unique<layer_norm_step<T>>();
         s->x = x->at, s->w = w ? w->at : operand{}, s->b = b ? b->at : operand{}, s->out = v.at;
         s->m = m, s->rows = m ? x->numel() / m : 0, s->eps = ka.has(4) ? ka.real(4) : 1e-5;
