@@ -14,8 +14,8 @@
 //    lifetimes do not overlap share memory); report() gives the planned peak.
 // A call with the shapes of the last plan allocates nothing (for the ops listed as allocation-free
 // in docs/ops_and_eigen_backend.md; other ops run their eager kernel and copy the result into the
-// arena, and report() names them). A call with new shapes (a new batch size) re-plans: the cost of
-// that is in benchmarks/eigen.
+// arena, and report() names them). A call with new shapes (a new batch size) re-plans, which
+// re-packs constant weights and allocates; measuring that cost is the dynamic-shapes issue's.
 //
 // Declarations only: the definitions (plan_impl.hpp) need Eigen and are compiled with the kernels.
 #pragma once
