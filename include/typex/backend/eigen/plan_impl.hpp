@@ -151,38 +151,24 @@ struct binary_step final : step {
     const index_t ia = r ? sa[r - 1] : 0, ib = r ? sb[r - 1] : 0;
     using row = Eigen::Array<T, Eigen::Dynamic, 1>;
     using strided = Eigen::Map<const row, 0, Eigen::InnerStride<>>;
+    // one output row: each operand is a strided run, or one value (a number, or broadcast)
     auto apply = [&](const T* xa, const T* xb, T* o, index_t len) {
       Eigen::Map<row> y(o, len);
-      const strided va(xa, len, Eigen::InnerStride<>(ia ? ia : 0));
-      auto rhs = [&]() -> T { return number; };
-      if (b_number || ib == 0) {
-        const T v = b_number ? rhs() : *xb;
-        if (ia == 0) y.setConstant(compute(*xa, v));
-        else switch (f) {
-            case fn::add: y = va + alpha * v; break;
-            case fn::sub: y = va - alpha * v; break;
-            case fn::mul: y = va * v; break;
-            case fn::div: y = va / v; break;
-          }
-        return;
-      }
-      const strided vb(xb, len, Eigen::InnerStride<>(ib));
-      if (ia == 0) {
-        const T u = *xa;
+      auto assign = [&](const auto& u, const auto& v) {
         switch (f) {
-          case fn::add: y = u + alpha * vb; break;
-          case fn::sub: y = u - alpha * vb; break;
-          case fn::mul: y = u * vb; break;
-          case fn::div: y = u / vb; break;
+          case fn::add: y = u + alpha * v; break;
+          case fn::sub: y = u - alpha * v; break;
+          case fn::mul: y = u * v; break;
+          case fn::div: y = u / v; break;
         }
-        return;
-      }
-      switch (f) {
-        case fn::add: y = va + alpha * vb; break;
-        case fn::sub: y = va - alpha * vb; break;
-        case fn::mul: y = va * vb; break;
-        case fn::div: y = va / vb; break;
-      }
+      };
+      auto with_b = [&](const auto& u) {
+        if (b_number) assign(u, number);
+        else if (ib == 0) assign(u, *xb);
+        else assign(u, strided(xb, len, Eigen::InnerStride<>(ib)));
+      };
+      if (ia == 0) with_b(row::Constant(len, *xa));
+      else with_b(strided(xa, len, Eigen::InnerStride<>(ia)));
     };
     const index_t rows = inner ? n / inner : 0;
     parallel_for(rows, inner, c.threads, [&](index_t r0, index_t r1) {
@@ -197,15 +183,6 @@ struct binary_step final : step {
         apply(pa + offa, pb ? pb + offb : nullptr, po + rr * inner, inner);
       }
     });
-  }
-  T compute(T u, T v) const {
-    switch (f) {
-      case fn::add: return u + alpha * v;
-      case fn::sub: return u - alpha * v;
-      case fn::mul: return u * v;
-      case fn::div: return u / v;
-    }
-    return u;
   }
 };
 
@@ -325,6 +302,17 @@ class planned_engine final : public engine {
     return t == "aten.matmul.default" || t == "aten.bmm.default" || t == "aten.mm.default";
   }
   static bool gemm_dtype(dtype d) { return d == dtype::f32 || d == dtype::f64; }
+  // The activation a relu / gelu / silu / sigmoid / tanh node computes (none for other nodes).
+  activation activation_node(const ir::node& u) const {
+    const kernel_fn f = find_kernel(u.target);
+    const std::vector<const any_tensor*> no_tensors(u.args.size(), nullptr);
+    if (f == &unary<relu_op, false>) return activation::relu;
+    if (f == &unary<gelu_op, true>) return activation_of<gelu_op>(kernel_args(u.target, u.args, no_tensors, &symbols_));
+    if (f == &unary<silu_op, true>) return activation::silu;
+    if (f == &unary<sigmoid_op, true>) return activation::sigmoid;
+    if (f == &unary<tanh_op, true>) return activation::tanh;
+    return activation::none;
+  }
   // Whether fast_step runs this matmul node (so it can read operands through strides).
   static bool strided_matmul(const ir::graph& g, const ir::node& u) {
     const dtype d = u.vals.front().scalar_type;
@@ -470,14 +458,7 @@ class planned_engine final : public engine {
       if (options_.fuse && (node.target == "aten.linear.default" || node.target == "aten.conv2d.default") && !is_output[n] &&
           users[n].size() == 1 && gemm_dtype(v.dt)) {
         const ir::node& u = g[users[n].front()];
-        const kernel_fn ufn = find_kernel(u.target);
-        std::vector<const any_tensor*> none(u.args.size(), nullptr);
-        const kernel_args ua(u.target, u.args, none, &symbols_);
-        if (ufn == &unary<relu_op, false>) act = activation::relu;
-        else if (ufn == &unary<gelu_op, true>) act = activation_of<gelu_op>(ua);
-        else if (ufn == &unary<silu_op, true>) act = activation::silu;
-        else if (ufn == &unary<sigmoid_op, true>) act = activation::sigmoid;
-        else if (ufn == &unary<tanh_op, true>) act = activation::tanh;
+        act = activation_node(u);
         if (act != activation::none && u.vals.front().scalar_type == v.dt) {
           fused_into[users[n].front()] = true;
           ++report_.fused;
@@ -539,12 +520,10 @@ class planned_engine final : public engine {
   }
 
   void bind_views(kernel_step& s) {
-    const ir::graph& g = ep_->graph();
     for (std::size_t k = 0; k < s.node->args.size(); ++k) {
       const auto* r = std::get_if<ir::value_ref>(&s.node->args[k]);
       if (r == nullptr) continue;
       const value& v = values_[r->node];
-      (void)g;
       if (v.at.kind == operand::where::arena) {
         const std::size_t off = offsets_[v.at.index];
         s.views[k] = any_tensor(v.dt, v.extents, storage::view(arena_, off, static_cast<std::size_t>(v.numel()) * itemsize(v.dt)));
@@ -625,18 +604,11 @@ class planned_engine final : public engine {
         s->ox = batch_offsets({x->extents.begin(), x->extents.end() - 2}, {sx.begin(), sx.end() - 2}, batch);
         s->oy = batch_offsets({y->extents.begin(), y->extents.end() - 2}, {sy.begin(), sy.end() - 2}, batch);
         out = std::move(s);
-      } else if (const kernel_fn f = find_kernel(t); f == &unary<relu_op, false> || f == &unary<gelu_op, true> ||
-                                                     f == &unary<silu_op, true> || f == &unary<sigmoid_op, true> ||
-                                                     f == &unary<tanh_op, true>) {
+      } else if (const activation a = activation_node(node); a != activation::none) {
         const value* x = arg(0);
         if (!plain(x)) return;
         auto s = std::make_unique<activation_step<T>>();
-        s->x = x->at, s->out = v.at, s->n = v.numel();
-        s->act = f == &unary<relu_op, false>  ? activation::relu
-                 : f == &unary<silu_op, true> ? activation::silu
-                 : f == &unary<sigmoid_op, true> ? activation::sigmoid
-                 : f == &unary<tanh_op, true> ? activation::tanh
-                                              : activation_of<gelu_op>(ka);
+        s->x = x->at, s->out = v.at, s->n = v.numel(), s->act = a;
         out = std::move(s);
       } else if (t == add_op::target || t == sub_op::target || t == mul_op::target || t == div_op::target) {
         const value *a = arg(0), *b = arg(1);
