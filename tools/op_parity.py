@@ -12,6 +12,8 @@ Format (whitespace separated; '#' starts a comment line):
     case <name> <target> <atol> <rtol>
     arg t <dtype> <rank> <extents...> <values...>   a tensor (bool as 0/1)
     arg i <int> | arg f <float> | arg b <0|1> | arg n (None) | arg s <text> | arg l <count> <ints...>
+    arg d <dtype>                                   a dtype
+    arg L <count> <dtype> <rank> ... (count tensors) a list of tensors (cat's)
     out <dtype> <rank> <extents...> <values...>
     end
 Floats are written with Python's repr (shortest round trip) of the value in its dtype, so reading
@@ -52,6 +54,10 @@ def fmt_tensor(t):
 def fmt_arg(a):
     if isinstance(a, torch.Tensor):
         return "t " + fmt_tensor(a)
+    if isinstance(a, torch.dtype):
+        return "d " + DTYPES[a]
+    if isinstance(a, (list, tuple)) and a and isinstance(a[0], torch.Tensor):
+        return "L " + " ".join([str(len(a))] + [fmt_tensor(t) for t in a])
     if a is None:
         return "n"
     if isinstance(a, bool):
@@ -222,6 +228,49 @@ case("aten.adaptive_avg_pool2d.default", [randn(1, 4, 5, 5), [1, 1]])
 
 # ---- embedding ------------------------------------------------------------------------------------
 case("aten.embedding.default", [randn(10, 4), randint(0, 10, 2, 3)], atol=0, rtol=0)
+
+# ---- pow, logical ops, casts ---------------------------------------------------------------------
+case("aten.pow.Tensor_Tensor", [torch.rand(3, 4, dtype=torch.float64).float() + 0.1, randn(4)])
+case("aten.pow.Tensor_Tensor", [randn(2, 3, dtype=torch.float64), torch.tensor([2.0, 3.0, 0.0], dtype=torch.float64)],
+     atol=1e-12, rtol=1e-12)
+case("aten.pow.Tensor_Tensor", [randint(-4, 5, 2, 5), randint(0, 6, 5)], atol=0, rtol=0)
+for op in ["logical_and", "logical_or", "logical_xor"]:
+    case(f"aten.{op}.default", [randn(3, 4) > 0, randn(4) > 0], atol=0, rtol=0)
+    case(f"aten.{op}.default", [randint(-1, 2, 6), randint(-1, 2, 6).float()], atol=0, rtol=0)
+case("aten.logical_not.default", [randn(3, 4) > 0], atol=0, rtol=0)
+case("aten.logical_not.default", [torch.tensor([0.0, -0.0, 1.5, float("nan")])], atol=0, rtol=0)
+case("aten.logical_not.default", [randint(-2, 3, 7)], atol=0, rtol=0)
+to_copy = lambda x, d: torch.ops.aten._to_copy.default(x, dtype=d)  # dtype is keyword-only
+case("aten._to_copy.default", [randn(3, 4) * 5, torch.int64], fn=to_copy, atol=0, rtol=0)  # truncates toward zero
+case("aten._to_copy.default", [randint(-9, 9, 5), torch.float32], fn=to_copy, atol=0, rtol=0)
+case("aten._to_copy.default", [torch.tensor([0.0, 0.5, -2.0]), torch.bool], fn=to_copy, atol=0, rtol=0)
+case("aten._to_copy.default", [randn(4), torch.float64], fn=to_copy, atol=0, rtol=0)
+case("aten._to_copy.default", [randn(2, 3, dtype=torch.float64), torch.float32], fn=to_copy, atol=0, rtol=0)
+case("aten._to_copy.default", [randint(-9, 9, 4), torch.int32], fn=to_copy, atol=0, rtol=0)
+
+# ---- selection ------------------------------------------------------------------------------------
+case("aten.where.self", [randn(3, 4) > 0, randn(3, 4), randn(4)], atol=0, rtol=0)
+case("aten.where.self", [randn(2, 1, 3) > 0, randint(-9, 9, 3), randn(4, 1)], atol=0, rtol=0)  # i64 / f32 -> f32
+case("aten.masked_fill.Scalar", [randn(2, 3, 4), randn(3, 1) > 0, float("-inf")], atol=0, rtol=0)
+case("aten.masked_fill.Scalar", [randint(-9, 9, 5), randn(5) > 0, 7], atol=0, rtol=0)
+case("aten.index_select.default", [randn(5, 3), 0, torch.tensor([4, 0, 0, 2])], atol=0, rtol=0)
+case("aten.index_select.default", [randn(2, 6, 3), 1, torch.tensor([5, 1], dtype=torch.int32)], atol=0, rtol=0)
+case("aten.gather.default", [randn(3, 5), 1, randint(0, 5, 3, 4)], atol=0, rtol=0)
+case("aten.gather.default", [randn(4, 3, 2), 0, randint(0, 4, 2, 3, 2)], atol=0, rtol=0)
+for op in ["tril", "triu"]:
+    case(f"aten.{op}.default", [randn(4, 5)], atol=0, rtol=0)
+    case(f"aten.{op}.default", [randn(2, 4, 3), 1], atol=0, rtol=0)
+    case(f"aten.{op}.default", [randint(1, 9, 5, 5), -2], atol=0, rtol=0)
+case("aten.select.int", [randn(3, 4, 5), 1, 2], atol=0, rtol=0)
+case("aten.select.int", [randn(3, 4), 0, -1], atol=0, rtol=0)
+case("aten.squeeze.dim", [randn(3, 1, 4), 1], atol=0, rtol=0)
+case("aten.squeeze.dim", [randn(3, 4, 1), -1], atol=0, rtol=0)
+case("aten.expand.default", [randn(3, 1), [2, 3, 4]], atol=0, rtol=0)
+case("aten.expand.default", [randn(1, 4), [-1, 4]], atol=0, rtol=0)
+case("aten.cat.default", [[randn(2, 3), randn(4, 3)], 0], atol=0, rtol=0)
+case("aten.cat.default", [[randn(2, 3), randn(2, 1), randn(2, 2, dtype=torch.float64)], -1], atol=0, rtol=0)  # promotes
+case("aten.stack.default", [[randn(2, 3), randn(2, 3), randn(2, 3)], 1], atol=0, rtol=0)
+case("aten.stack.default", [[randint(0, 9, 4), randint(0, 9, 4)], 0], atol=0, rtol=0)
 
 path = os.path.join("tests", "data", "parity", "ops.txt")
 os.makedirs(os.path.dirname(path), exist_ok=True)

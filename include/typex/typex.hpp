@@ -14,8 +14,10 @@
 // ops
 #include <typex/ops/apply.hpp>
 #include <typex/ops/binary.hpp>
+#include <typex/ops/concat.hpp>
 #include <typex/ops/conv.hpp>
 #include <typex/ops/embedding.hpp>
+#include <typex/ops/indexing.hpp>
 #include <typex/ops/linear.hpp>
 #include <typex/ops/normalization.hpp>
 #include <typex/ops/reduce.hpp>

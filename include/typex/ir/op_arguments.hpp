@@ -25,6 +25,7 @@ class attribute_writer {
   void operator()(bool v) const { out_.emplace_back(v); }
   void operator()(std::string_view v) const { out_.emplace_back(std::string(v)); }
   void operator()(std::nullptr_t) const { out_.emplace_back(none_t{}); }
+  void operator()(dtype v) const { out_.emplace_back(v); }
   template <std::size_t N>
   void operator()(const std::array<index_t, N>& v) const {
     out_.emplace_back(std::vector<std::int64_t>(v.begin(), v.end()));

@@ -1,5 +1,6 @@
 // typex/ops/binary.hpp — pointwise binary ops with broadcasting: add, sub, mul, div, maximum,
-// minimum, the comparisons eq, ne, lt, le, gt, ge (bool results), and the operators
+// minimum, pow (tensor ** tensor), the comparisons eq, ne, lt, le, gt, ge and logical_and / or /
+// xor (bool results), and the operators
 // + - * / < <= > >= on tensor-like values (tensor op tensor, tensor op scalar, scalar op tensor).
 //
 // dtypes promote as torch.promote_types; a Python-style scalar does not widen a floating tensor, and
@@ -11,8 +12,10 @@
 #include <typex/ops/apply.hpp>
 #include <typex/ops/tensor_like.hpp>
 
+#include <cmath>
 #include <source_location>
 #include <string_view>
+#include <type_traits>
 
 namespace typex {
 
@@ -107,6 +110,39 @@ struct ge_op : detail::comparison<"ge"> {
   template <class T> static constexpr bool scalar(T a, T b) { return a >= b; }
 };
 
+// x ** y elementwise (aten.pow.Tensor_Tensor); pow(x, number) is aten.pow.Tensor_Scalar (unary.hpp).
+// Integers raise by repeated squaring, as torch does (a negative exponent of an integer base other
+// than 1 or -1 gives 0, as torch's integer pow).
+struct pow_op : detail::binary_pointwise<"pow"> {
+  static constexpr std::string_view target = "aten.pow.Tensor_Tensor";
+  template <class T>
+  static T scalar(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      return b == T(2) ? a * a : static_cast<T>(std::pow(a, b));
+    } else {
+      if (b < 0) return a == 1 ? T(1) : (a == -1 ? (b % 2 == 0 ? T(1) : T(-1)) : T(0));
+      T r = 1;
+      for (T base = a; b > 0; b >>= 1, base *= base)
+        if (b & 1) r *= base;
+      return r;
+    }
+  }
+};
+
+// Truth of each side (nonzero is true), combined; the result is bool.
+struct logical_and_op : detail::comparison<"logical_and"> {
+  static constexpr std::string_view target = "aten.logical_and.default";
+  template <class T> static constexpr bool scalar(T a, T b) { return a != T(0) && b != T(0); }
+};
+struct logical_or_op : detail::comparison<"logical_or"> {
+  static constexpr std::string_view target = "aten.logical_or.default";
+  template <class T> static constexpr bool scalar(T a, T b) { return a != T(0) || b != T(0); }
+};
+struct logical_xor_op : detail::comparison<"logical_xor"> {
+  static constexpr std::string_view target = "aten.logical_xor.default";
+  template <class T> static constexpr bool scalar(T a, T b) { return (a != T(0)) != (b != T(0)); }
+};
+
 // At least one side is a tensor; the other a tensor or an arithmetic scalar.
 template <class A, class B>
 concept binary_operands = (tensor_like<A> && (tensor_like<B> || scalar_like<B>)) || (scalar_like<A> && tensor_like<B>);
@@ -148,6 +184,23 @@ template <class A, class B> requires binary_operands<A, B>
 auto gt(const A& a, const B& b, const std::source_location& loc = std::source_location::current()) { return apply_op(gt_op{}, &loc, a, b); }
 template <class A, class B> requires binary_operands<A, B>
 auto ge(const A& a, const B& b, const std::source_location& loc = std::source_location::current()) { return apply_op(ge_op{}, &loc, a, b); }
+
+template <tensor_like A, tensor_like B>
+auto pow(const A& a, const B& b, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(pow_op{}, &loc, a, b);
+}
+template <tensor_like A, tensor_like B>
+auto logical_and(const A& a, const B& b, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(logical_and_op{}, &loc, a, b);
+}
+template <tensor_like A, tensor_like B>
+auto logical_or(const A& a, const B& b, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(logical_or_op{}, &loc, a, b);
+}
+template <tensor_like A, tensor_like B>
+auto logical_xor(const A& a, const B& b, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(logical_xor_op{}, &loc, a, b);
+}
 
 // Operators on tensor-like values (never on dims or scalars alone). Operators cannot take a default
 // argument, so the nodes they record carry no source location; call add(a, b) to get one.

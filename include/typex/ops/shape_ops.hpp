@@ -1,14 +1,17 @@
 // typex/ops/shape_ops.hpp — ops that rearrange a tensor without computing: reshape / view,
-// flatten, permute, transpose, unsqueeze, slice.
+// flatten, permute, transpose, unsqueeze, squeeze, expand, slice, select.
 //
 //   reshape(x, reshape_to(infer, 784_c))   x.reshape(-1, 784) -> aten.reshape.default(x, [-1, 784])
 //   view(x, reshape_to(b, 4_c, 64_c))      x.view(b, 4, 64)   -> aten.view.default(x, [batch, 4, 64])
 //   flatten<1>(x)                     torch.flatten(x, 1)     -> aten.flatten.using_ints(x, 1, -1)
-//   permute<0, 2, 1>(x), transpose<1, 2>(x), unsqueeze<0>(x)
+//   permute<0, 2, 1>(x), transpose<1, 2>(x), unsqueeze<0>(x), squeeze<1>(x)
+//   expand(x, reshape_to(b, 4_c, 8_c))  x.expand(b, 4, 8)      -> aten.expand.default(x, [batch, 4, 8])
+//   select<1>(x, 0)                   x[:, 0]                  -> aten.select.int(x, 1, 0)
 // Dims and permutations are template arguments, so a dim past the rank or a bad permutation is a
 // compile error; element counts are checked as reshape_shape documents.
 #pragma once
 
+#include <typex/core/rules/expand.hpp>
 #include <typex/core/rules/permute.hpp>
 #include <typex/core/rules/reshape.hpp>
 #include <typex/core/rules/slice.hpp>
@@ -124,6 +127,64 @@ struct unsqueeze_op {
   }
 };
 
+// Removes dim D, which must be 1 (aten.squeeze.dim; see squeeze_shape for why a dim that is not 1
+// is an error rather than PyTorch's silent no-op).
+template <long long D>
+struct squeeze_op {
+  static constexpr std::string_view target = "aten.squeeze.dim";
+  template <class X>
+  static constexpr auto result(const X& x) {
+    const auto s = squeeze_shape<D>(x.shape, op_name<"squeeze">);
+    return tensor_spec<typename X::dtype_type, std::remove_cvref_t<decltype(s)>>(s);
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(index_t{D});
+  }
+};
+
+// x repeated along its dims of extent 1 (and new leading dims) to the target sizes.
+template <class... T>
+struct expand_op {
+  static constexpr std::string_view target = "aten.expand.default";
+  reshape_target<T...> to;
+  template <class X>
+  constexpr auto result(const X& x) const {
+    const auto s = expand_shape(x.shape, to.dims, op_name<"expand">);
+    return tensor_spec<typename X::dtype_type, std::remove_cvref_t<decltype(s)>>(s);
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(sizes_attribute<decltype(to.dims)>{to.dims, -1});
+  }
+};
+
+// x's slice at `index` along Dim, that dim removed (negative index from the end, as Python).
+template <long long Dim>
+struct select_op {
+  static constexpr std::string_view target = "aten.select.int";
+  index_t index = 0;
+  template <class X>
+  constexpr auto result(const X& x) const {
+    constexpr long long rank = X::shape_type::rank;
+    constexpr std::size_t at = detail::checked_dim<"select", Dim, rank>();
+    const index_t n = x.shape.template get<at>().get();
+    if (index < -n || index >= n) {
+      detail::raise<argument_error>([&](auto& w) {
+        w.put("typex::select: index "); w.put_int(index); w.put(" is out of range for dim "); w.put_int(static_cast<long long>(at));
+        w.put(" of extent "); w.put_int(n);
+      });
+    }
+    const auto s = detail::join(detail::take<0, at>(x.shape), detail::take<at + 1, rank - at - 1>(x.shape));
+    return tensor_spec<typename X::dtype_type, std::remove_cvref_t<decltype(s)>>(s);
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(index_t{Dim});
+    v(index);
+  }
+};
+
 // reshape(x, reshape_to(sizes...)): each size a dim value (fix<4>{}, 4_c, a symbolic dim's value)
 // or typex::infer; the node records the caller's source line. reshape(x, sizes...) is the same
 // without a source location (a default argument cannot follow a parameter pack).
@@ -184,6 +245,21 @@ auto transpose(const X& x, const std::source_location& loc = std::source_locatio
 template <long long D, tensor_like X>
 auto unsqueeze(const X& x, const std::source_location& loc = std::source_location::current()) {
   return apply_op(unsqueeze_op<D>{}, &loc, x);
+}
+
+template <long long D, tensor_like X>
+auto squeeze(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(squeeze_op<D>{}, &loc, x);
+}
+template <tensor_like X, class... T>
+auto expand(const X& x, const reshape_target<T...>& to, const std::source_location& loc = std::source_location::current()) {
+  static_assert(!(std::same_as<T, infer_dim> || ...),
+                "typex::expand: give every target size (PyTorch's -1, keep this dim, is written as the dim's value: x.shape().get<K>())");
+  return apply_op(expand_op<T...>{{to}}, &loc, x);
+}
+template <long long Dim, tensor_like X>
+auto select(const X& x, index_t index, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(select_op<Dim>{.index = index}, &loc, x);
 }
 
 }  // namespace typex

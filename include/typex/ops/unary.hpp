@@ -191,6 +191,40 @@ auto clamp(const X& x, std::optional<double> lo, std::optional<double> hi,
   return apply_op(op, &loc, x);
 }
 
+// not x: true where x is zero (aten.logical_not.default); the result is bool, for any dtype.
+struct logical_not_op {
+  static constexpr std::string_view target = "aten.logical_not.default";
+  template <class A>
+  static constexpr auto result(const A& a) {
+    return tensor_spec<b8, typename A::shape_type>(a.shape);
+  }
+  template <class T> static constexpr bool scalar(T x) { return x == T(0); }
+};
+template <tensor_like X>
+auto logical_not(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(logical_not_op{}, &loc, x);
+}
+
+// x converted to dtype DT (aten._to_copy.default(x, dtype=DT), as torch.export's graphs record
+// x.to(dtype)): floating to integer truncates toward zero, anything to bool is x != 0, as torch.
+template <class DT>
+struct to_copy_op {
+  static constexpr std::string_view target = "aten._to_copy.default";
+  template <class A>
+  static constexpr auto result(const A& a) {
+    return tensor_spec<DT, typename A::shape_type>(a.shape);
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(DT::value);
+  }
+};
+// to<f16>(x), to<i64>(x): a converted copy (always a new tensor, even to the same dtype).
+template <class DT, tensor_like X>
+auto to(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(to_copy_op<DT>{}, &loc, x);
+}
+
 // -x on a tensor-like value records neg (without a source location: operators take no default argument).
 template <tensor_like X>
   requires(!tensor_spec_type<X>)

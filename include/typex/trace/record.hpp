@@ -12,6 +12,7 @@
 #include <typex/trace/traced.hpp>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace typex {
@@ -21,9 +22,28 @@ struct is_traced_argument<traced<DT, S>> : std::true_type {};
 
 namespace detail {
 template <class A, class... Rest>
+tracing_context& context_of(const A& a, const Rest&... rest);
+
+template <class... T, class... Rest>
+tracing_context& context_of(const tensor_list<T...>& l, const Rest&... rest) {
+  if constexpr ((traced_type<T> || ...)) return std::apply([](const auto&... t) -> tracing_context& { return context_of(t...); }, l.items);
+  else return context_of(rest...);
+}
+
+template <class A, class... Rest>
 tracing_context& context_of(const A& a, const Rest&... rest) {
   if constexpr (traced_type<A>) return a.context();
   else return context_of(rest...);
+}
+
+template <class T>
+ir::argument to_ir_argument(tracing_context& ctx, const T& a);
+
+template <class... T>
+ir::argument to_ir_argument(tracing_context& ctx, const tensor_list<T...>& l) {
+  return std::apply([&](const auto&... t) {
+    return std::vector<ir::value_ref>{std::get<ir::value_ref>(to_ir_argument(ctx, t))...};
+  }, l.items);
 }
 
 template <class T>

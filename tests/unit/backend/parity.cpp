@@ -20,6 +20,7 @@ struct parity_case {
   double atol = 0, rtol = 0;
   std::vector<ir::argument> args;
   std::vector<std::optional<any_tensor>> tensors;  // by argument position
+  std::vector<any_tensor> list;                     // a tensor-list argument's tensors
   any_tensor expected;
 };
 
@@ -99,6 +100,15 @@ std::vector<parity_case> read_cases() {
         std::string v;
         in >> v;
         c.args.emplace_back(v);
+      } else if (kind == "d") {
+        std::string v;
+        in >> v;
+        c.args.emplace_back(parse_dtype(v));
+      } else if (kind == "L") {
+        std::size_t n = 0;
+        in >> n;
+        for (std::size_t k = 0; k < n; ++k) c.list.push_back(read_tensor(in));
+        c.args.emplace_back(std::vector<ir::value_ref>(n));
       } else if (kind == "l") {
         std::size_t n = 0;
         in >> n;
@@ -154,9 +164,11 @@ TEST_CASE("parity: every kernel case matches PyTorch within its tolerance") {
   for (const parity_case& c : cases) {
     std::vector<const any_tensor*> tensors;
     for (const auto& t : c.tensors) tensors.push_back(t ? &*t : nullptr);
+    std::vector<const any_tensor*> list;
+    for (const auto& t : c.list) list.push_back(&t);
     std::string problem;
     try {
-      problem = compare(c, eigen::run_kernel(eigen::kernel_args(c.target, c.args, tensors)));
+      problem = compare(c, eigen::run_kernel(eigen::kernel_args(c.target, c.args, tensors, nullptr, list)));
     } catch (const std::exception& e) {
       problem = std::string("threw: ") + e.what();
     }

@@ -14,6 +14,7 @@
 
 #include <array>
 #include <string>
+#include <tuple>
 #include <type_traits>
 
 namespace typex {
@@ -26,21 +27,29 @@ struct op_runner<eager_mode> {
     using R = std::remove_cvref_t<decltype(spec)>;
     std::vector<any_tensor> erased;
     erased.reserve(sizeof...(A));
+    auto erase = [&](const auto& t) {
+      using T = std::remove_cvref_t<decltype(t)>;
+      erased.push_back(static_cast<const host_tensor<typename T::dtype_type, typename T::shape_type>&>(t).erase());
+      return ir::value_ref{static_cast<ir::node_id>(erased.size() - 1)};
+    };
     std::vector<ir::argument> ir_args = ir::op_arguments(op, nullptr, [&](const auto& a) -> ir::argument {
       using T = std::remove_cvref_t<decltype(a)>;
       if constexpr (std::is_null_pointer_v<T>) return ir::none_t{};
       else if constexpr (std::is_same_v<T, bool>) return a;
       else if constexpr (std::is_integral_v<T>) return static_cast<std::int64_t>(a);
       else if constexpr (std::is_floating_point_v<T>) return static_cast<double>(a);
-      else {
-        erased.push_back(static_cast<const host_tensor<typename T::dtype_type, typename T::shape_type>&>(a).erase());
-        return ir::value_ref{static_cast<ir::node_id>(erased.size() - 1)};
-      }
+      else if constexpr (detail::is_tensor_list_v<T>)
+        return std::apply([&](const auto&... t) { return std::vector<ir::value_ref>{erase(t)...}; }, a.items);
+      else return erase(a);
     }, args...);
-    std::vector<const any_tensor*> tensors(ir_args.size(), nullptr);
-    for (std::size_t i = 0; i < ir_args.size(); ++i)
+    // (pointers taken once every tensor is in `erased`: it no longer moves)
+    std::vector<const any_tensor*> tensors(ir_args.size(), nullptr), list;
+    for (std::size_t i = 0; i < ir_args.size(); ++i) {
       if (const auto* r = std::get_if<ir::value_ref>(&ir_args[i])) tensors[i] = &erased[r->node];
-    const any_tensor out = eigen::run_kernel(eigen::kernel_args(Op::target, ir_args, tensors));
+      if (const auto* l = std::get_if<std::vector<ir::value_ref>>(&ir_args[i]))
+        for (const ir::value_ref& r : *l) list.push_back(&erased[r.node]);
+    }
+    const any_tensor out = eigen::run_kernel(eigen::kernel_args(Op::target, ir_args, tensors, nullptr, list));
     return host_tensor<typename R::dtype_type, typename R::shape_type>::bind(out, Op::target);
   }
 };

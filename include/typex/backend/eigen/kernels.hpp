@@ -28,10 +28,11 @@ namespace typex::eigen {
 class kernel_args {
  public:
   // args: the call's arguments; tensors[i]: the tensor argument i names (nullptr for the others);
-  // symbols: the bound symbols, to evaluate symbolic sizes (may be null).
+  // symbols: the bound symbols, to evaluate symbolic sizes (may be null); list: the tensors of the
+  // call's tensor-list argument (cat's), in order (an ATen schema has at most one).
   kernel_args(std::string_view target, std::span<const ir::argument> args, std::span<const any_tensor* const> tensors,
-              const symbol_table* symbols = nullptr)
-      : target_(target), args_(args), tensors_(tensors), symbols_(symbols) {}
+              const symbol_table* symbols = nullptr, std::span<const any_tensor* const> list = {})
+      : target_(target), args_(args), tensors_(tensors), list_(list), symbols_(symbols) {}
 
   std::string_view target() const noexcept { return target_; }
   std::size_t size() const noexcept { return args_.size(); }
@@ -44,6 +45,20 @@ class kernel_args {
   }
   // The tensor, or nullptr where the argument is None or absent.
   const any_tensor* optional_tensor(std::size_t i) const { return has(i) ? &tensor(i) : nullptr; }
+
+  // The tensors of the tensor-list argument i.
+  std::span<const any_tensor* const> tensor_list(std::size_t i) const {
+    const auto* refs = get_if<std::vector<ir::value_ref>>(i);
+    if (refs == nullptr) fail(i, "a list of tensors");
+    if (refs->size() != list_.size()) fail_text(i, "names tensors that the call does not provide");
+    for (const any_tensor* t : list_)
+      if (t == nullptr) fail_text(i, "names tensors that the call does not provide");
+    return list_;
+  }
+  dtype scalar_type(std::size_t i) const {
+    if (const auto* v = get_if<dtype>(i)) return *v;
+    fail(i, "a dtype");
+  }
 
   std::int64_t integer(std::size_t i) const {
     if (const auto* v = get_if<std::int64_t>(i)) return *v;
@@ -139,6 +154,7 @@ class kernel_args {
   std::string_view target_;
   std::span<const ir::argument> args_;
   std::span<const any_tensor* const> tensors_;
+  std::span<const any_tensor* const> list_;
   const symbol_table* symbols_;
 };
 

@@ -222,19 +222,32 @@ struct copy_step final : step {
 
 // Any other op: its eager kernel on views of the arena, the result copied into its buffer.
 struct kernel_step final : step {
+  // The tensors of the call: per argument, or in a tensor-list argument's order.
+  struct operands {
+    std::vector<any_tensor> views;                     // a view of the arena buffer or constant
+    std::vector<std::optional<std::size_t>> input_of;  // the user input it is
+    std::vector<const any_tensor*> ptrs;
+    void resize(std::size_t n) {
+      views.resize(n);
+      input_of.resize(n);
+      ptrs.assign(n, nullptr);
+    }
+    void bind_inputs(std::span<const any_tensor> inputs) {
+      for (std::size_t i = 0; i < ptrs.size(); ++i)
+        if (input_of[i]) ptrs[i] = &inputs[*input_of[i]];
+    }
+  };
   const ir::node* node;
   kernel_fn fn;
-  std::vector<any_tensor> views;             // per argument: a view of its arena buffer or constant
-  std::vector<std::optional<std::size_t>> input_of;  // per argument: the user input it is
-  std::vector<const any_tensor*> ptrs;
+  operands args, list;
   const symbol_table* symbols;
   operand out;
   dtype dt;
   std::vector<index_t> extents;  // what the node records (its symbols bound)
   void run(const run_ctx& c) override {
-    for (std::size_t i = 0; i < ptrs.size(); ++i)
-      if (input_of[i]) ptrs[i] = &c.inputs[*input_of[i]];
-    const any_tensor r = fn(kernel_args(node->target, node->args, ptrs, symbols));
+    args.bind_inputs(c.inputs);
+    list.bind_inputs(c.inputs);
+    const any_tensor r = fn(kernel_args(node->target, node->args, args.ptrs, symbols, list.ptrs));
     if (r.scalar_type() != dt || r.extents() != extents) {  // a bug in typex: reported, not computed on
       typex::detail::raise<ir::graph_error>([&](auto& w) {
         w.put("typex::eigen: node '"); w.put(node->name); w.put("' ("); w.put(node->target); w.put(") produced ");
@@ -405,18 +418,24 @@ class planned_engine final : public engine {
         v.extents.push_back(*x);
       }
       const std::size_t bytes = static_cast<std::size_t>(v.numel()) * itemsize(v.dt);
-      std::vector<const any_tensor*> tensors(node.args.size(), nullptr);
+      std::vector<const any_tensor*> tensors(node.args.size(), nullptr), list;  // (list: a tensor-list argument's)
       bool all_constant = true;
       for (std::size_t k = 0; k < node.args.size(); ++k) {
         if (const value* a = tensor_of(node.args[k])) {
           all_constant = all_constant && a->folded.has_value();
           if (a->folded) tensors[k] = &*a->folded;
+        } else if (const auto* refs = std::get_if<std::vector<ir::value_ref>>(&node.args[k])) {
+          for (const ir::value_ref& r : *refs) {
+            const value& e = values_[r.node];
+            all_constant = all_constant && e.folded.has_value();
+            list.push_back(e.folded ? &*e.folded : nullptr);
+          }
         }
       }
       const kernel_fn fn = find_kernel(node.target);
       // 1. constant folding
       if (all_constant) {
-        v.folded = fn(kernel_args(node.target, node.args, tensors, &symbols_));
+        v.folded = fn(kernel_args(node.target, node.args, tensors, &symbols_, list));
         v.at = {operand::where::constant, 0, &*v.folded};
         ++report_.folded;
         continue;
@@ -451,8 +470,7 @@ class planned_engine final : public engine {
         continue;
       }
       // reads (extend lifetimes), then the output buffer
-      for (const auto& arg : node.args)
-        if (const value* a = tensor_of(arg)) read(*a, n);
+      ir::graph::for_each_ref(node, [&](ir::value_ref r) { read(values_[r.node], n); });
       // 3. a fused activation: the only reader of a linear / conv2d output
       activation act = activation::none;
       if (options_.fuse && (node.target == "aten.linear.default" || node.target == "aten.conv2d.default") && !is_output[n] &&
@@ -519,19 +537,25 @@ class planned_engine final : public engine {
     report_.unplanned_bytes = total;
   }
 
+  // Points each operand of an eager-kernel step at its arena buffer or constant (user inputs are
+  // bound per call).
   void bind_views(kernel_step& s) {
-    for (std::size_t k = 0; k < s.node->args.size(); ++k) {
-      const auto* r = std::get_if<ir::value_ref>(&s.node->args[k]);
-      if (r == nullptr) continue;
-      const value& v = values_[r->node];
+    auto bind = [&](ir::value_ref r, kernel_step::operands& o, std::size_t k) {
+      const value& v = values_[r.node];
       if (v.at.kind == operand::where::arena) {
         const std::size_t off = offsets_[v.at.index];
-        s.views[k] = any_tensor(v.dt, v.extents, storage::view(arena_, off, static_cast<std::size_t>(v.numel()) * itemsize(v.dt)));
-        s.ptrs[k] = &s.views[k];
+        o.views[k] = any_tensor(v.dt, v.extents, storage::view(arena_, off, static_cast<std::size_t>(v.numel()) * itemsize(v.dt)));
+        o.ptrs[k] = &o.views[k];
       } else if (v.at.kind == operand::where::constant) {
-        s.views[k] = any_tensor(v.dt, v.extents, v.at.tensor->get_storage());
-        s.ptrs[k] = &s.views[k];
+        o.views[k] = any_tensor(v.dt, v.extents, v.at.tensor->get_storage());
+        o.ptrs[k] = &o.views[k];
       }
+    };
+    std::size_t in_list = 0;
+    for (std::size_t k = 0; k < s.node->args.size(); ++k) {
+      if (const auto* r = std::get_if<ir::value_ref>(&s.node->args[k])) bind(*r, s.args, k);
+      else if (const auto* refs = std::get_if<std::vector<ir::value_ref>>(&s.node->args[k]))
+        for (const ir::value_ref& x : *refs) bind(x, s.list, in_list++);
     }
   }
 
@@ -539,12 +563,20 @@ class planned_engine final : public engine {
     auto s = std::make_unique<kernel_step>();
     s->node = &node;
     s->fn = fn;
-    s->views.resize(node.args.size());
-    s->input_of.resize(node.args.size());
-    s->ptrs.assign(node.args.size(), nullptr);
-    for (std::size_t k = 0; k < node.args.size(); ++k)
-      if (const auto* r = std::get_if<ir::value_ref>(&node.args[k]); r && values_[r->node].at.kind == operand::where::input)
-        s->input_of[k] = values_[r->node].at.index;
+    s->args.resize(node.args.size());
+    std::size_t list_size = 0;
+    for (const auto& a : node.args)
+      if (const auto* refs = std::get_if<std::vector<ir::value_ref>>(&a)) list_size += refs->size();
+    s->list.resize(list_size);
+    auto note_input = [&](ir::value_ref r, kernel_step::operands& o, std::size_t k) {
+      if (values_[r.node].at.kind == operand::where::input) o.input_of[k] = values_[r.node].at.index;
+    };
+    std::size_t in_list = 0;
+    for (std::size_t k = 0; k < node.args.size(); ++k) {
+      if (const auto* r = std::get_if<ir::value_ref>(&node.args[k])) note_input(*r, s->args, k);
+      else if (const auto* refs = std::get_if<std::vector<ir::value_ref>>(&node.args[k]))
+        for (const ir::value_ref& x : *refs) note_input(x, s->list, in_list++);
+    }
     s->symbols = &symbols_;
     s->out = values_[n].at;
     s->dt = values_[n].dt;

@@ -1,0 +1,123 @@
+// typex/ops/concat.hpp — joining and splitting tensors: cat, stack, split, chunk.
+//
+//   cat<1>(tensors(a, b))       torch.cat([a, b], 1)    -> aten.cat.default([a, b], 1)
+//   stack<0>(tensors(a, b, c))  torch.stack([a, b, c])  -> aten.stack.default([a, b, c], 0)
+//   split<0, 2>(x)              x.split(2, 0)           -> one aten.slice.Tensor per piece
+//   chunk<1, 3>(x)              x.chunk(3, 1)           -> one aten.slice.Tensor per piece
+// cat's shapes follow concat_shapes (every dim but Dim equal, Dim summed); stack's inputs must all
+// have one shape. split and chunk return a std::tuple of the pieces, each typed; they need a static
+// extent on the split dim (the number of pieces is part of the type) and record slices, which is
+// what torch's decompositions turn split into.
+#pragma once
+
+#include <typex/core/rules/concat.hpp>
+#include <typex/core/rules/slice.hpp>
+#include <typex/core/rules/squeeze.hpp>
+#include <typex/ops/apply.hpp>
+#include <typex/ops/shape_ops.hpp>
+#include <typex/ops/tensor_like.hpp>
+
+#include <source_location>
+#include <string_view>
+#include <tuple>
+
+namespace typex {
+
+namespace detail {
+// The dtype all of a list's tensors promote to.
+template <class... S>
+constexpr dtype promote_all() {
+  dtype d = dtype::b8;
+  ((d = promote_types(d, S::dtype_type::value)), ...);
+  return d;
+}
+}  // namespace detail
+
+template <long long Dim>
+struct cat_op {
+  static constexpr std::string_view target = "aten.cat.default";
+  template <class... S>
+  static constexpr auto result(const tensor_list_spec<S...>& l) {
+    static_assert(sizeof...(S) >= 1, "typex::cat: give at least one tensor");
+    using DT = dtype_tag<detail::promote_all<S...>()>;
+    const auto s = std::apply([](const auto&... t) { return concat_shapes<Dim>(t.shape...); }, l.items);
+    return tensor_spec<DT, std::remove_cvref_t<decltype(s)>>(s);
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(index_t{Dim});
+  }
+};
+
+template <long long Dim>
+struct stack_op {
+  static constexpr std::string_view target = "aten.stack.default";
+  template <class... S>
+  static constexpr auto result(const tensor_list_spec<S...>& l) {
+    static_assert(sizeof...(S) >= 1, "typex::stack: give at least one tensor");
+    using DT = dtype_tag<detail::promote_all<S...>()>;
+    // each input gains a dim of 1 at Dim; the unsqueezed shapes then concatenate (so they must agree
+    // everywhere: concat_shapes checks every other dim, and the new dim of each is 1)
+    const auto s = std::apply(
+        [](const auto&... t) { return concat_shapes<Dim>(unsqueeze_shape<Dim>(t.shape, op_name<"stack">)...); }, l.items);
+    return tensor_spec<DT, std::remove_cvref_t<decltype(s)>>(s);
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(index_t{Dim});
+  }
+};
+
+template <long long Dim, class... T>
+auto cat(const tensor_list<T...>& l, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(cat_op<Dim>{}, &loc, l);
+}
+template <long long Dim, class... T>
+auto stack(const tensor_list<T...>& l, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(stack_op<Dim>{}, &loc, l);
+}
+
+namespace detail {
+template <fixed_string Op, long long Dim, class X>
+constexpr index_t static_split_extent() {
+  using S = typename X::shape_type;
+  constexpr std::size_t at = checked_dim<Op, Dim, static_cast<long long>(S::rank)>();
+  using D = typename S::template dim_t<at>;
+  if constexpr (is_static_dim_v<D>) {
+    return D::value;
+  } else {
+    TYPEX_STATIC_FAIL(static_argument_error, [](auto& w) {
+      put_op(w, Op.view()); w.put(": dim "); w.put_int(at); w.put(" of "); S::write_type(w);
+      w.put(" is not static; the number of pieces is part of the result's type, so split a static dim (or slice a symbolic one)");
+    });
+    return 1;
+  }
+}
+
+template <long long Dim, index_t Size, index_t N, class X, std::size_t... I>
+auto split_pieces(const X& x, const std::source_location& loc, std::index_sequence<I...>) {
+  return std::make_tuple(
+      apply_op(slice_op<Dim, static_cast<index_t>(I) * Size, std::min<index_t>(N, (static_cast<index_t>(I) + 1) * Size), 1>{}, &loc, x)...);
+}
+}  // namespace detail
+
+// Pieces of `Size` along Dim (the last may be shorter), as torch.split(x, Size, Dim).
+template <long long Dim, index_t Size, tensor_like X>
+auto split(const X& x, const std::source_location& loc = std::source_location::current()) {
+  static_assert(Size >= 1, "typex::split: the piece size must be at least 1");
+  constexpr index_t n = detail::static_split_extent<"split", Dim, X>();
+  constexpr index_t pieces = n == 0 ? 1 : (n + Size - 1) / Size;
+  return detail::split_pieces<Dim, Size, n>(x, loc, std::make_index_sequence<static_cast<std::size_t>(pieces)>{});
+}
+
+// Chunks pieces along Dim, as torch.chunk: pieces of ceil(n / Chunks), so there may be fewer than
+// Chunks of them (torch.chunk's rule: chunk<0, 4> of 6 rows gives 3 pieces of 2).
+template <long long Dim, index_t Chunks, tensor_like X>
+auto chunk(const X& x, const std::source_location& loc = std::source_location::current()) {
+  static_assert(Chunks >= 1, "typex::chunk: the number of chunks must be at least 1");
+  constexpr index_t n = detail::static_split_extent<"chunk", Dim, X>();
+  constexpr index_t size = n == 0 ? 1 : (n + Chunks - 1) / Chunks;
+  return split<Dim, size>(x, loc);
+}
+
+}  // namespace typex

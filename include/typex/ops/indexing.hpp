@@ -1,0 +1,138 @@
+// typex/ops/indexing.hpp — ops that pick elements: where, masked_fill, index_select, gather, tril,
+// triu.
+//
+//   where(cond, x, y)             torch.where(cond, x, y)        -> aten.where.self(cond, x, y)
+//   masked_fill(x, mask, -inf)    x.masked_fill(mask, -inf)      -> aten.masked_fill.Scalar(x, mask, -inf)
+//   index_select<0>(x, idx)       x.index_select(0, idx)         -> aten.index_select.default(x, 0, idx)
+//   gather<1>(x, idx)             x.gather(1, idx)               -> aten.gather.default(x, 1, idx)
+//   tril(x, k), triu(x, k)        x.tril(k)                      -> aten.tril.default(x, k)
+// Conditions and masks are bool tensors; indices are i64 (i32 too for index_select), checked
+// against the extent they index at run time, with the op, the index and the extent in the message.
+#pragma once
+
+#include <typex/core/rules/expand.hpp>
+#include <typex/ops/apply.hpp>
+#include <typex/ops/tensor_like.hpp>
+
+#include <source_location>
+#include <string_view>
+
+namespace typex {
+
+// cond ? x : y elementwise; the three broadcast together, x and y promote.
+struct where_op {
+  static constexpr std::string_view target = "aten.where.self";
+  template <class C, class X, class Y>
+  static constexpr auto result(const C& c, const X& x, const Y& y) {
+    if constexpr (C::dtype_type::value != dtype::b8) {
+      TYPEX_STATIC_FAIL(static_type_error, [](auto& w) {
+        w.put("typex::where: the condition is a "); w.put(name(C::dtype_type::value));
+        w.put(" tensor; it must be bool (compare first: where(x > 0, x, y))");
+      });
+    }
+    const auto s = broadcast_shapes(c.shape, broadcast_shapes(x.shape, y.shape, op_name<"where">), op_name<"where">);
+    return tensor_spec<promote_t<typename X::dtype_type, typename Y::dtype_type>, std::remove_cvref_t<decltype(s)>>(s);
+  }
+};
+
+// x with `value` where mask is true; the mask broadcasts to x's shape (not beyond it).
+struct masked_fill_op {
+  static constexpr std::string_view target = "aten.masked_fill.Scalar";
+  double value = 0;
+  template <class X, class M>
+  static constexpr X result(const X& x, const M& mask) {
+    static_assert(M::dtype_type::value == dtype::b8, "typex::masked_fill: the mask must be a bool tensor");
+    (void)expand_shape(mask.shape, x.shape, op_name<"masked_fill">);  // the mask must expand to x's shape
+    return x;
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(value);
+  }
+};
+
+// Rows (slices along Dim) of x at the positions in a 1-d index: that dim becomes the index's length.
+template <long long Dim>
+struct index_select_op {
+  static constexpr std::string_view target = "aten.index_select.default";
+  static constexpr std::size_t attributes_at = 1;  // (input, dim, index)
+  template <class X, class I>
+  static constexpr auto result(const X& x, const I& index) {
+    static_assert(I::shape_type::rank == 1, "typex::index_select: the index must be a 1-d tensor");
+    static_assert(I::dtype_type::value == dtype::i64 || I::dtype_type::value == dtype::i32,
+                  "typex::index_select: the index must be an i64 or i32 tensor");
+    constexpr std::size_t at = detail::checked_dim<"index_select", Dim, static_cast<long long>(X::shape_type::rank)>();
+    const auto s = detail::join(detail::take<0, at>(x.shape), shape(index.shape.template get<0>()),
+                                detail::take<at + 1, X::shape_type::rank - at - 1>(x.shape));
+    return tensor_spec<typename X::dtype_type, std::remove_cvref_t<decltype(s)>>(s);
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(index_t{Dim});
+  }
+};
+
+// out[i][j][k] = x[index[i][j][k]][j][k] (for Dim 0; likewise for the others): the result has the
+// index's shape; the index has x's rank and, off Dim, extents no larger than x's (as torch).
+template <long long Dim>
+struct gather_op {
+  static constexpr std::string_view target = "aten.gather.default";
+  static constexpr std::size_t attributes_at = 1;  // (input, dim, index)
+  template <class X, class I>
+  static constexpr auto result(const X&, const I& index) {
+    static_assert(I::shape_type::rank == X::shape_type::rank, "typex::gather: the index must have the input's rank");
+    static_assert(I::dtype_type::value == dtype::i64, "typex::gather: the index must be an i64 tensor");
+    (void)detail::checked_dim<"gather", Dim, static_cast<long long>(X::shape_type::rank)>();
+    return tensor_spec<typename X::dtype_type, typename I::shape_type>(index.shape);
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(index_t{Dim});
+  }
+};
+
+// The lower (tril) or upper (triu) triangle of the last two dims, from diagonal k (0: the main
+// diagonal; k > 0 above it, k < 0 below it); the rest is zero.
+template <bool Lower>
+struct triangle_op {
+  static constexpr std::string_view target = Lower ? "aten.tril.default" : "aten.triu.default";
+  index_t diagonal = 0;
+  template <class X>
+  static constexpr X result(const X& x) {
+    static_assert(X::shape_type::rank >= 2, "typex::tril/triu: the input must have at least 2 dims");
+    return x;
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(diagonal);
+  }
+};
+using tril_op = triangle_op<true>;
+using triu_op = triangle_op<false>;
+
+template <tensor_like C, tensor_like X, tensor_like Y>
+auto where(const C& cond, const X& x, const Y& y, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(where_op{}, &loc, cond, x, y);
+}
+template <tensor_like X, tensor_like M>
+auto masked_fill(const X& x, const M& mask, double value, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(masked_fill_op{.value = value}, &loc, x, mask);
+}
+template <long long Dim, tensor_like X, tensor_like I>
+auto index_select(const X& x, const I& index, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(index_select_op<Dim>{}, &loc, x, index);
+}
+template <long long Dim, tensor_like X, tensor_like I>
+auto gather(const X& x, const I& index, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(gather_op<Dim>{}, &loc, x, index);
+}
+template <tensor_like X>
+auto tril(const X& x, index_t diagonal = 0, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(tril_op{.diagonal = diagonal}, &loc, x);
+}
+template <tensor_like X>
+auto triu(const X& x, index_t diagonal = 0, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(triu_op{.diagonal = diagonal}, &loc, x);
+}
+
+}  // namespace typex
