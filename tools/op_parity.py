@@ -272,6 +272,65 @@ case("aten.cat.default", [[randn(2, 3), randn(2, 1), randn(2, 2, dtype=torch.flo
 case("aten.stack.default", [[randn(2, 3), randn(2, 3), randn(2, 3)], 1], atol=0, rtol=0)
 case("aten.stack.default", [[randint(0, 9, 4), randint(0, 9, 4)], 0], atol=0, rtol=0)
 
+# ---- normalization: group norm, training-mode batch norm --------------------------------------------
+case("aten.group_norm.default", [randn(2, 6, 3, 4), 3, randn(6), randn(6), 1e-5, True], atol=1e-5)
+case("aten.group_norm.default", [randn(3, 4, 5), 2, None, None, 1e-3, True], atol=1e-5)
+case("aten.group_norm.default", [randn(2, 4, 3, dtype=torch.float64), 4, randn(4, dtype=torch.float64), None, 1e-5, True],
+     atol=1e-12, rtol=1e-10)
+# training: the output uses the batch's statistics (the running ones are updated in place; the unit
+# tests check the update)
+case("aten.batch_norm.default", [randn(4, 3, 2, 2), randn(3), randn(3), torch.zeros(3), torch.ones(3), True, 0.1, 1e-5, True],
+     atol=1e-5)
+case("aten.batch_norm.default", [randn(5, 2), None, None, None, None, True, 0.1, 1e-5, True], atol=1e-5)
+
+# ---- attention, dropout ---------------------------------------------------------------------------
+sdpa = lambda q, k, v, m, p, causal, scale: F.scaled_dot_product_attention(q, k, v, attn_mask=m, dropout_p=p,
+                                                                            is_causal=causal, scale=scale)
+if hasattr(F, "scaled_dot_product_attention"):
+    case("aten.scaled_dot_product_attention.default", [randn(2, 3, 5, 4), randn(2, 3, 6, 4), randn(2, 3, 6, 7), None, 0.0, False, None],
+         fn=sdpa, atol=1e-5)
+    case("aten.scaled_dot_product_attention.default", [randn(2, 5, 4), randn(2, 5, 4), randn(2, 5, 4), None, 0.0, True, None],
+         fn=sdpa, atol=1e-5)
+    case("aten.scaled_dot_product_attention.default", [randn(1, 2, 4, 8), randn(1, 2, 4, 8), randn(1, 2, 4, 8),
+                                                       randn(4, 4) > -0.5, 0.0, False, 0.25], fn=sdpa, atol=1e-5)
+    case("aten.scaled_dot_product_attention.default", [randn(3, 4, 8), randn(3, 6, 8), randn(3, 6, 2),
+                                                       randn(3, 1, 6), 0.0, False, None], fn=sdpa, atol=1e-5)
+else:  # torch 1.13 has no F.scaled_dot_product_attention: the same math, written out
+    def sdpa_math(q, k, v, m, p, causal, scale):
+        s = q @ k.transpose(-2, -1) * (scale if scale is not None else 1.0 / math.sqrt(q.shape[-1]))
+        if causal:
+            s = s.masked_fill(torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool).tril().logical_not(), float("-inf"))
+        if m is not None:
+            s = s.masked_fill(m.logical_not(), float("-inf")) if m.dtype == torch.bool else s + m
+        return torch.softmax(s, -1) @ v
+    for args in ([randn(2, 3, 5, 4), randn(2, 3, 6, 4), randn(2, 3, 6, 7), None, 0.0, False, None],
+                 [randn(2, 5, 4), randn(2, 5, 4), randn(2, 5, 4), None, 0.0, True, None],
+                 [randn(1, 2, 4, 8), randn(1, 2, 4, 8), randn(1, 2, 4, 8), randn(4, 4) > -0.5, 0.0, False, 0.25],
+                 [randn(3, 4, 8), randn(3, 6, 8), randn(3, 6, 2), randn(3, 1, 6), 0.0, False, None]):
+        case("aten.scaled_dot_product_attention.default", args, fn=sdpa_math, atol=1e-5)
+case("aten.dropout.default", [randn(3, 4), 0.3, False], atol=0, rtol=0)  # eval: the identity
+case("aten.dropout.default", [randn(5), 0.0, True], atol=0, rtol=0)     # p = 0: the identity
+
+# ---- losses ---------------------------------------------------------------------------------------
+ce = lambda x, t, w, r, ii, ls: F.cross_entropy(x, t, weight=w, reduction=["none", "mean", "sum"][r], ignore_index=ii,
+                                               label_smoothing=ls)
+case("aten.cross_entropy_loss.default", [randn(4, 5), randint(0, 5, 4), None, 1, -100, 0.0], fn=ce, atol=1e-5)
+case("aten.cross_entropy_loss.default", [randn(4, 5), torch.tensor([1, -100, 4, 0]), None, 1, -100, 0.0], fn=ce, atol=1e-5)
+case("aten.cross_entropy_loss.default", [randn(4, 5), torch.tensor([1, 2, 4, 2]), torch.rand(5) + 0.5, 1, 2, 0.1], fn=ce, atol=1e-5)
+case("aten.cross_entropy_loss.default", [randn(3, 4), randint(0, 4, 3), None, 0, -100, 0.2], fn=ce, atol=1e-5)
+case("aten.cross_entropy_loss.default", [randn(2, 3, 4), randint(0, 3, 2, 4), None, 2, -100, 0.0], fn=ce, atol=1e-5)
+case("aten.cross_entropy_loss.default", [randn(3, 4), torch.softmax(randn(3, 4), 1), None, 1, -100, 0.1], fn=ce, atol=1e-5)
+case("aten.cross_entropy_loss.default", [randn(5), torch.tensor(3), None, 1, -100, 0.0], fn=ce, atol=1e-5)
+nll = lambda x, t, w, r, ii: F.nll_loss(x, t, weight=w, reduction=["none", "mean", "sum"][r], ignore_index=ii)
+case("aten.nll_loss.default", [torch.log_softmax(randn(4, 5), 1), randint(0, 5, 4), None, 1, -100], fn=nll, atol=1e-5)
+case("aten.nll_loss.default", [torch.log_softmax(randn(4, 5), 1), torch.tensor([0, 3, 3, 1]), torch.rand(5) + 0.5, 0, 3],
+     fn=nll, atol=1e-5)
+case("aten.nll_loss.default", [torch.log_softmax(randn(4, 5), 1), randint(0, 5, 4), None, 2, -100], fn=nll, atol=1e-5)
+mse = lambda x, y, r: F.mse_loss(x, y, reduction=["none", "mean", "sum"][r])
+case("aten.mse_loss.default", [randn(3, 4), randn(3, 4), 1], fn=mse, atol=1e-6)
+case("aten.mse_loss.default", [randn(3, 4), randn(3, 4), 0], fn=mse, atol=1e-6)
+case("aten.mse_loss.default", [randn(2, 3, dtype=torch.float64), randn(2, 3, dtype=torch.float64), 2], fn=mse, atol=1e-12, rtol=1e-12)
+
 path = os.path.join("tests", "data", "parity", "ops.txt")
 os.makedirs(os.path.dirname(path), exist_ok=True)
 with open(path, "w") as f:

@@ -13,12 +13,14 @@
 
 // ops
 #include <typex/ops/apply.hpp>
+#include <typex/ops/attention.hpp>
 #include <typex/ops/binary.hpp>
 #include <typex/ops/concat.hpp>
 #include <typex/ops/conv.hpp>
 #include <typex/ops/embedding.hpp>
 #include <typex/ops/indexing.hpp>
 #include <typex/ops/linear.hpp>
+#include <typex/ops/loss.hpp>
 #include <typex/ops/normalization.hpp>
 #include <typex/ops/reduce.hpp>
 #include <typex/ops/shape_ops.hpp>

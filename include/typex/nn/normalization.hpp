@@ -2,8 +2,8 @@
 //
 // LayerNorm: weight (ones), bias (zeros) over the last dim, eps 1e-5.
 // BatchNorm2d: weight, bias, buffers running_mean (zeros), running_var (ones) and
-// num_batches_tracked (an i64 scalar), eps 1e-5, momentum 0.1; runs with the running statistics
-// (inference; training-mode statistics come with the op-set issue).
+// num_batches_tracked (an i64 scalar), eps 1e-5, momentum 0.1; runs with the running statistics,
+// or, with training = true (eager calls only), with the batch's, updating the running ones.
 #pragma once
 
 #include <typex/ops/normalization.hpp>
@@ -41,12 +41,20 @@ struct BatchNorm2d {
                            (count_t, num_batches_tracked));
   double eps = 1e-5;
   double momentum = 0.1;
+  bool training = false;  // as torch's module.train(): batch statistics, running statistics updated
 
   template <class X>
   auto operator()(const X& x) const {
     static_assert(X::shape_type::rank == 4, "typex::nn::BatchNorm2d: the input must be [N, C, H, W]");
     const module_scope scope(*this, x);
-    return scope.returns(typex::batch_norm(x, weight, bias, running_mean, running_var, momentum, eps));
+    if (!training) return scope.returns(typex::batch_norm(x, weight, bias, running_mean, running_var, momentum, eps));
+    if constexpr (is_traced_argument<X>::value) {
+      typex::detail::raise_message<unsupported_error>(
+          "typex::nn::BatchNorm2d: exporting in training mode would need the running-statistic updates as buffer mutations, "
+          "which exported programs do not carry yet; set training = false to export");
+    }
+    num_batches_tracked.data()[0] += 1;
+    return scope.returns(typex::batch_norm_training(x, weight, bias, running_mean, running_var, momentum, eps));
   }
   void reset_parameters(init::generator&) const {
     init::ones_(weight);

@@ -96,8 +96,9 @@ constexpr index_t static_split_extent() {
 
 template <long long Dim, index_t Size, index_t N, class X, std::size_t... I>
 auto split_pieces(const X& x, const std::source_location& loc, std::index_sequence<I...>) {
-  return std::make_tuple(
-      apply_op(slice_op<Dim, static_cast<index_t>(I) * Size, std::min<index_t>(N, (static_cast<index_t>(I) + 1) * Size), 1>{}, &loc, x)...);
+  // (a braced list: the pieces are recorded in order, which function arguments would not guarantee)
+  return std::tuple{
+      apply_op(slice_op<Dim, static_cast<index_t>(I) * Size, std::min<index_t>(N, (static_cast<index_t>(I) + 1) * Size), 1>{}, &loc, x)...};
 }
 }  // namespace detail
 

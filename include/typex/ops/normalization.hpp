@@ -1,12 +1,12 @@
-// typex/ops/normalization.hpp — softmax, log_softmax, layer_norm, batch_norm (inference form).
+// typex/ops/normalization.hpp — softmax, log_softmax, layer_norm, batch_norm (inference form), group_norm.
 //
 //   softmax<-1>(x)                          aten.softmax.int(x, -1)
 //   layer_norm(x, weight, bias, 1e-5)       aten.layer_norm.default(x, [256], weight, bias, 1e-05)
 //   batch_norm(x, weight, bias, mean, var, 0.1, 1e-5)
 //                                           aten.batch_norm.default(x, weight, bias, mean, var, False, 0.1, 1e-05, True)
 // layer_norm normalizes over the weight's dims, which must be x's trailing dims; batch_norm over
-// every dim but the channels (dim 1), using the running statistics (training-mode batch norm,
-// which updates them, is part of the op-set issue).
+// every dim but the channels (dim 1), using the running statistics; batch_norm_training uses the
+// batch's statistics and updates the running ones in place.
 #pragma once
 
 #include <typex/core/rules/broadcast.hpp>
@@ -77,6 +77,7 @@ struct batch_norm_op {
   static constexpr std::string_view target = "aten.batch_norm.default";
   double momentum = 0.1;
   double eps = 1e-5;
+  bool training = false;  // batch statistics, and running statistics updated in place (eager)
 
   template <class X, class W, class B, class M, class Var>
   static constexpr X result(const X& x, const W& w, const B&, const M& mean, const Var&) {
@@ -89,10 +90,46 @@ struct batch_norm_op {
   }
   template <class V>
   void attributes(V&& v) const {
-    v(false);  // training
+    v(training);
     v(momentum);
     v(eps);
     v(true);  // cudnn_enabled (PyTorch's default; no effect here)
+  }
+};
+
+// Normalizes each of G groups of channels of [N, C, ...] over the group's channels and the
+// spatial dims, then scales and shifts per channel (aten.group_norm.default(x, G, weight, bias,
+// eps, cudnn_enabled)). C must be divisible by G: a compile error when C is static.
+template <index_t G>
+struct group_norm_op {
+  static constexpr std::string_view target = "aten.group_norm.default";
+  static constexpr std::size_t attributes_at = 1;  // (input, num_groups, weight, bias, eps, cudnn_enabled)
+  template <class X, class W, class B>
+  static constexpr X result(const X& x, const W& w, const B&, double /*eps*/, bool /*cudnn*/) {
+    static_assert(is_floating_point(X::dtype_type::value), "typex::group_norm: the input must be a floating-point tensor");
+    static_assert(X::shape_type::rank >= 2, "typex::group_norm: the input must be [N, C, ...]");
+    static_assert(G >= 1, "typex::group_norm: the number of groups must be at least 1");
+    using C = typename X::shape_type::template dim_t<1>;
+    if constexpr (is_static_dim_v<C>) {
+      if constexpr (C::value % G != 0) {
+        TYPEX_STATIC_FAIL(static_shape_error, [](auto& out) {
+          out.put("typex::group_norm: "); out.put_int(C::value); out.put(" channels do not split into "); out.put_int(G);
+          out.put(" groups; the channel count must be divisible by the number of groups");
+        });
+      }
+    } else if (x.shape.template get<1>().get() % G != 0) {
+      detail::raise<shape_error>([&](auto& out) {
+        out.put("typex::group_norm: "); out.put_int(x.shape.template get<1>().get()); out.put(" channels do not split into ");
+        out.put_int(G); out.put(" groups");
+      });
+    }
+    if constexpr (!std::is_null_pointer_v<W>)
+      (void)broadcast_shapes(shape(x.shape.template get<1>()), w.shape, op_name<"group_norm">);
+    return x;
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(G);
   }
 };
 
@@ -119,6 +156,22 @@ auto batch_norm(const X& x, const W& weight, const B& bias, const M& running_mea
                 double momentum = 0.1, double eps = 1e-5,
                 const std::source_location& loc = std::source_location::current()) {
   return apply_op(batch_norm_op{.momentum = momentum, .eps = eps}, &loc, x, weight, bias, running_mean, running_var);
+}
+// Training mode: normalizes with the batch's statistics and updates running_mean / running_var in
+// place (momentum-weighted, unbiased variance), as torch.nn.functional.batch_norm(training=True).
+// Run eagerly; exported programs do not carry the buffer updates yet (they refuse the op).
+template <tensor_like X, tensor_like W, tensor_like B, tensor_like M, tensor_like V>
+auto batch_norm_training(const X& x, const W& weight, const B& bias, const M& running_mean, const V& running_var,
+                         double momentum = 0.1, double eps = 1e-5,
+                         const std::source_location& loc = std::source_location::current()) {
+  return apply_op(batch_norm_op{.momentum = momentum, .eps = eps, .training = true}, &loc, x, weight, bias, running_mean,
+                  running_var);
+}
+
+template <index_t G, tensor_like X, tensor_like W, tensor_like B>
+auto group_norm(const X& x, const W& weight, const B& bias, double eps = 1e-5,
+                const std::source_location& loc = std::source_location::current()) {
+  return apply_op(group_norm_op<G>{}, &loc, x, weight, bias, eps, true);
 }
 
 }  // namespace typex

@@ -167,6 +167,10 @@ TYPEX_EIGEN_API kernel_fn find_kernel(std::string_view target);
 // (tests/unit/backend/parity.cpp) iterates, so that no kernel goes without a PyTorch reference.
 TYPEX_EIGEN_API std::vector<std::string_view> kernel_targets();
 
+// Seeds the calling thread's generator, which dropout draws from (each thread has its own; the
+// default seed is fixed, so runs repeat).
+TYPEX_EIGEN_API void manual_seed(std::uint64_t seed);
+
 // Runs the kernel for `target`; an op the backend does not run throws typex::unsupported_error.
 TYPEX_EIGEN_API any_tensor run_kernel(const kernel_args& a);
 

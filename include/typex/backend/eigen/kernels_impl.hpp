@@ -14,6 +14,7 @@
 #include <typex/core/rules/conv.hpp>
 #include <typex/ops/binary.hpp>
 #include <typex/ops/indexing.hpp>
+#include <typex/ops/normalization.hpp>
 #include <typex/ops/reduce.hpp>
 #include <typex/ops/unary.hpp>
 
@@ -25,6 +26,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <random>
 #include <type_traits>
 #include <unordered_map>
 
@@ -918,15 +920,112 @@ inline any_tensor layer_norm(const kernel_args& a) {
   return out;
 }
 
+// Training mode: normalizes with the batch's statistics (biased variance) and, when running
+// statistics are given, updates them in place as PyTorch does: r = (1 - momentum) r + momentum s,
+// with the unbiased variance for running_var. (In place: eager calls on a module's buffers update
+// them; planned programs refuse this op, see plan_impl.hpp.)
+inline any_tensor batch_norm_training(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  const index_t c = x.extents()[1];
+  const any_tensor* w = a.optional_tensor(1);
+  const any_tensor* b = a.optional_tensor(2);
+  const any_tensor* rm = a.optional_tensor(3);
+  const any_tensor* rv = a.optional_tensor(4);
+  require_extents(a.target(), "weight", w, c);
+  require_extents(a.target(), "bias", b, c);
+  require_extents(a.target(), "running_mean", rm, c);
+  require_extents(a.target(), "running_var", rv, c);
+  for (const any_tensor* r : {rm, rv})
+    if (r && r->scalar_type() != x.scalar_type()) rank_error(a.target(), "running statistic", *r, "of the input's dtype (it is updated in place)");
+  const double momentum = a.has(6) ? a.real(6) : 0.1, eps = a.has(7) ? a.real(7) : 1e-5;
+  index_t inner = 1;
+  for (std::size_t k = 2; k < x.rank(); ++k) inner *= x.extents()[k];
+  const index_t n = x.extents()[0], count = n * inner;
+  if (count <= 1) {
+    raise<shape_error>([&](auto& o) {
+      o.put(a.target()); o.put(": training-mode batch norm needs more than one value per channel (input "); o.put(x.to_string()); o.put(")");
+    });
+  }
+  any_tensor out(x.scalar_type(), x.extents());
+  dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    const dtype d = x.scalar_type();
+    const any_tensor W = w ? to_dtype(*w, d) : any_tensor(), B = b ? to_dtype(*b, d) : any_tensor();
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    for (index_t ch = 0; ch < c; ++ch) {
+      double sum = 0, sq = 0;
+      for (index_t i = 0; i < n; ++i)
+        for (index_t j = 0, base = (i * c + ch) * inner; j < inner; ++j) sum += convert<double>(px[base + j]);
+      const double mean = sum / static_cast<double>(count);
+      for (index_t i = 0; i < n; ++i)
+        for (index_t j = 0, base = (i * c + ch) * inner; j < inner; ++j) {
+          const double v = convert<double>(px[base + j]) - mean;
+          sq += v * v;
+        }
+      const double var = sq / static_cast<double>(count);
+      const double scale = (w ? convert<double>(W.data<T>()[ch]) : 1.0) / std::sqrt(var + eps);
+      const double shift = (b ? convert<double>(B.data<T>()[ch]) : 0.0) - mean * scale;
+      for (index_t i = 0; i < n; ++i)
+        for (index_t j = 0, base = (i * c + ch) * inner; j < inner; ++j) po[base + j] = convert<T>(convert<double>(px[base + j]) * scale + shift);
+      if (rm) rm->data<T>()[ch] = convert<T>((1 - momentum) * convert<double>(rm->data<T>()[ch]) + momentum * mean);
+      if (rv) {
+        const double unbiased = sq / static_cast<double>(count - 1);
+        rv->data<T>()[ch] = convert<T>((1 - momentum) * convert<double>(rv->data<T>()[ch]) + momentum * unbiased);
+      }
+    }
+  });
+  return out;
+}
+
+// (input, num_groups, weight, bias, eps, cudnn_enabled): statistics per (sample, group).
+inline any_tensor group_norm(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  if (x.rank() < 2) rank_error(a.target(), "input", x, "[N, C, ...]");
+  const index_t c = x.extents()[1], g = a.integer(1);
+  if (g < 1 || c % g != 0) {
+    raise<shape_error>([&](auto& o) {
+      o.put(a.target()); o.put(": "); o.put_int(c); o.put(" channels do not split into "); o.put_int(g); o.put(" groups");
+    });
+  }
+  const any_tensor* w = a.optional_tensor(2);
+  const any_tensor* b = a.optional_tensor(3);
+  require_extents(a.target(), "weight", w, c);
+  require_extents(a.target(), "bias", b, c);
+  const double eps = a.has(4) ? a.real(4) : 1e-5;
+  index_t inner = 1;
+  for (std::size_t k = 2; k < x.rank(); ++k) inner *= x.extents()[k];
+  const index_t per = c / g, len = per * inner;
+  any_tensor out(x.scalar_type(), x.extents());
+  dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    const dtype d = x.scalar_type();
+    const any_tensor W = w ? to_dtype(*w, d) : any_tensor(), B = b ? to_dtype(*b, d) : any_tensor();
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    for (index_t blk = 0, blocks = x.extents()[0] * g; blk < blocks; ++blk) {
+      const T* in = px + blk * len;
+      double sum = 0, sq = 0;
+      for (index_t j = 0; j < len; ++j) sum += convert<double>(in[j]);
+      const double mean = sum / static_cast<double>(len);
+      for (index_t j = 0; j < len; ++j) sq += (convert<double>(in[j]) - mean) * (convert<double>(in[j]) - mean);
+      const double inv = 1.0 / std::sqrt(sq / static_cast<double>(len) + eps);
+      for (index_t cc = 0; cc < per; ++cc) {
+        const index_t ch = (blk % g) * per + cc;
+        const double scale = (w ? convert<double>(W.data<T>()[ch]) : 1.0) * inv;
+        const double shift = (b ? convert<double>(B.data<T>()[ch]) : 0.0) - mean * scale;
+        for (index_t j = cc * inner; j < (cc + 1) * inner; ++j) po[blk * len + j] = convert<T>(convert<double>(in[j]) * scale + shift);
+      }
+    }
+  });
+  return out;
+}
+
 // (input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
 inline any_tensor batch_norm(const kernel_args& a) {
   const any_tensor& x = a.tensor(0);
   if (x.rank() < 2) rank_error(a.target(), "input", x, "[N, C, ...]");
-  if (a.has(5) && a.flag(5)) {
-    raise<unsupported_error>([&](auto& o) {
-      o.put(a.target()); o.put(": training-mode batch norm (batch statistics, running-stat updates) is not run by the Eigen backend yet");
-    });
-  }
+  if (a.has(5) && a.flag(5)) return batch_norm_training(a);
   const index_t c = x.extents()[1];
   const any_tensor* w = a.optional_tensor(1);
   const any_tensor* b = a.optional_tensor(2);
@@ -1605,6 +1704,216 @@ inline any_tensor stack(const kernel_args& a) {
   const std::array<const any_tensor*, 2> none{nullptr, nullptr};
   return cat(kernel_args(a.target(), args, none, nullptr, ptrs));
 }
+
+// ---------------------------------------------------------------------------------------------
+// attention, dropout, losses
+
+// The generator dropout draws from: one per thread, seeded by manual_seed (default seed 0x5EED).
+inline std::mt19937_64& generator() {
+  thread_local std::mt19937_64 g(0x5EEDu);
+  return g;
+}
+
+// Zeroes elements of a floating tensor with probability p, scales the rest by 1 / (1 - p).
+template <class T>
+void dropout_in_place(T* p, index_t n, double prob) {
+  if (prob <= 0) return;
+  if (prob >= 1) {
+    std::fill(p, p + n, T(0));
+    return;
+  }
+  std::bernoulli_distribution keep(1.0 - prob);
+  const T scale = convert<T>(1.0 / (1.0 - prob));
+  auto& g = generator();
+  for (index_t i = 0; i < n; ++i) p[i] = keep(g) ? convert<T>(convert<compute_t<T>>(p[i]) * convert<compute_t<T>>(scale)) : T(0);
+}
+
+// (input, p, train)
+inline any_tensor dropout(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  const double p = a.real(1);
+  if (!(p >= 0 && p <= 1)) a.fail_text(1, "is not a probability in [0, 1]");
+  any_tensor out = x.clone();
+  if (a.flag(2)) {
+    dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) { dropout_in_place(out.data<decltype(tag)>(), out.numel(), p); });
+  }
+  return out;
+}
+
+// (query, key, value, attn_mask, dropout_p, is_causal, scale): softmax(q k^T * scale + mask) v.
+inline any_tensor scaled_dot_product_attention(const kernel_args& a) {
+  const any_tensor& q = a.tensor(0);
+  const any_tensor& k = a.tensor(1);
+  const any_tensor& v = a.tensor(2);
+  const any_tensor* mask = a.optional_tensor(3);
+  for (const any_tensor* t : {&q, &k, &v})
+    if (t->rank() < 2) rank_error(a.target(), "query, key and value", *t, "at least 2-d ([..., L, E])");
+  const double dropout_p = a.has(4) ? a.real(4) : 0.0;
+  const bool causal = a.has(5) && a.flag(5);
+  if (causal && mask != nullptr) {
+    raise<argument_error>([&](auto& o) {
+      o.put(a.target()); o.put(": an attention mask and is_causal are both given; give one or the other, as PyTorch");
+    });
+  }
+  const index_t e = q.extents().back();
+  if (k.extents().back() != e) {
+    raise<shape_error>([&](auto& o) {
+      o.put(a.target()); o.put(": the query "); o.put(q.to_string()); o.put(" and the key "); o.put(k.to_string());
+      o.put(" differ in their last (embedding) dim");
+    });
+  }
+  const double scale = a.has(6) ? a.real(6) : 1.0 / std::sqrt(static_cast<double>(e));
+  std::vector<std::size_t> perm(k.rank());
+  for (std::size_t d = 0; d < perm.size(); ++d) perm[d] = d;
+  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+  any_tensor scores = matmul_of(a.target(), q, permuted(k, perm, a.target()));  // [..., L, S]
+  const index_t l = scores.extents()[scores.rank() - 2], s = scores.extents().back();
+  dispatch_gemm(scores.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    T* ps = scores.data<T>();
+    const T sc = static_cast<T>(scale), neg_inf = -std::numeric_limits<T>::infinity();
+    for (index_t i = 0, n = scores.numel(); i < n; ++i) ps[i] *= sc;
+    if (causal) {
+      for (index_t m = 0, count = scores.numel() / std::max<index_t>(l * s, 1); m < count; ++m)
+        for (index_t i = 0; i < l; ++i)
+          for (index_t j = i + 1; j < s; ++j) ps[(m * l + i) * s + j] = neg_inf;
+    }
+    if (mask != nullptr) {
+      const std::vector<index_t> oe = broadcast_extents(a.target(), scores.extents(), mask->extents());
+      if (oe != scores.extents()) a.fail_text(3, "does not broadcast to the attention scores' shape");
+      const std::array<std::vector<index_t>, 1> strides{broadcast_strides(mask->extents(), oe)};
+      if (mask->scalar_type() == dtype::b8) {
+        const bool* pm = mask->data<bool>();
+        for_each_strided(oe, strides, [&](index_t i, const std::array<index_t, 1>& o) {
+          if (!pm[o[0]]) ps[i] = neg_inf;
+        });
+      } else {
+        const any_tensor M = to_dtype(*mask, scores.scalar_type());
+        const T* pm = M.data<T>();
+        for_each_strided(oe, strides, [&](index_t i, const std::array<index_t, 1>& o) { ps[i] += pm[o[0]]; });
+      }
+    }
+    softmax_rows(ps, ps, scores.numel() / std::max<index_t>(s, 1), s, false, 1);
+    if (dropout_p > 0) dropout_in_place(ps, scores.numel(), dropout_p);
+  });
+  return matmul_of(a.target(), scores, v);
+}
+
+// The per-element loss of class scores x ([C], [N, C] or [N, C, d...]) against i64 class indices
+// (or, when `probabilities`, a floating target of x's shape), reduced. LogSoftmax: x holds logits
+// (cross_entropy), otherwise log-probabilities (nll_loss).
+template <bool LogSoftmax>
+any_tensor class_loss(const kernel_args& a, std::size_t reduction_at, std::int64_t ignore_index, double smoothing) {
+  const any_tensor& x = a.tensor(0);
+  const any_tensor& target = a.tensor(1);
+  const any_tensor* weight = a.optional_tensor(2);
+  const std::int64_t reduction = a.has(reduction_at) ? a.integer(reduction_at) : 1;
+  if (reduction < 0 || reduction > 2) a.fail_text(reduction_at, "is not a reduction (0 none, 1 mean, 2 sum)");
+  if (x.rank() == 0) rank_error(a.target(), "input", x, "[C], [N, C] or [N, C, d...]");
+  const bool probabilities = is_floating_point(target.scalar_type());
+  if (probabilities && !LogSoftmax) rank_error(a.target(), "target", target, "i64 class indices");
+  if (smoothing < 0 || smoothing > 1) a.fail_text(reduction_at + 2, "is not in [0, 1]");
+  const index_t c = x.rank() == 1 ? x.extents()[0] : x.extents()[1];
+  const index_t n = x.rank() == 1 ? 1 : x.extents()[0];
+  index_t inner = 1;
+  for (std::size_t k = 2; k < x.rank(); ++k) inner *= x.extents()[k];
+  std::vector<index_t> per = x.extents();  // the per-element loss: x without its class dim
+  per.erase(per.begin() + (x.rank() == 1 ? 0 : 1));
+  if (probabilities ? target.extents() != x.extents() : (target.extents() != per || target.scalar_type() != dtype::i64))
+    rank_error(a.target(), "target", target,
+               probabilities ? "of the input's shape" : "i64 class indices of the input's shape without its class dim");
+  require_extents(a.target(), "weight", weight, c);
+  any_tensor losses(x.scalar_type(), per);
+  double total = 0, denom = 0;
+  dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    const any_tensor W = weight ? to_dtype(*weight, x.scalar_type()) : any_tensor();
+    const T* px = x.data<T>();
+    auto w = [&](index_t cls) { return weight ? convert<double>(W.data<T>()[cls]) : 1.0; };
+    const any_tensor P = probabilities ? to_dtype(target, x.scalar_type()) : any_tensor();
+    T* pl = losses.data<T>();
+    for (index_t i = 0; i < n; ++i) {
+      for (index_t j = 0; j < inner; ++j) {
+        const index_t base = i * c * inner + j;  // class cls at base + cls * inner
+        auto logp = [&](index_t cls) { return convert<double>(px[base + cls * inner]); };
+        double lse = 0;
+        if constexpr (LogSoftmax) {
+          double mx = -std::numeric_limits<double>::infinity();
+          for (index_t cls = 0; cls < c; ++cls) mx = std::max(mx, logp(cls));
+          double sum = 0;
+          for (index_t cls = 0; cls < c; ++cls) sum += std::exp(logp(cls) - mx);
+          lse = mx + std::log(sum);
+        }
+        double loss = 0;
+        if (probabilities) {
+          const T* pt = P.data<T>();
+          for (index_t cls = 0; cls < c; ++cls) {
+            const double t = convert<double>(pt[base + cls * inner]) * (1 - smoothing) + smoothing / static_cast<double>(c);
+            loss -= w(cls) * t * (logp(cls) - lse);
+          }
+          denom += 1;
+        } else {
+          const std::int64_t t = target.data<std::int64_t>()[i * inner + j];
+          if (t != ignore_index) {
+            if (t < 0 || t >= c) {
+              raise<argument_error>([&](auto& o) {
+                o.put(a.target()); o.put(": target class "); o.put_int(t); o.put(" is out of range for "); o.put_int(c);
+                o.put(" classes");
+              });
+            }
+            loss = -w(t) * (logp(t) - lse) * (1 - smoothing);
+            if (smoothing > 0) {
+              double smooth = 0;
+              for (index_t cls = 0; cls < c; ++cls) smooth -= w(cls) * (logp(cls) - lse);
+              loss += smoothing / static_cast<double>(c) * smooth;
+            }
+            denom += w(t);
+          }
+        }
+        pl[i * inner + j] = convert<T>(loss);
+        total += loss;
+      }
+    }
+  });
+  if (reduction == 0) return losses;
+  any_tensor out(x.scalar_type(), {});
+  const double r = reduction == 2 ? total : total / denom;  // (mean over nothing: NaN, as PyTorch)
+  dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) { *out.data<decltype(tag)>() = convert<decltype(tag)>(r); });
+  return out;
+}
+
+// (self, target, weight, reduction, ignore_index, label_smoothing)
+inline any_tensor cross_entropy(const kernel_args& a) {
+  return class_loss<true>(a, 3, a.has(4) ? a.integer(4) : -100, a.has(5) ? a.real(5) : 0.0);
+}
+// (self, target, weight, reduction, ignore_index)
+inline any_tensor nll_loss(const kernel_args& a) { return class_loss<false>(a, 3, a.has(4) ? a.integer(4) : -100, 0.0); }
+
+// (self, target, reduction)
+inline any_tensor mse_loss(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  const dtype d = promote_types(x.scalar_type(), a.tensor(1).scalar_type());
+  if (!is_floating_point(d)) unsupported_dtype(a.target(), d);
+  const std::int64_t reduction = a.has(2) ? a.integer(2) : 1;
+  if (reduction < 0 || reduction > 2) a.fail_text(2, "is not a reduction (0 none, 1 mean, 2 sum)");
+  const any_tensor X = to_dtype(x, d), Y = to_dtype(a.tensor(1), d);
+  const auto oe = broadcast_extents(a.target(), X.extents(), Y.extents());
+  any_tensor sq(d, oe);
+  double total = 0;
+  dispatch<true>(d, a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    broadcast_apply(sq.data<T>(), oe, X.data<T>(), X.extents(), Y.data<T>(), Y.extents(), [&](T u, T v) {
+      const double e = convert<double>(u) - convert<double>(v);
+      total += e * e;
+      return convert<T>(e * e);
+    });
+  });
+  if (reduction == 0) return sq;
+  any_tensor out(d, {});
+  const double r = reduction == 2 ? total : total / static_cast<double>(sq.numel());
+  dispatch<true>(d, a.target(), [&](auto tag) { *out.data<decltype(tag)>() = convert<decltype(tag)>(r); });
+  return out;
+}
 }  // namespace detail
 
 namespace detail {
@@ -1689,6 +1998,12 @@ inline constexpr kernel_entry kernel_table[] = {
     {triu_op::target, &detail::triangle<false>},
     {"aten.cat.default", &detail::cat},
     {"aten.stack.default", &detail::stack},
+    {"aten.group_norm.default", &detail::group_norm},
+    {"aten.dropout.default", &detail::dropout},
+    {"aten.scaled_dot_product_attention.default", &detail::scaled_dot_product_attention},
+    {"aten.cross_entropy_loss.default", &detail::cross_entropy},
+    {"aten.nll_loss.default", &detail::nll_loss},
+    {"aten.mse_loss.default", &detail::mse_loss},
 };
 }  // namespace detail
 
@@ -1701,6 +2016,8 @@ TYPEX_EIGEN_API kernel_fn find_kernel(std::string_view target) {
   const auto it = index.find(target);
   return it == index.end() ? nullptr : it->second;
 }
+
+TYPEX_EIGEN_API void manual_seed(std::uint64_t seed) { detail::generator().seed(seed); }
 
 TYPEX_EIGEN_API std::vector<std::string_view> kernel_targets() {
   std::vector<std::string_view> out;

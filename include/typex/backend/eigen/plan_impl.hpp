@@ -433,8 +433,17 @@ class planned_engine final : public engine {
         }
       }
       const kernel_fn fn = find_kernel(node.target);
+      const kernel_args call(node.target, node.args, tensors, &symbols_, list);
+      if (node.target == "aten.batch_norm.default" && call.has(5) && call.flag(5)) {
+        typex::detail::raise<unsupported_error>([&](auto& w) {
+          w.put("typex::eigen: node '"); w.put(node.name);
+          w.put("' is training-mode batch_norm, which updates its running statistics in place; exported programs do not "
+                "carry buffer mutations yet, so export the model in eval mode (or run it eagerly to train)");
+        });
+      }
+      const bool random = node.target == "aten.dropout.default" && call.flag(2);  // (never folded: a new draw per call)
       // 1. constant folding
-      if (all_constant) {
+      if (all_constant && !random) {
         v.folded = fn(kernel_args(node.target, node.args, tensors, &symbols_, list));
         v.at = {operand::where::constant, 0, &*v.folded};
         ++report_.folded;

@@ -1,0 +1,100 @@
+// typex/ops/attention.hpp — scaled_dot_product_attention and dropout.
+//
+//   scaled_dot_product_attention(q, k, v)                  F.scaled_dot_product_attention(q, k, v)
+//   scaled_dot_product_attention(q, k, v, mask)            ... attn_mask=mask (bool: true attends; float: added)
+//   scaled_dot_product_attention(q, k, v, nullptr, {.is_causal = true})
+//       -> aten.scaled_dot_product_attention.default(q, k, v, mask, dropout_p, is_causal, scale)
+//   dropout(x, 0.1, train)                                 F.dropout(x, 0.1, train) -> aten.dropout.default(x, 0.1, train)
+//
+// q [..., L, E], k [..., S, E], v [..., S, Ev] -> [..., L, Ev]; the batch dims broadcast, as
+// matmul's; a mask broadcasts to [..., L, S]. The scale defaults to 1/sqrt(E). A causal mask keeps
+// key j for query i where j <= i (top-left aligned, as PyTorch). A row whose every key is masked
+// out gives NaN, as PyTorch's math path does.
+#pragma once
+
+#include <typex/core/rules/matmul.hpp>
+#include <typex/core/rules/permute.hpp>
+#include <typex/ops/apply.hpp>
+#include <typex/ops/tensor_like.hpp>
+
+#include <optional>
+#include <source_location>
+#include <string>
+#include <string_view>
+
+namespace typex {
+
+struct attention_options {
+  bool is_causal = false;
+  std::optional<double> scale = std::nullopt;  // nullopt: 1 / sqrt(E)
+  double dropout_p = 0.0;       // dropout on the attention weights (0 for inference)
+};
+
+struct scaled_dot_product_attention_op {
+  static constexpr std::string_view target = "aten.scaled_dot_product_attention.default";
+  static constexpr std::size_t attributes_at = 4;  // (query, key, value, attn_mask, dropout_p, is_causal, scale)
+  attention_options options;
+
+  template <class Q, class K, class V, class M>
+  static constexpr auto result(const Q& q, const K& k, const V& v, const M& mask) {
+    static_assert(is_floating_point(Q::dtype_type::value), "typex::scaled_dot_product_attention: the query must be floating-point");
+    static_assert(Q::shape_type::rank >= 2 && K::shape_type::rank >= 2 && V::shape_type::rank >= 2,
+                  "typex::scaled_dot_product_attention: query, key and value must be at least 2-d ([..., L, E])");
+    const auto scores = matmul_shape(q.shape, transpose_shape<-1, -2>(k.shape, op_name<"scaled_dot_product_attention">),
+                                     op_name<"scaled_dot_product_attention">);
+    if constexpr (!std::is_null_pointer_v<M>) {
+      static_assert(M::dtype_type::value == dtype::b8 || is_floating_point(M::dtype_type::value),
+                    "typex::scaled_dot_product_attention: the mask must be bool (true attends) or floating-point (added)");
+      (void)broadcast_shapes(scores, mask.shape, op_name<"scaled_dot_product_attention">);
+    }
+    const auto s = matmul_shape(scores, v.shape, op_name<"scaled_dot_product_attention">);
+    return tensor_spec<typename Q::dtype_type, std::remove_cvref_t<decltype(s)>>(s);
+  }
+  template <class W>
+  void attributes(W&& w) const {
+    w(options.dropout_p);
+    w(options.is_causal);
+    if (options.scale) w(*options.scale);
+    else w(nullptr);
+  }
+};
+
+template <tensor_like Q, tensor_like K, tensor_like V>
+auto scaled_dot_product_attention(const Q& q, const K& k, const V& v, std::nullptr_t = nullptr, attention_options options = {},
+                                  const std::source_location& loc = std::source_location::current()) {
+  return apply_op(scaled_dot_product_attention_op{options}, &loc, q, k, v, nullptr);
+}
+template <tensor_like Q, tensor_like K, tensor_like V, tensor_like M>
+auto scaled_dot_product_attention(const Q& q, const K& k, const V& v, const M& mask, attention_options options = {},
+                                  const std::source_location& loc = std::source_location::current()) {
+  return apply_op(scaled_dot_product_attention_op{options}, &loc, q, k, v, mask);
+}
+
+// Zeroes each element with probability p and scales the rest by 1 / (1 - p) when `train`;
+// the identity otherwise. The Eigen backend draws from its own generator (eigen::manual_seed).
+struct dropout_op {
+  static constexpr std::string_view target = "aten.dropout.default";
+  double p = 0.5;
+  bool train = true;
+  template <class X>
+  static constexpr X result(const X& x) {
+    static_assert(is_floating_point(X::dtype_type::value), "typex::dropout: the input must be floating-point");
+    return x;
+  }
+  template <class W>
+  void attributes(W&& w) const {
+    w(p);
+    w(train);
+  }
+};
+template <tensor_like X>
+auto dropout(const X& x, double p, bool train, const std::source_location& loc = std::source_location::current()) {
+  if (!(p >= 0.0 && p <= 1.0)) {
+    detail::raise<argument_error>([&](auto& w) {
+      w.put("typex::dropout: the probability "); w.put(std::to_string(p)); w.put(" is not in [0, 1]");
+    });
+  }
+  return apply_op(dropout_op{.p = p, .train = train}, &loc, x);
+}
+
+}  // namespace typex
