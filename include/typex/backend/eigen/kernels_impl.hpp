@@ -920,6 +920,27 @@ inline any_tensor layer_norm(const kernel_args& a) {
   return out;
 }
 
+// The product of x's extents from dim `from` on (the spatial size of [N, C, ...]).
+inline index_t trailing_numel(const any_tensor& x, std::size_t from) {
+  index_t n = 1;
+  for (std::size_t k = from; k < x.rank(); ++k) n *= x.extents()[k];
+  return n;
+}
+
+// A normalization's per-channel affine: weight and bias (either absent) in the input's dtype T.
+template <class T>
+struct channel_affine {
+  any_tensor w, b;
+  bool has_w, has_b;
+  channel_affine(const any_tensor* weight, const any_tensor* bias, dtype d)
+      : w(weight ? to_dtype(*weight, d) : any_tensor()), b(bias ? to_dtype(*bias, d) : any_tensor()), has_w(weight), has_b(bias) {}
+  // y = x * scale + shift normalizes channel ch by (mean, 1 / std = inv) and applies the affine.
+  std::pair<double, double> scale_shift(index_t ch, double mean, double inv) const {
+    const double scale = (has_w ? convert<double>(w.data<T>()[ch]) : 1.0) * inv;
+    return {scale, (has_b ? convert<double>(b.data<T>()[ch]) : 0.0) - mean * scale};
+  }
+};
+
 // Training mode: normalizes with the batch's statistics (biased variance) and, when running
 // statistics are given, updates them in place as PyTorch does: r = (1 - momentum) r + momentum s,
 // with the unbiased variance for running_var. (In place: eager calls on a module's buffers update
@@ -938,9 +959,7 @@ inline any_tensor batch_norm_training(const kernel_args& a) {
   for (const any_tensor* r : {rm, rv})
     if (r && r->scalar_type() != x.scalar_type()) rank_error(a.target(), "running statistic", *r, "of the input's dtype (it is updated in place)");
   const double momentum = a.has(6) ? a.real(6) : 0.1, eps = a.has(7) ? a.real(7) : 1e-5;
-  index_t inner = 1;
-  for (std::size_t k = 2; k < x.rank(); ++k) inner *= x.extents()[k];
-  const index_t n = x.extents()[0], count = n * inner;
+  const index_t inner = trailing_numel(x, 2), n = x.extents()[0], count = n * inner;
   if (count <= 1) {
     raise<shape_error>([&](auto& o) {
       o.put(a.target()); o.put(": training-mode batch norm needs more than one value per channel (input "); o.put(x.to_string()); o.put(")");
@@ -949,8 +968,7 @@ inline any_tensor batch_norm_training(const kernel_args& a) {
   any_tensor out(x.scalar_type(), x.extents());
   dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
     using T = decltype(tag);
-    const dtype d = x.scalar_type();
-    const any_tensor W = w ? to_dtype(*w, d) : any_tensor(), B = b ? to_dtype(*b, d) : any_tensor();
+    const channel_affine<T> affine(w, b, x.scalar_type());
     const T* px = x.data<T>();
     T* po = out.data<T>();
     for (index_t ch = 0; ch < c; ++ch) {
@@ -963,9 +981,7 @@ inline any_tensor batch_norm_training(const kernel_args& a) {
           const double v = convert<double>(px[base + j]) - mean;
           sq += v * v;
         }
-      const double var = sq / static_cast<double>(count);
-      const double scale = (w ? convert<double>(W.data<T>()[ch]) : 1.0) / std::sqrt(var + eps);
-      const double shift = (b ? convert<double>(B.data<T>()[ch]) : 0.0) - mean * scale;
+      const auto [scale, shift] = affine.scale_shift(ch, mean, 1.0 / std::sqrt(sq / static_cast<double>(count) + eps));
       for (index_t i = 0; i < n; ++i)
         for (index_t j = 0, base = (i * c + ch) * inner; j < inner; ++j) po[base + j] = convert<T>(convert<double>(px[base + j]) * scale + shift);
       if (rm) rm->data<T>()[ch] = convert<T>((1 - momentum) * convert<double>(rm->data<T>()[ch]) + momentum * mean);
@@ -993,14 +1009,11 @@ inline any_tensor group_norm(const kernel_args& a) {
   require_extents(a.target(), "weight", w, c);
   require_extents(a.target(), "bias", b, c);
   const double eps = a.has(4) ? a.real(4) : 1e-5;
-  index_t inner = 1;
-  for (std::size_t k = 2; k < x.rank(); ++k) inner *= x.extents()[k];
-  const index_t per = c / g, len = per * inner;
+  const index_t inner = trailing_numel(x, 2), per = c / g, len = per * inner;
   any_tensor out(x.scalar_type(), x.extents());
   dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
     using T = decltype(tag);
-    const dtype d = x.scalar_type();
-    const any_tensor W = w ? to_dtype(*w, d) : any_tensor(), B = b ? to_dtype(*b, d) : any_tensor();
+    const channel_affine<T> affine(w, b, x.scalar_type());
     const T* px = x.data<T>();
     T* po = out.data<T>();
     for (index_t blk = 0, blocks = x.extents()[0] * g; blk < blocks; ++blk) {
@@ -1011,9 +1024,7 @@ inline any_tensor group_norm(const kernel_args& a) {
       for (index_t j = 0; j < len; ++j) sq += (convert<double>(in[j]) - mean) * (convert<double>(in[j]) - mean);
       const double inv = 1.0 / std::sqrt(sq / static_cast<double>(len) + eps);
       for (index_t cc = 0; cc < per; ++cc) {
-        const index_t ch = (blk % g) * per + cc;
-        const double scale = (w ? convert<double>(W.data<T>()[ch]) : 1.0) * inv;
-        const double shift = (b ? convert<double>(B.data<T>()[ch]) : 0.0) - mean * scale;
+        const auto [scale, shift] = affine.scale_shift((blk % g) * per + cc, mean, inv);
         for (index_t j = cc * inner; j < (cc + 1) * inner; ++j) po[blk * len + j] = convert<T>(convert<double>(in[j]) * scale + shift);
       }
     }
