@@ -1580,6 +1580,7 @@ inline any_tensor index_select(const kernel_args& a) {
   std::vector<index_t> ext = x.rank() == 0 ? std::vector<index_t>{1} : x.extents();
   const around_dim g(ext, d);
   const index_t k = I.numel();
+  if (x.rank() == 0 && k != 1) rank_error(a.target(), "index", I, "a single index for a 0-d input");
   ext[d] = k;
   if (x.rank() == 0) ext.clear();
   any_tensor out(x.scalar_type(), ext);
