@@ -19,6 +19,14 @@ template <fixed_string Op, class SX, class ST>
     w.put(" the input's extent is neither 1 nor the target's (expand only repeats dims of extent 1)");
   });
 }
+template <fixed_string Op, class SX, class ST, std::size_t K>
+constexpr void fail_expand_static() {
+  TYPEX_STATIC_FAIL(static_shape_error, [](auto& w) {
+    put_op(w, Op.view()); w.put(": cannot expand "); SX::write_type(w); w.put(" to "); ST::write_type(w);
+    w.put(": at dim "); w.put_int(K); w.put(" the input's extent is neither 1 nor the target's ");
+    w.put_int(ST::template dim_t<K>::value); w.put(" (expand only repeats dims of extent 1)");
+  });
+}
 }  // namespace detail
 
 template <class... X, class... T, fixed_string Op = "expand">
@@ -41,13 +49,7 @@ constexpr auto expand_shape(const shape<X...>& x, const shape<T...>& target, op_
         using B = typename std::remove_cvref_t<decltype(b)>::template dim_t<K>;
         using TD = typename ST::template dim_t<K>;
         if constexpr (is_static_dim_v<B> && is_static_dim_v<TD>) {
-          if constexpr (B::value != TD::value) {
-            TYPEX_STATIC_FAIL(static_shape_error, [](auto& w) {
-              detail::put_op(w, Op.view()); w.put(": cannot expand "); SX::write_type(w); w.put(" to "); ST::write_type(w);
-              w.put(": at dim "); w.put_int(K); w.put(" the input's extent is neither 1 nor the target's ");
-              w.put_int(TD::value); w.put(" (expand only repeats dims of extent 1)");
-            });
-          }
+          if constexpr (B::value != TD::value) detail::fail_expand_static<Op, SX, ST, K>();
         } else if (b.template get<K>().get() != target.template get<K>().get()) {
           detail::raise_expand<Op>(x, target, K);
         }
