@@ -18,6 +18,7 @@
 #include <typex/ops/concat.hpp>
 #include <typex/ops/conv.hpp>
 #include <typex/ops/embedding.hpp>
+#include <typex/ops/factory.hpp>
 #include <typex/ops/indexing.hpp>
 #include <typex/ops/linear.hpp>
 #include <typex/ops/loss.hpp>

@@ -35,16 +35,46 @@ class attribute_writer {
     std::vector<sym_expr> sizes;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       auto one = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
-        if (static_cast<long long>(K) == v.infer_at) sizes.emplace_back(index_t{-1});
-        else if (namer_ != nullptr) sizes.push_back(to_sym_expr<typename S::template dim_t<K>>(*namer_));
-        else sizes.emplace_back(v.dims.template get<K>().get());
+        using D = typename S::template dim_t<K>;
+        if (static_cast<long long>(K) == v.infer_at) {
+          sizes.emplace_back(index_t{-1});
+        } else if (namer_ != nullptr) {
+          if constexpr (typex::detail::has_anonymous_dim_v<D>)
+            if (v.factory) anonymous_size<D>(static_cast<long long>(K));
+          sizes.push_back(to_sym_expr<D>(*namer_));
+        } else {
+          sizes.emplace_back(v.dims.template get<K>().get());
+        }
       };
       (one(std::integral_constant<std::size_t, I>{}), ...);
     }(std::make_index_sequence<S::rank>{});
     out_.emplace_back(std::move(sizes));
   }
+  template <class D>
+  void operator()(const size_attribute<D>& v) const {
+    if (namer_ == nullptr) {
+      out_.emplace_back(std::int64_t{v.value.get()});
+    } else {
+      if constexpr (typex::detail::has_anonymous_dim_v<D>) anonymous_size<D>(-1);
+      out_.emplace_back(to_sym_expr<D>(*namer_));
+    }
+  }
 
  private:
+  // Tracing a factory whose size is (or is derived from) an anonymous dim: the graph could only
+  // record the example value, silently wrong for other shapes, or a symbol nothing binds.
+  template <class D>
+  [[noreturn]] static void anonymous_size(long long k) {
+    typex::detail::raise<argument_error>([&](auto& w) {
+      w.put("typex: a factory traced with an anonymous size ");
+      if (k >= 0) { w.put("(size "); w.put_int(k); w.put(", "); }
+      else w.put("(");
+      D::write_type(w, 0);
+      w.put("): tracing cannot tell which input it follows; declare that input dim as a named symbolic dim "
+            "(typex::sym<\"n\", min, max>) so the graph records its symbol, or pass a static extent (16_c)");
+    });
+  }
+
   std::vector<argument>& out_;
   symbol_namer* namer_;
 };
@@ -57,7 +87,7 @@ std::vector<argument> op_arguments(const Op& op, symbol_namer* namer, ToArg&& to
   const attribute_writer w(out, namer);
   constexpr std::size_t at = attributes_position<Op>(sizeof...(A));
   std::size_t k = 0;
-  auto one = [&](const auto& a) {
+  [[maybe_unused]] auto one = [&](const auto& a) {  // (unused by a factory: no arguments)
     if (k++ == at) visit_attributes(op, w);
     out.push_back(to_arg(a));
   };

@@ -26,11 +26,27 @@
 namespace typex {
 
 // A list of sizes, possibly symbolic, one of which may be PyTorch's -1 (at infer_at; -1: none).
+// A reshape's anonymous (dyn) size is recorded as a fresh symbol, which the runner infers from the
+// element count as it does -1; a factory's (`factory`) cannot be inferred, so tracing refuses it.
 template <class S>
 struct sizes_attribute {
   S dims;
   long long infer_at = -1;
+  bool factory = false;
 };
+// A single size (ATen's SymInt: arange's bounds): a dim, recorded as its expression while tracing
+// and as its value otherwise; like a factory's sizes, it cannot be anonymous while tracing.
+template <dim D>
+struct size_attribute {
+  D value;
+};
+
+namespace detail {
+template <class D>
+inline constexpr bool has_anonymous_dim_v = is_dynamic_dim_v<D>;
+template <dim_op O, class A, class B>
+inline constexpr bool has_anonymous_dim_v<derived<O, A, B>> = has_anonymous_dim_v<A> || has_anonymous_dim_v<B>;
+}  // namespace detail
 
 namespace detail {
 template <class T> struct is_reshape_target : std::false_type {};

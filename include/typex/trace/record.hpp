@@ -70,7 +70,27 @@ template <>
 struct op_runner<trace_mode> {
   template <class Op, class... A>
   static auto run(const Op& op, const std::source_location* loc, const A&... args) {
-    tracing_context& ctx = detail::context_of(args...);
+    return record(detail::context_of(args...), op, loc, args...);
+  }
+
+  // A factory (no tensor argument) recorded into the graph that `like` is traced in.
+  template <class Op, class Like>
+  static auto run_factory(const Op& op, const std::source_location* loc, const Like& like) {
+    if constexpr (!Op::traceable) {
+      // (arange with number bounds: a length known only as a number, which the ops after it could
+      // not follow in the graph)
+      typex::detail::raise<argument_error>([&](auto& w) {
+        w.put(Op::target);
+        w.put(": traced with number bounds, its length is a run-time number (dyn) that the graph cannot follow "
+              "through later ops; pass the bounds as static dims (0_c, 8_c, 2_c) or symbolic ones");
+      });
+    }
+    return record(like.context(), op, loc);
+  }
+
+ private:
+  template <class Op, class... A>
+  static auto record(tracing_context& ctx, const Op& op, const std::source_location* loc, const A&... args) {
     const auto spec = op.result(detail::spec_of_argument(args)...);
     using R = std::remove_cvref_t<decltype(spec)>;
     std::vector<ir::argument> ir_args =

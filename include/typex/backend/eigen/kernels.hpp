@@ -73,6 +73,8 @@ class kernel_args {
   }
   // Whether argument i is a floating-point number (a Python float), not an integer or a bool.
   bool is_real(std::size_t i) const noexcept { return get_if<double>(i) != nullptr; }
+  // Whether argument i is an integer (a number or a symbolic size), not a float or a bool.
+  bool is_integer(std::size_t i) const noexcept { return get_if<std::int64_t>(i) != nullptr || get_if<ir::sym_expr>(i) != nullptr; }
   bool flag(std::size_t i) const {
     if (const auto* v = get_if<bool>(i)) return *v;
     fail(i, "a bool");

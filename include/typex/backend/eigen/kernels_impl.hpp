@@ -13,6 +13,7 @@
 #include <typex/core/half.hpp>
 #include <typex/core/rules/conv.hpp>
 #include <typex/ops/binary.hpp>
+#include <typex/ops/factory.hpp>
 #include <typex/ops/indexing.hpp>
 #include <typex/ops/normalization.hpp>
 #include <typex/ops/reduce.hpp>
@@ -1929,6 +1930,74 @@ inline any_tensor mse_loss(const kernel_args& a) {
 }  // namespace detail
 
 namespace detail {
+// ---------------------------------------------------------------------------------------------
+// factories: zeros, ones, full, arange, and the _like forms
+
+// out filled with argument i's number (integers exactly; bools as 0 / 1).
+inline void fill_number(any_tensor& out, const kernel_args& a, std::size_t i) {
+  dispatch<false>(out.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    const T v = a.is_integer(i) ? convert<T>(a.integer(i)) : convert<T>(a.real(i));
+    std::fill_n(out.data<T>(), out.numel(), v);
+  });
+}
+inline void fill_constant(any_tensor& out, int value, std::string_view op) {
+  dispatch<false>(out.scalar_type(), op, [&](auto tag) {
+    using T = decltype(tag);
+    std::fill_n(out.data<T>(), out.numel(), convert<T>(value));
+  });
+}
+
+// zeros / ones (sizes, dtype), full (sizes, value, dtype). Kind: 0 zeros, 1 ones, 2 full.
+template <int Kind>
+any_tensor fill(const kernel_args& a) {
+  const std::vector<index_t> e = a.ints(0);
+  for (index_t v : e)
+    if (v < 0) a.fail_text(0, "has a negative size");
+  any_tensor out(a.scalar_type(Kind == 2 ? 2 : 1), e);
+  if (Kind == 2) fill_number(out, a, 1);
+  else fill_constant(out, Kind, a.target());
+  return out;
+}
+// zeros_like / ones_like (x), full_like (x, value).
+template <int Kind>
+any_tensor fill_like(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  any_tensor out(x.scalar_type(), x.extents());
+  if (Kind == 2) fill_number(out, a, 1);
+  else fill_constant(out, Kind, a.target());
+  return out;
+}
+
+// arange with Bounds of (end), (start, end) or (start, end, step), then the dtype: as torch, the
+// length is ceil((end - start) / step) and the values start + i * step, computed in double for
+// floating dtypes and in i64 for integral ones.
+template <int Bounds>
+any_tensor arange(const kernel_args& a) {
+  constexpr std::size_t none = 3;  // (an absent bound: start 0, step 1)
+  constexpr std::size_t start_at = Bounds == 1 ? none : 0, end_at = Bounds == 1 ? 0 : 1, step_at = Bounds == 3 ? 2 : none;
+  const auto real_at = [&](std::size_t at, double absent) { return at == none ? absent : a.real(at); };
+  const auto int_at = [&](std::size_t at, index_t absent) {
+    return at == none ? absent : a.is_real(at) ? static_cast<index_t>(a.real(at)) : a.integer(at);
+  };
+  const bool real = a.is_real(end_at) || (start_at != none && a.is_real(start_at)) || (step_at != none && a.is_real(step_at));
+  const index_t n = real ? typex::detail::arange_length(real_at(start_at, 0.0), real_at(end_at, 0.0), real_at(step_at, 1.0))
+                         : typex::detail::arange_length(int_at(start_at, 0), int_at(end_at, 0), int_at(step_at, 1));
+  any_tensor out(a.scalar_type(static_cast<std::size_t>(Bounds)), {n});
+  dispatch<false>(out.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    T* po = out.data<T>();
+    if constexpr (std::is_same_v<compute_t<T>, float> || std::is_same_v<T, double>) {
+      const double start = real_at(start_at, 0.0), step = real_at(step_at, 1.0);
+      for (index_t i = 0; i < n; ++i) po[i] = convert<T>(start + static_cast<double>(i) * step);
+    } else {
+      const index_t start = int_at(start_at, 0), step = int_at(step_at, 1);
+      for (index_t i = 0; i < n; ++i) po[i] = convert<T>(start + i * step);
+    }
+  });
+  return out;
+}
+
 struct kernel_entry {
   std::string_view target;
   kernel_fn fn;
@@ -2016,6 +2085,15 @@ inline constexpr kernel_entry kernel_table[] = {
     {"aten.cross_entropy_loss.default", &detail::cross_entropy},
     {"aten.nll_loss.default", &detail::nll_loss},
     {"aten.mse_loss.default", &detail::mse_loss},
+    {"aten.zeros.default", &detail::fill<0>},
+    {"aten.ones.default", &detail::fill<1>},
+    {"aten.full.default", &detail::fill<2>},
+    {"aten.zeros_like.default", &detail::fill_like<0>},
+    {"aten.ones_like.default", &detail::fill_like<1>},
+    {"aten.full_like.default", &detail::fill_like<2>},
+    {"aten.arange.default", &detail::arange<1>},
+    {"aten.arange.start", &detail::arange<2>},
+    {"aten.arange.start_step", &detail::arange<3>},
 };
 }  // namespace detail
 

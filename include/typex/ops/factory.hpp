@@ -1,0 +1,296 @@
+// typex/ops/factory.hpp — ops that make a tensor from sizes and values: zeros, ones, full, arange,
+// and the _like forms.
+//
+//   zeros<f32>(shape(b, 16_c))           torch.zeros(b, 16)        -> aten.zeros.default([batch, 16], f32)
+//   ones<i64>(shape(4_c), device_of(x))  torch.ones(4, dtype=long, device=x.device)
+//   full<f32>(shape(seq, seq), -inf)     torch.full((seq, seq), -inf) -> aten.full.default([seq, seq], -inf, f32)
+//   arange<i64>(seq)                     torch.arange(seq)         -> aten.arange.default(seq, i64)
+//   arange<f32>(0.0, 1.0, 0.25)          torch.arange(0, 1, .25)   -> aten.arange.start_step(0.0, 1.0, 0.25, f32)
+//   zeros_like(x), ones_like(x), full_like(x, v)
+//
+// A factory has no tensor argument, so nothing in its call says whether it runs now or is recorded:
+// that is what the device argument is for, as in PyTorch's `torch.zeros(n, device=x.device)`.
+// `device_of(x)` of a traced value records the factory into x's graph; the default (host) and
+// `device_of` of a host tensor make the tensor now. A tensor made now inside a traced function is
+// a constant of the program (lifted, as torch.export lifts it), so a factory whose sizes depend on
+// a symbolic dim must be given the device of a traced value to follow that dim.
+//
+// Sizes are dims: static (16_c), symbolic (a dim read from a traced value's shape, recorded as its
+// symbol) or derived (2_c * seq). An anonymous dim (dyn) cannot be recorded while tracing — nothing
+// says which input it came from — so tracing such a factory is an error that says to name the dim.
+// arange's bounds are all dims or all numbers; numbers give a dyn length: fine now, refused while
+// tracing (later ops could not follow it), where static dims (0_c, 8_c, 2_c) say the same thing.
+#pragma once
+
+#include <typex/core/dim.hpp>
+#include <typex/core/shape.hpp>
+#include <typex/core/static_error.hpp>
+#include <typex/ops/apply.hpp>
+#include <typex/ops/shape_ops.hpp>
+#include <typex/ops/tensor_like.hpp>
+
+#include <cmath>
+#include <source_location>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+
+namespace typex {
+
+// Where a factory makes its tensor: now, on the host (host_device, the default), or where `like`
+// lives (device_of(x)): into x's graph while x is traced.
+struct host_device {};
+template <class T>
+struct device_like {
+  const T* like;
+};
+template <tensor_like T>
+constexpr device_like<T> device_of(const T& x) noexcept {
+  return {&x};
+}
+
+namespace detail {
+template <class Mode, class Op>
+struct dependent_mode {
+  using type = Mode;
+};
+template <class T> inline constexpr bool is_device_like_v = false;
+template <class T> inline constexpr bool is_device_like_v<device_like<T>> = true;
+
+// The value a factory fills with, as the schema's Scalar records it for dtype DT.
+template <class DT, class V>
+constexpr auto fill_scalar(V v) {
+  if constexpr (DT::value == dtype::b8) return static_cast<bool>(v);
+  else if constexpr (is_floating_point(DT::value)) return static_cast<double>(v);
+  else if constexpr (std::is_floating_point_v<V>) return v;  // (the kernel truncates, as torch.full)
+  else return static_cast<index_t>(v);
+}
+}  // namespace detail
+
+// Runs a factory op: recorded into the graph of device's tensor when it is traced, run now
+// otherwise. A factory op has, besides an op's members, `static constexpr bool traceable`: false
+// where its result cannot be recorded (tracing it is an error).
+template <class T>
+concept factory_device = std::is_same_v<T, host_device> || detail::is_device_like_v<T>;
+
+template <class Op, factory_device Device>
+auto apply_factory(const Op& op, const std::source_location* loc, const Device& device) {
+  // (the runners are named through Op, so that they are looked up where the op is used, once the
+  // trace layer and a backend have specialized them)
+  using eager = op_runner<typename detail::dependent_mode<eager_mode, Op>::type>;
+  if constexpr (detail::is_device_like_v<Device>) {
+    using T = std::remove_cvref_t<decltype(*device.like)>;
+    if constexpr (is_traced_argument<T>::value)
+      return op_runner<typename detail::dependent_mode<trace_mode, Op>::type>::run_factory(op, loc, *device.like);
+    else return eager::run(op, loc);
+  } else {
+    return eager::run(op, loc);
+  }
+}
+
+// zeros / ones / full: a tensor of sizes S filled with one value. Kind: 0 zeros, 1 ones, 2 full.
+template <int Kind, class DT, class S, class V = double>
+struct fill_op {
+  static_assert(dtype_tag_type<DT>, "typex: a factory's first template argument is a dtype (typex::f32, typex::i64, ...)");
+  static constexpr std::string_view target =
+      Kind == 0 ? std::string_view("aten.zeros.default") : Kind == 1 ? std::string_view("aten.ones.default") : std::string_view("aten.full.default");
+  static constexpr bool traceable = true;
+  S sizes;
+  V value{};
+
+  constexpr auto result() const { return tensor_spec<DT, S>(sizes); }
+  template <class W>
+  void attributes(W&& w) const {
+    w(sizes_attribute<S>{sizes, -1, true});
+    if constexpr (Kind == 2) w(value);
+    w(DT::value);
+  }
+};
+
+template <class DT = f32, class... D, factory_device Device = host_device>
+auto zeros(const shape<D...>& sizes, const Device& device = {}, const std::source_location& loc = std::source_location::current()) {
+  return apply_factory(fill_op<0, DT, shape<D...>>{sizes}, &loc, device);
+}
+template <class DT = f32, class... D, factory_device Device = host_device>
+auto ones(const shape<D...>& sizes, const Device& device = {}, const std::source_location& loc = std::source_location::current()) {
+  return apply_factory(fill_op<1, DT, shape<D...>>{sizes}, &loc, device);
+}
+template <class DT = f32, class... D, scalar_like V, factory_device Device = host_device>
+auto full(const shape<D...>& sizes, V value, const Device& device = {},
+          const std::source_location& loc = std::source_location::current()) {
+  const auto v = detail::fill_scalar<DT>(value);
+  return apply_factory(fill_op<2, DT, shape<D...>, decltype(v)>{sizes, v}, &loc, device);
+}
+
+// arange: Bounds are the recorded arguments (end; start, end; or start, end, step), Len the
+// result's dim.
+template <class DT, class Len, class... Bounds>
+struct arange_op {
+  static_assert(dtype_tag_type<DT>, "typex::arange: the first template argument is a dtype (typex::i64, typex::f32, ...)");
+  static constexpr std::string_view target = sizeof...(Bounds) == 1   ? std::string_view("aten.arange.default")
+                                             : sizeof...(Bounds) == 2 ? std::string_view("aten.arange.start")
+                                                                      : std::string_view("aten.arange.start_step");
+  static constexpr bool traceable = (dim<Bounds> && ...);  // (number bounds: made now only)
+  std::tuple<Bounds...> bounds;
+  Len length;
+
+  constexpr auto result() const { return tensor_spec<DT, shape<Len>>(shape<Len>(length)); }
+  template <class W>
+  void attributes(W&& w) const {
+    std::apply([&](const auto&... b) {
+      auto one = [&](const auto& x) {
+        if constexpr (dim<std::remove_cvref_t<decltype(x)>>) w(size_attribute<std::remove_cvref_t<decltype(x)>>{x});
+        else if constexpr (std::is_floating_point_v<std::remove_cvref_t<decltype(x)>>) w(static_cast<double>(x));
+        else w(static_cast<index_t>(x));
+      };
+      (one(b), ...);
+    }, bounds);
+    w(DT::value);
+  }
+};
+
+namespace detail {
+[[noreturn]] inline void arange_error(std::string_view what) {
+  raise<argument_error>([&](auto& w) { w.put("typex::arange: "); w.put(what); });
+}
+// The number of values in [start, end) by step, as torch.arange counts them (ceil((end-start)/step)),
+// or an error in torch's words.
+template <class T>
+index_t arange_length(T start, T end, T step) {
+  if (step == T(0)) arange_error("step must be nonzero");
+  if ((step > T(0) && end < start) || (step < T(0) && end > start))
+    arange_error("upper bound and lower bound are inconsistent with the step's sign");
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step)) arange_error("bounds and step must be finite");
+    return static_cast<index_t>(std::ceil(static_cast<double>(end - start) / static_cast<double>(step)));
+  } else {
+    const index_t d = static_cast<index_t>(end) - static_cast<index_t>(start), s = static_cast<index_t>(step);
+    return d / s + ((d % s != 0 && (d < 0) == (s < 0)) ? 1 : 0);
+  }
+}
+template <class DT, class... B>
+using arange_dtype_t = std::conditional_t<!std::is_void_v<DT>, DT,
+                                          std::conditional_t<(std::is_floating_point_v<B> || ...), f32, i64>>;
+
+// Whether bounds of types B... can make a range; if not, a compile error naming them (evaluated in
+// a constant expression, so that the error is the first one, before the length's type is formed).
+template <class... B>
+constexpr bool check_arange_bounds() {
+  if constexpr (!(dim<B> && ...) && !(scalar_like<B> && ...)) {
+    TYPEX_STATIC_FAIL(static_argument_error, [](auto& w) {
+      w.put("typex::arange: the bounds mix dims and numbers; pass them all as dims (seq, 4_c, derived dims: the "
+            "graph keeps their symbols) or all as numbers (0, 10, 2: constants of the program)");
+    });
+    return false;
+  } else if constexpr (sizeof...(B) >= 2 && (is_static_dim_v<B> && ...)) {
+    constexpr index_t v[] = {B::value...};
+    if constexpr (sizeof...(B) == 3 && v[2] == 0) {
+      TYPEX_STATIC_FAIL(static_argument_error, [](auto& w) { w.put("typex::arange: the step is 0_c; a step must be nonzero"); });
+      return false;
+    } else if constexpr (v[1] < v[0]) {
+      TYPEX_STATIC_FAIL(static_argument_error, [](auto& w) {
+        constexpr index_t u[] = {B::value...};
+        w.put("typex::arange: start "); w.put_int(u[0]); w.put(" is past end "); w.put_int(u[1]);
+        w.put(" (static bounds); a range counts up from start to end: swap them");
+      });
+      return false;
+    } else {
+      return true;
+    }
+  } else {
+    return true;
+  }
+}
+
+template <class DT, class... B>
+auto make_arange(const B&... b) {
+  constexpr bool valid = check_arange_bounds<B...>();
+  constexpr bool all_dims = valid && (dim<B> && ...), all_numbers = valid && (scalar_like<B> && ...);
+  using R = arange_dtype_t<DT, B...>;
+  if constexpr (all_dims) {
+    const auto t = std::tuple<const B&...>(b...);
+    if constexpr (sizeof...(B) == 1) {
+      return arange_op<R, std::remove_cvref_t<decltype(std::get<0>(t))>, B...>{{b...}, std::get<0>(t)};
+    } else {
+      const auto& start = std::get<0>(t);
+      const auto& end = std::get<1>(t);
+      if (end.get() < start.get()) arange_error("upper bound and lower bound are inconsistent with the step's sign");
+      if constexpr (sizeof...(B) == 2) {
+        return arange_op<R, std::remove_cvref_t<decltype(end - start)>, B...>{{b...}, end - start};
+      } else {
+        const auto& step = std::get<2>(t);
+        if (step.get() == 0) arange_error("step must be nonzero");
+        using L = std::remove_cvref_t<decltype(ceildiv(end - start, step))>;
+        return arange_op<R, L, B...>{{b...}, ceildiv(end - start, step)};
+      }
+    }
+  } else if constexpr (all_numbers) {
+    using C = std::common_type_t<B...>;
+    const C v[] = {static_cast<C>(b)...};
+    C start{0}, end{0}, step{1};
+    if constexpr (sizeof...(B) == 1) {
+      end = v[0];
+    } else {
+      start = v[0];
+      end = v[1];
+      if constexpr (sizeof...(B) == 3) step = v[2];
+    }
+    return arange_op<R, dyn, B...>{{b...}, dyn(arange_length(start, end, step))};
+  } else {
+    return arange_op<R, dyn, B...>{};  // (after the compile error above)
+  }
+}
+}  // namespace detail
+
+// arange<DT>(end), arange<DT>(start, end), arange<DT>(start, end, step) [, device]: DT defaults to
+// i64 for integral bounds and f32 for floating ones, as torch.
+template <class DT = void, class E, factory_device Device = host_device>
+  requires(dim<E> || scalar_like<E>)
+auto arange(const E& end, const Device& device = {}, const std::source_location& loc = std::source_location::current()) {
+  return apply_factory(detail::make_arange<DT>(end), &loc, device);
+}
+template <class DT = void, class S, class E, factory_device Device = host_device>
+  requires((dim<S> || scalar_like<S>) && (dim<E> || scalar_like<E>))
+auto arange(const S& start, const E& end, const Device& device = {},
+            const std::source_location& loc = std::source_location::current()) {
+  return apply_factory(detail::make_arange<DT>(start, end), &loc, device);
+}
+template <class DT = void, class S, class E, class P, factory_device Device = host_device>
+  requires((dim<S> || scalar_like<S>) && (dim<E> || scalar_like<E>) && (dim<P> || scalar_like<P>))
+auto arange(const S& start, const E& end, const P& step, const Device& device = {},
+            const std::source_location& loc = std::source_location::current()) {
+  return apply_factory(detail::make_arange<DT>(start, end, step), &loc, device);
+}
+
+// zeros_like(x), ones_like(x), full_like(x, v): x's dtype and shape (recorded with x as argument,
+// so they follow x's symbols).
+template <int Kind, class V = double>
+struct fill_like_op {
+  static constexpr std::string_view target = Kind == 0   ? std::string_view("aten.zeros_like.default")
+                                             : Kind == 1 ? std::string_view("aten.ones_like.default")
+                                                         : std::string_view("aten.full_like.default");
+  V value{};
+  template <class X>
+  static constexpr auto result(const X& x) {
+    return x;
+  }
+  template <class W>
+  void attributes(W&& w) const {
+    if constexpr (Kind == 2) w(value);
+  }
+};
+template <tensor_like X>
+auto zeros_like(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(fill_like_op<0>{}, &loc, x);
+}
+template <tensor_like X>
+auto ones_like(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(fill_like_op<1>{}, &loc, x);
+}
+template <tensor_like X, scalar_like V>
+auto full_like(const X& x, V value, const std::source_location& loc = std::source_location::current()) {
+  const auto v = detail::fill_scalar<typename X::dtype_type>(value);
+  return apply_op(fill_like_op<2, decltype(v)>{v}, &loc, x);
+}
+
+}  // namespace typex
