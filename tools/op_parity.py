@@ -360,6 +360,13 @@ case("aten.arange.start_step", [10, 0, -3, torch.int32], fn=arange3, atol=0, rto
 case("aten.arange.start_step", [0.0, 1.0, 0.1, torch.float32], fn=arange3, atol=0, rtol=0)
 case("aten.arange.start_step", [-1.0, 1.0, 0.25, torch.float64], fn=arange3, atol=0, rtol=0)
 
+# ---- copy (the functional form of self.copy_(src): broadcast, converted to self's dtype) ------------
+copy = lambda self, src: self.clone().copy_(src)
+case("aten.copy.default", [randn(3, 4), randn(3, 4)], fn=copy, atol=0, rtol=0)
+case("aten.copy.default", [randn(2, 3, 4), randn(3, 1)], fn=copy, atol=0, rtol=0)
+case("aten.copy.default", [randint(-5, 5, 4), randn(4) * 4], fn=copy, atol=0, rtol=0)  # f32 -> i64 truncates
+case("aten.copy.default", [randn(3, dtype=torch.float64), randint(-5, 5, 3)], fn=copy, atol=0, rtol=0)
+
 path = os.path.join("tests", "data", "parity", "ops.txt")
 os.makedirs(os.path.dirname(path), exist_ok=True)
 with open(path, "w") as f:

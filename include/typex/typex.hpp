@@ -22,6 +22,7 @@
 #include <typex/ops/indexing.hpp>
 #include <typex/ops/linear.hpp>
 #include <typex/ops/loss.hpp>
+#include <typex/ops/mutation.hpp>
 #include <typex/ops/normalization.hpp>
 #include <typex/ops/reduce.hpp>
 #include <typex/ops/shape_ops.hpp>

@@ -196,9 +196,9 @@ class typed_program<std::tuple<In...>, Out> : public exported_program {
   }
 
  private:
-  std::string output_name(std::size_t i) const {
+  std::string output_name(std::size_t i) const {  // (i: among the user outputs)
     std::string s = "output '";
-    s += signature().output_specs()[i].arg;
+    s += signature().user_outputs()[i];
     s += '\'';
     return s;
   }
@@ -315,6 +315,7 @@ auto export_program(const M& module, const In&... inputs) {
     bool persistent;
     std::string fqn;
     ir::node_id placeholder;
+    const void* storage;
   };
   std::vector<lifted> lifted_tensors;
   named_tensors state, constants;
@@ -330,7 +331,7 @@ auto export_program(const M& module, const In&... inputs) {
     }
     const ir::node_id ph = g.add_placeholder(placeholder_name(kind, fqn), ctx.meta_of(t));
     if (id != nullptr) ctx.bind_storage(id, ir::value_ref{ph});
-    lifted_tensors.push_back({kind, persistent, fqn, ph});
+    lifted_tensors.push_back({kind, persistent, fqn, ph, id});
     if (kind == input_kind::parameter || (kind == input_kind::buffer && persistent)) state.insert(fqn, t.erase());
     else constants.insert(fqn, t.erase());
   });
@@ -353,8 +354,32 @@ auto export_program(const M& module, const In&... inputs) {
   // 3. the call
   const auto outputs = std::apply([&](const auto&... t) { return module(t...); }, traced_inputs);
 
-  // 4. the outputs
+  // 4. the outputs: the buffers written while tracing (their last values, in the buffers' order:
+  //    torch.export's BUFFER_MUTATION outputs come first), then the user's
   std::vector<ir::value_ref> outs;
+  std::vector<std::string> mutated;  // their FQNs
+  for (const lifted& l : lifted_tensors) {
+    for (const auto& [storage, value] : ctx.mutations()) {
+      if (storage != l.storage) continue;
+      if (l.kind != input_kind::buffer) {
+        detail::raise<unsupported_error>([&](auto& w) {
+          w.put("typex::export_program: the module writes to ");
+          w.put(l.kind == input_kind::parameter ? "parameter '" : "constant '"); w.put(l.fqn);
+          w.put("' (copy_); exported programs write to buffers only: declare it as a typex::buffer if it is state");
+        });
+      }
+      outs.push_back(value);
+      mutated.push_back(l.fqn);
+    }
+  }
+  if (mutated.size() != ctx.mutations().size()) {
+    detail::raise<unsupported_error>(
+        [&](auto& w) {
+          w.put("typex::export_program: the module writes (copy_) to a tensor that is not one of its buffers (a tensor "
+                "captured from outside the module); make it a typex::buffer member so the program carries it");
+        });
+  }
+  const std::size_t n_mutations = outs.size();
   for_each_leaf(outputs, [&](const auto& leaf) {
     using L = std::remove_cvref_t<decltype(leaf)>;
     if constexpr (traced_type<L>) outs.push_back(leaf.value());
@@ -398,11 +423,15 @@ auto export_program(const M& module, const In&... inputs) {
     }
   }
   std::vector<output_spec> out_specs;
-  std::vector<std::string> output_names;
-  for (const ir::argument& a : g.output().args) {
-    const auto r = std::get<ir::value_ref>(a);
-    output_names.push_back(g[r.node].name);
-    out_specs.push_back({output_kind::user_output, g[r.node].name, ""});
+  std::vector<std::string> output_names;  // the user outputs'
+  for (std::size_t i = 0; i < g.output().args.size(); ++i) {
+    const auto r = std::get<ir::value_ref>(g.output().args[i]);
+    if (i < n_mutations) {
+      out_specs.push_back({output_kind::buffer_mutation, g[r.node].name, mutated[i]});
+    } else {
+      output_names.push_back(g[r.node].name);
+      out_specs.push_back({output_kind::user_output, g[r.node].name, ""});
+    }
   }
 
   // 7. the module call graph: the root with the calling convention, then each submodule call

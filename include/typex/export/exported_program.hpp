@@ -144,8 +144,31 @@ class exported_program {
         w.put(" outputs");
       });
     }
+    bool user_output_seen = false;
     for (std::size_t i = 0; i < outs.size(); ++i) {
       const auto r = std::get<ir::value_ref>(out.args[i]);
+      if (outs[i].kind == output_kind::user_output) {
+        user_output_seen = true;
+      } else if (outs[i].kind == output_kind::buffer_mutation) {
+        if (user_output_seen) fail("buffer mutations must come before the user outputs");
+        const input_spec* buf = nullptr;
+        for (const auto& in : ins)
+          if (in.kind == input_kind::buffer && in.target == outs[i].target) buf = &in;
+        if (buf == nullptr) {
+          detail::raise<ir::graph_error>([&](auto& w) {
+            w.put("typex::exported_program: output "); w.put_int(static_cast<long long>(i)); w.put(" mutates '");
+            w.put(outs[i].target); w.put("', which is not a lifted buffer");
+          });
+        }
+        const ir::tensor_meta& now = graph_[r.node].vals.at(r.index);
+        const ir::tensor_meta& was = graph_[graph_.placeholders()[static_cast<std::size_t>(buf - ins.data())]].vals.front();
+        if (now.to_string() != was.to_string()) {
+          detail::raise<ir::graph_error>([&](auto& w) {
+            w.put("typex::exported_program: output "); w.put_int(static_cast<long long>(i)); w.put(" writes ");
+            w.put(now.to_string()); w.put(" to buffer '"); w.put(outs[i].target); w.put("', which is "); w.put(was.to_string());
+          });
+        }
+      }
       std::string produced = graph_[r.node].name;
       if (graph_[r.node].vals.size() > 1) produced = detail::with_number(produced + "[", r.index) + "]";
       if (produced != outs[i].arg) {

@@ -3,11 +3,18 @@
 // LayerNorm: weight (ones), bias (zeros) over the last dim, eps 1e-5.
 // BatchNorm2d: weight, bias, buffers running_mean (zeros), running_var (ones) and
 // num_batches_tracked (an i64 scalar), eps 1e-5, momentum 0.1; runs with the running statistics,
-// or, with training = true (eager calls only), with the batch's, updating the running ones.
+// or, with training = true, with the batch's, updating the running ones (eagerly in place; exported,
+// as buffer mutations that the program's runner applies).
 #pragma once
 
+#include <typex/ops/binary.hpp>
+#include <typex/ops/mutation.hpp>
 #include <typex/ops/normalization.hpp>
+#include <typex/ops/reduce.hpp>
+#include <typex/ops/shape_ops.hpp>
+#include <typex/ops/unary.hpp>
 #include <typex/trace/context.hpp>
+#include <typex/trace/record.hpp>
 #include <typex/trace/init.hpp>
 #include <typex/trace/module_tensor.hpp>
 
@@ -49,13 +56,29 @@ struct BatchNorm2d {
     const module_scope scope(*this, x);
     if (!training) return scope.returns(typex::batch_norm(x, weight, bias, running_mean, running_var, momentum, eps));
     if constexpr (is_traced_argument<X>::value) {
-      typex::detail::raise_message<unsupported_error>(
-          "typex::nn::BatchNorm2d: exporting in training mode would need the running-statistic updates as buffer mutations, "
-          "which exported programs do not carry yet; set training = false to export");
+      return scope.returns(traced_training(x));
+    } else {
+      num_batches_tracked.data()[0] += 1;
+      return scope.returns(typex::batch_norm_training(x, weight, bias, running_mean, running_var, momentum, eps));
     }
-    num_batches_tracked.data()[0] += 1;
-    return scope.returns(typex::batch_norm_training(x, weight, bias, running_mean, running_var, momentum, eps));
   }
+  // Training mode while tracing, as torch.export functionalizes it: the batch statistics are ops of
+  // the program, and the running statistics and the batch count are written back with copy_, so
+  // the program returns them as buffer mutations (its runner updates its buffers after each call).
+  template <class X>
+  auto traced_training(const X& x) const {
+    const auto by_channel = reshape_to(fix<1>{}, fix<C>{}, fix<1>{}, fix<1>{});
+    const auto mean = typex::mean<0, 2, 3>(x, keepdim);
+    const auto biased = typex::var<0, 2, 3>(x, 0.0, keepdim);  // (what the normalization divides by)
+    const auto y = (x - mean) * typex::rsqrt(biased + eps) * typex::view(as_traced(weight, x), by_channel) +
+                   typex::view(as_traced(bias, x), by_channel);
+    typex::copy_(running_mean, as_traced(running_mean, x) * (1.0 - momentum) +
+                                   typex::view(mean, reshape_to(fix<C>{})) * momentum);
+    typex::copy_(running_var, as_traced(running_var, x) * (1.0 - momentum) + typex::var<0, 2, 3>(x, 1.0) * momentum);
+    typex::copy_(num_batches_tracked, as_traced(num_batches_tracked, x) + 1);
+    return y;
+  }
+
   void reset_parameters(init::generator&) const {
     init::ones_(weight);
     init::zeros_(bias);

@@ -120,6 +120,21 @@ class tracing_context final : public requirement_recorder {
     bind_storage(id, v);
     return v;
   }
+  // -- buffer mutations (copy_ while tracing) -------------------------------------------------------
+  // The tensor with storage `storage` now holds value v: later reads of it in this trace see v,
+  // and export returns its last value as a buffer mutation.
+  void mutate(const void* storage, ir::value_ref v) {
+    bind_storage(storage, v);
+    for (auto& m : mutations_)
+      if (m.first == storage) {
+        m.second = v;
+        return;
+      }
+    mutations_.emplace_back(storage, v);
+  }
+  // (storage, last value) of each tensor written while tracing, in order of first write.
+  const std::vector<std::pair<const void*, ir::value_ref>>& mutations() const noexcept { return mutations_; }
+
   // Constants lifted while tracing, as (FQN, tensor), in order of discovery.
   const std::vector<std::pair<std::string, any_tensor>>& lifted_constants() const noexcept { return lifted_constants_; }
 
@@ -179,6 +194,7 @@ class tracing_context final : public requirement_recorder {
   std::vector<ir::module_frame> stack_;
   std::unordered_map<const void*, ir::value_ref> by_storage_;
   std::vector<std::pair<std::string, any_tensor>> lifted_constants_;
+  std::vector<std::pair<const void*, ir::value_ref>> mutations_;
   std::map<std::pair<const void*, std::string>, ir::module_frame> modules_;
   std::vector<module_call_record> module_calls_;
 };

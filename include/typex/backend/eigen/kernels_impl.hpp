@@ -15,6 +15,7 @@
 #include <typex/ops/binary.hpp>
 #include <typex/ops/factory.hpp>
 #include <typex/ops/indexing.hpp>
+#include <typex/ops/mutation.hpp>
 #include <typex/ops/normalization.hpp>
 #include <typex/ops/reduce.hpp>
 #include <typex/ops/unary.hpp>
@@ -1930,6 +1931,22 @@ inline any_tensor mse_loss(const kernel_args& a) {
 }  // namespace detail
 
 namespace detail {
+// (self, src): src broadcast to self's extents, in self's dtype — the value self.copy_(src) leaves
+// in self (the functional copy torch.export records).
+inline any_tensor copy(const kernel_args& a) {
+  const any_tensor& self = a.tensor(0);
+  const any_tensor& src = a.tensor(1);
+  require_expands_to(a.target(), "src", src, self.extents());
+  any_tensor expanded(src.scalar_type(), self.extents());
+  const std::vector<index_t> is = broadcast_strides(src.extents(), self.extents());
+  dispatch<false>(src.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<index_t> idx(self.rank());
+    strided_copy(src.data<T>(), expanded.data<T>(), self.extents(), is, idx);
+  });
+  return to_dtype(expanded, self.scalar_type());
+}
+
 // ---------------------------------------------------------------------------------------------
 // factories: zeros, ones, full, arange, and the _like forms
 
@@ -2085,6 +2102,7 @@ inline constexpr kernel_entry kernel_table[] = {
     {"aten.cross_entropy_loss.default", &detail::cross_entropy},
     {"aten.nll_loss.default", &detail::nll_loss},
     {"aten.mse_loss.default", &detail::mse_loss},
+    {copy_op::target, &detail::copy},
     {"aten.zeros.default", &detail::fill<0>},
     {"aten.ones.default", &detail::fill<1>},
     {"aten.full.default", &detail::fill<2>},

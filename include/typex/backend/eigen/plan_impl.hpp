@@ -437,8 +437,8 @@ class planned_engine final : public engine {
       if (node.target == "aten.batch_norm.default" && call.has(5) && call.flag(5)) {
         typex::detail::raise<unsupported_error>([&](auto& w) {
           w.put("typex::eigen: node '"); w.put(node.name);
-          w.put("' is training-mode batch_norm, which updates its running statistics in place; exported programs do not "
-                "carry buffer mutations yet, so export the model in eval mode (or run it eagerly to train)");
+          w.put("' is training-mode batch_norm, which updates its running statistics in place, behind the program's back; "
+                "use nn::BatchNorm2d (whose traced training mode writes them as buffer mutations) or export in eval mode");
         });
       }
       const bool random = node.target == "aten.dropout.default" && call.flag(2);  // (never folded: a new draw per call)

@@ -18,6 +18,7 @@
 #include <typex/export/exported_program.hpp>
 #include <typex/export/program_module.hpp>
 
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,7 +42,24 @@ class program_module<eigen_backend> {
       }
       const bool in_state = s.kind == input_kind::parameter || (s.kind == input_kind::buffer && s.persistent);
       const any_tensor* t = in_state ? ep_->state_dict().find(s.target) : ep_->constants().find(s.target);
+      if (s.kind == input_kind::buffer && mutated(s.target)) continue;  // (below)
       lifted_.emplace_back(placeholders[i], *t);  // (the program's verifier saw it exists)
+    }
+    // the buffers the program writes: this module's own copies, inputs of every call (not folded),
+    // in the order of the mutation outputs
+    const auto writes = ep_->signature().buffers_to_mutate();
+    if (!writes.empty()) {
+      state_ = std::make_shared<mutable_state>();
+      for (const auto& [out, fqn] : writes) {
+        for (std::size_t i = 0; i < placeholders.size(); ++i) {
+          const input_spec& s = specs[i];
+          if (s.kind != input_kind::buffer || s.target != fqn) continue;
+          const any_tensor* t = s.persistent ? ep_->state_dict().find(fqn) : ep_->constants().find(fqn);
+          state_->placeholders.push_back(placeholders[i]);
+          state_->fqns.push_back(fqn);
+          state_->buffers.push_back(t->clone());
+        }
+      }
     }
     for (ir::node_id n = 0; n < g.size(); ++n) {
       const ir::node& node = g[n];
@@ -60,7 +78,9 @@ class program_module<eigen_backend> {
         }
       }
     }
-    engine_ = eigen::detail::make_engine(ep_, user_, lifted_, options);
+    std::vector<ir::node_id> engine_inputs = user_;
+    if (state_) engine_inputs.insert(engine_inputs.end(), state_->placeholders.begin(), state_->placeholders.end());
+    engine_ = eigen::detail::make_engine(ep_, std::move(engine_inputs), lifted_, options);
   }
 
   // The number of tensor inputs a call takes (the user inputs' tensor leaves).
@@ -75,21 +95,73 @@ class program_module<eigen_backend> {
 
   // Runs the program on `inputs`, writing the outputs into `outputs` (resized to the program's
   // outputs; a tensor already of the right dtype and extents, not shared, is reused).
+  // A program that writes buffers (BUFFER_MUTATION outputs) updates this module's copies of them
+  // after each call, and returns the user outputs only.
   void run(std::span<const any_tensor> inputs, std::vector<any_tensor>& outputs) const {
-    if (!engine_->planned_for(inputs)) {
-      symbol_table symbols;
-      check_inputs(inputs, symbols);
-      engine_->run(inputs, symbols, outputs);
-    } else {
-      check_dtypes(inputs);
-      engine_->run(inputs, symbol_table{}, outputs);
+    if (!state_) {
+      run_engine(inputs, inputs, outputs);
+      return;
     }
+    mutable_state& st = *state_;
+    st.inputs.assign(inputs.begin(), inputs.end());  // (the user inputs, then the buffers: no
+    st.inputs.insert(st.inputs.end(), st.buffers.begin(), st.buffers.end());  //  allocation once sized)
+    run_engine(inputs, st.inputs, st.outputs);
+    const std::size_t n = st.buffers.size();
+    for (std::size_t k = 0; k < n; ++k) {
+      const any_tensor& v = st.outputs[k];
+      const std::size_t bytes = static_cast<std::size_t>(v.numel()) * itemsize(v.scalar_type());
+      if (bytes != 0) std::memcpy(st.buffers[k].raw_data(), v.raw_data(), bytes);
+    }
+    outputs.resize(st.outputs.size() - n);
+    for (std::size_t i = 0; i < outputs.size(); ++i) std::swap(outputs[i], st.outputs[n + i]);  // (tensors cycle: reused)
+    st.inputs.resize(0);
+  }
+
+  // The buffer `fqn` as this module holds it now: its own copy for a buffer the program writes
+  // (updated by each call: training-mode batch norm's running statistics), else the program's.
+  const any_tensor& buffer(std::string_view fqn) const {
+    if (state_)
+      for (std::size_t k = 0; k < state_->fqns.size(); ++k)
+        if (state_->fqns[k] == fqn) return state_->buffers[k];
+    if (const any_tensor* t = ep_->state_dict().find(fqn)) return *t;
+    return ep_->constants().at(fqn);
+  }
+  // The program's state dict with this module's current buffers (what to save after training).
+  named_tensors state_dict() const {
+    named_tensors out;
+    for (const auto& [fqn, t] : ep_->state_dict()) out.insert(fqn, state_ ? buffer(fqn) : t);
+    return out;
   }
 
   // The plan for the last shapes run: steps, fusions, views, the arena's planned peak.
   eigen::plan_report report() const { return engine_->report(); }
 
  private:
+  // user: the user inputs (checked); all: what the engine takes (the user inputs, then the buffers
+  // the program writes).
+  void run_engine(std::span<const any_tensor> user, std::span<const any_tensor> all, std::vector<any_tensor>& outputs) const {
+    if (!engine_->planned_for(all)) {
+      symbol_table symbols;
+      check_inputs(user, symbols);
+      engine_->run(all, symbols, outputs);
+    } else {
+      check_dtypes(user);
+      engine_->run(all, symbol_table{}, outputs);
+    }
+  }
+  bool mutated(std::string_view fqn) const {
+    for (const auto& [out, target] : ep_->signature().buffers_to_mutate())
+      if (target == fqn) return true;
+    return false;
+  }
+
+  struct mutable_state {
+    std::vector<ir::node_id> placeholders;
+    std::vector<std::string> fqns;
+    std::vector<any_tensor> buffers;        // this module's copies (shared by its copies)
+    std::vector<any_tensor> inputs, outputs;  // reused by each call
+  };
+
   void check_dtypes(std::span<const any_tensor> inputs) const {
     const ir::graph& g = ep_->graph();
     for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -174,6 +246,7 @@ class program_module<eigen_backend> {
   // The plan for the last shapes. Copies of a module share it: one module (or copy) must not be
   // called from two threads at once; make one module per thread (program.module()) instead.
   std::shared_ptr<eigen::detail::engine> engine_;
+  std::shared_ptr<mutable_state> state_;  // (null: the program writes no buffer)
 };
 
 }  // namespace typex

@@ -45,7 +45,7 @@ constexpr auto expand_shape(const shape<X...>& x, const shape<T...>& target, op_
     // input dim of 3): broadcast first (its checks and messages), then compare with the target.
     const auto b = broadcast_shapes(x, target, op_name<Op>);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      auto one = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
+      [[maybe_unused]] auto one = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {  // (0-d: unused)
         using B = typename std::remove_cvref_t<decltype(b)>::template dim_t<K>;
         using TD = typename ST::template dim_t<K>;
         if constexpr (is_static_dim_v<B> && is_static_dim_v<TD>) {
