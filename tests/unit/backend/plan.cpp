@@ -92,9 +92,23 @@ struct linear_exp {
     return exp(fc(x));  // exp has no planned kernel: an eager step
   }
 };
+// A normalization written out: (x - mu) * scale + shift, relu, / 2, - 0.25: one chain of five
+// links after the first sub. z3 + late is not chained: `late` is computed after z3, its head.
+struct pointwise_chain {
+  buffer<f32, fix<8>> scale, shift;
+  template <class X>
+  auto operator()(const X& x) const {
+    const auto mu = mean<1>(x, keepdim);
+    const auto z = relu((x - mu) * as_traced(scale, x) + as_traced(shift, x)) / 2.0 - 0.25;
+    const auto z3 = z * 3.0;
+    const auto late = exp(x);
+    return std::tuple{z, z3 + late};
+  }
+};
 }  // namespace plan_models
 BOOST_HANA_ADAPT_STRUCT(plan_models::cnn, conv1, conv2, pool, flatten, fc);
 BOOST_HANA_ADAPT_STRUCT(plan_models::linear_exp, fc);
+BOOST_HANA_ADAPT_STRUCT(plan_models::pointwise_chain, scale, shift);
 
 namespace {
 // The program's result on the planned path == eager, then the steady state allocates nothing.
@@ -191,4 +205,34 @@ TEST_CASE("eigen plan: a new batch size re-plans; ops without a planned kernel r
   const auto r = run.report();
   CHECK(r.allocating_ops == std::vector<std::string>{"aten.exp.default"});
   CHECK(r.to_string().find("eager kernels (allocating) for: aten.exp.default") != std::string::npos);
+}
+
+TEST_CASE("eigen plan: a chain of pointwise ops runs in one pass, equal to one step per op and to eager") {
+  using batch = plan_models::batch;
+  plan_models::pointwise_chain m;
+  for (index_t c = 0; c < 8; ++c) {
+    m.scale.data()[c] = 0.5f + 0.25f * float(c);
+    m.shift.data()[c] = 0.125f * float(c) - 0.5f;
+  }
+  using S = shape<batch, fix<8>>;
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, S>(S(batch(2), {}))));
+  auto fused = program_module<eigen_backend>(ep);
+  auto separate = program_module<eigen_backend>(ep, eigen::compile_options{.fuse = false});
+  for (index_t b : {3, 1, 6}) {
+    const auto x = typex_test::random_tensor<tensor<f32, batch, fix<8>>>({b, 8}, std::uint64_t(b));
+    const auto [ez, ew] = m(x);
+    const auto f = fused({x.erase()});
+    const auto u = separate({x.erase()});
+    REQUIRE(f.size() == 2);
+    for (index_t i = 0; i < ez.numel(); ++i) {
+      REQUIRE(f[0].data<float>()[i] == u[0].data<float>()[i]);
+      REQUIRE(f[1].data<float>()[i] == u[1].data<float>()[i]);
+      REQUIRE(f[0].data<float>()[i] == ez.data()[i]);
+      REQUIRE(f[1].data<float>()[i] == ew.data()[i]);
+    }
+  }
+  CHECK(fused.report().chained == 5);  // mul, add, relu, div, sub after the first sub
+  CHECK(separate.report().chained == 0);
+  CHECK(fused.report().steps + 5 == separate.report().steps);
+  CHECK(fused.report().to_string().find("5 pointwise ops chained") != std::string::npos);
 }

@@ -9,7 +9,8 @@
 //    GEMM with the bias and the activation applied to each tile in cache (an epilogue), weights
 //    packed for the GEMM once; views (reshape, view, flatten, unsqueeze) share their input's
 //    buffer; transposes and permutes read only by matmuls are not copied: the matmul reads through
-//    the strides;
+//    the strides; chains of pointwise ops (add / sub / mul / div with numbers or earlier tensors,
+//    activations) after an add / sub / mul / div run in its pass, row by row in cache;
 //  - every intermediate gets an offset in one arena by a liveness-based plan (buffers whose
 //    lifetimes do not overlap share memory); report() gives the planned peak.
 // A call with the shapes of the last plan allocates nothing (for the ops listed as allocation-free
@@ -45,6 +46,7 @@ struct plan_report {
   std::size_t steps = 0;            // kernels run per call
   std::size_t folded = 0;           // nodes computed once, at planning time
   std::size_t fused = 0;            // activations applied in a GEMM epilogue
+  std::size_t chained = 0;          // pointwise ops computed in the pass of the op before them
   std::size_t views = 0;            // nodes that cost nothing (views, strided matmul operands)
   std::size_t arena_bytes = 0;      // the planned peak of intermediate memory
   std::size_t unplanned_bytes = 0;  // what the intermediates would take without sharing

@@ -7,6 +7,7 @@
 #include <typex/backend/eigen/plan.hpp>
 #include <typex/export/exported_program.hpp>
 
+#include <array>
 #include <map>
 #include <optional>
 
@@ -21,6 +22,7 @@ TYPEX_EIGEN_API int num_threads() { return detail::thread_pool::instance().threa
 
 TYPEX_EIGEN_API std::string plan_report::to_string() const {
   std::string s = std::to_string(steps) + " steps per call (" + std::to_string(fused) + " fused activations, " +
+                  std::to_string(chained) + " pointwise ops chained, " +
                   std::to_string(views) + " views without copies, " + std::to_string(folded) +
                   " nodes folded at planning); arena " + std::to_string(arena_bytes) + " bytes (" +
                   std::to_string(unplanned_bytes) + " without buffer sharing)";
@@ -131,15 +133,32 @@ struct activation_step final : step {
   }
 };
 
-// add / sub / mul / div on one dtype (f32/f64), with broadcasting or a number operand.
+// add / sub / mul / div on one dtype (f32/f64), with broadcasting or a number operand; then the
+// pointwise ops that follow it in a chain (links), applied to each output row while it is in L1:
+// one pass over memory for the whole chain.
+enum class pointwise_fn : unsigned char { add, sub, mul, div, activate };
+template <class T>
+struct pointwise_link {
+  pointwise_fn f = pointwise_fn::add;
+  activation act = activation::none;  // (activate)
+  operand b;                          // the other operand (none: a number)
+  T number{};
+  T alpha = T(1);
+  bool chain_second = false;          // the chain's value is the op's second argument (b - y, b / y)
+  std::vector<index_t> sb;            // b's element strides into the output (0: broadcast)
+};
+inline constexpr std::size_t max_pointwise_links = 8;
+
 template <class T>
 struct binary_step final : step {
-  enum class fn : unsigned char { add, sub, mul, div } f;
+  using fn = pointwise_fn;
+  fn f = fn::add;
   operand a, b, out;
   bool b_number = false;
   T number{};
   T alpha = T(1);  // add/sub's alpha
   std::vector<index_t> oe, sa, sb;  // output extents; element strides of a and b (0: broadcast)
+  std::vector<pointwise_link<T>> links;
   void run(const run_ctx& c) override {
     const T* pa = c.as<T>(a);
     const T* pb = b_number ? nullptr : c.as<T>(b);
@@ -151,6 +170,30 @@ struct binary_step final : step {
     const index_t ia = r ? sa[r - 1] : 0, ib = r ? sb[r - 1] : 0;
     using row = Eigen::Array<T, Eigen::Dynamic, 1>;
     using strided = Eigen::Map<const row, 0, Eigen::InnerStride<>>;
+    const std::size_t nl = links.size();
+    std::array<const T*, max_pointwise_links> pl{};
+    for (std::size_t k = 0; k < nl; ++k) pl[k] = links[k].b.kind == operand::where::none ? nullptr : c.as<T>(links[k].b);
+    // the chain's value y (one output row, in place) combined with operand v
+    auto apply_link = [&](const pointwise_link<T>& l, const T* xl, T* o, index_t len) {
+      if (l.f == fn::activate) {
+        activate(o, len, l.act);
+        return;
+      }
+      Eigen::Map<row> y(o, len);
+      auto combine = [&](const auto& v) {
+        switch (l.f) {
+          case fn::add: if (l.chain_second) y = v + l.alpha * y; else y = y + l.alpha * v; break;
+          case fn::sub: if (l.chain_second) y = v - l.alpha * y; else y = y - l.alpha * v; break;
+          case fn::mul: y = y * v; break;
+          case fn::div: if (l.chain_second) y = v / y; else y = y / v; break;
+          case fn::activate: break;
+        }
+      };
+      const index_t il = r ? l.sb[r - 1] : 0;
+      if (xl == nullptr) combine(l.number);
+      else if (il == 0) combine(*xl);
+      else combine(strided(xl, len, Eigen::InnerStride<>(il)));
+    };
     // one output row: each operand is a strided run, or one value (a number, or broadcast)
     auto apply = [&](const T* xa, const T* xb, T* o, index_t len) {
       Eigen::Map<row> y(o, len);
@@ -160,6 +203,7 @@ struct binary_step final : step {
           case fn::sub: y = u - alpha * v; break;
           case fn::mul: y = u * v; break;
           case fn::div: y = u / v; break;
+          case fn::activate: break;
         }
       };
       auto with_b = [&](const auto& u) {
@@ -174,13 +218,16 @@ struct binary_step final : step {
     parallel_for(rows, inner, c.threads, [&](index_t r0, index_t r1) {
       for (index_t rr = r0; rr < r1; ++rr) {
         index_t offa = 0, offb = 0, rest = rr;
+        std::array<index_t, max_pointwise_links> offl{};
         for (std::size_t d = r - (r ? 1 : 0); d-- > 0;) {
           const index_t i = rest % oe[d];
           rest /= oe[d];
           offa += i * sa[d];
           offb += i * sb[d];
+          for (std::size_t k = 0; k < nl; ++k) offl[k] += i * links[k].sb[d];
         }
         apply(pa + offa, pb ? pb + offb : nullptr, po + rr * inner, inner);
+        for (std::size_t k = 0; k < nl; ++k) apply_link(links[k], pl[k] ? pl[k] + offl[k] : nullptr, po + rr * inner, inner);
       }
     });
   }
@@ -391,6 +438,9 @@ class planned_engine final : public engine {
         absorbed[n] = ok;
       }
     }
+    users_ = users;
+    is_output_ = is_output;
+    chained_to_.assign(g.size(), no_node);
     std::vector<activation> fused_act(g.size(), activation::none);
     std::vector<bool> fused_into(g.size(), false);  // an activation done by its producer's epilogue
     std::vector<std::unique_ptr<step>> pending;
@@ -416,6 +466,10 @@ class planned_engine final : public engine {
           });
         }
         v.extents.push_back(*x);
+      }
+      if (chained_to_[n] != no_node) {  // computed in the pass of the chain's first op
+        v.at = values_[chained_to_[n]].at;
+        continue;
       }
       const std::size_t bytes = static_cast<std::size_t>(v.numel()) * itemsize(v.dt);
       std::vector<const any_tensor*> tensors(node.args.size(), nullptr), list;  // (list: a tensor-list argument's)
@@ -679,6 +733,7 @@ class planned_engine final : public engine {
         s->a = a->at, s->b = b ? b->at : operand{}, s->out = v.at, s->oe = v.extents;
         s->sa = broadcast_strides(a->extents, v.extents);
         s->sb = b ? broadcast_strides(b->extents, v.extents) : std::vector<index_t>(v.extents.size(), 0);
+        extend_chain(*s, n);
         out = std::move(s);
       } else if (t == "aten.softmax.int" || t == "aten.log_softmax.int") {
         const value* x = arg(0);
@@ -731,10 +786,86 @@ class planned_engine final : public engine {
     return out;
   }
 
+  // Pointwise chain fusion: the ops after binary op `head` that only continue its value (its one
+  // reader, then that one's, ...: add / sub / mul / div with a number or a tensor computed before
+  // head, or an activation; same extents and dtype) become links of head's step, computed on each
+  // output row in place. Their values share head's buffer; the tensors they read are read at head.
+  template <class T>
+  void extend_chain(binary_step<T>& s, ir::node_id head) {
+    if (!options_.fuse) return;
+    const ir::graph& g = ep_->graph();
+    const value& hv = values_[head];
+    const auto is_ref_to = [](const ir::argument& a, ir::node_id id) {
+      const auto* r = std::get_if<ir::value_ref>(&a);
+      return r != nullptr && r->node == id;
+    };
+    ir::node_id cur = head;
+    while (s.links.size() < max_pointwise_links && !is_output_[cur] && users_[cur].size() == 1) {
+      const ir::node_id u = users_[cur].front();
+      const ir::node& un = g[u];
+      const ir::tensor_meta& m = un.vals.front();
+      if (un.op != ir::node_op::call_function || un.vals.size() != 1 || m.scalar_type != hv.dt || m.rank() != hv.extents.size()) return;
+      for (std::size_t d = 0; d < m.rank(); ++d) {
+        const auto e = m.shape[d].evaluate(symbols_);
+        if (!e || *e != hv.extents[d]) return;
+      }
+      pointwise_link<T> l;
+      l.sb.assign(hv.extents.size(), 0);
+      const value* other = nullptr;
+      const std::string_view t = un.target;
+      if (const activation a = activation_node(un); a != activation::none) {
+        if (un.args.empty() || !is_ref_to(un.args[0], cur)) return;
+        l.f = pointwise_fn::activate;
+        l.act = a;
+      } else if (t == add_op::target || t == sub_op::target || t == mul_op::target || t == div_op::target) {
+        if (un.args.size() < 2) return;
+        const bool first = is_ref_to(un.args[0], cur), second = is_ref_to(un.args[1], cur);
+        if (first == second) return;  // (x op x, or not a reader: not a chain)
+        l.f = t == add_op::target ? pointwise_fn::add : t == sub_op::target ? pointwise_fn::sub
+            : t == mul_op::target ? pointwise_fn::mul : pointwise_fn::div;
+        l.chain_second = second;
+        const ir::argument& o = un.args[first ? 1 : 0];
+        if (const auto* r = std::get_if<ir::value_ref>(&o)) {
+          if (r->node >= head) return;  // not computed yet when the chain runs
+          other = &values_[r->node];
+          if (other->strided || other->dt != hv.dt || other->at.kind == operand::where::none) return;
+          if (other->extents.size() > hv.extents.size()) return;
+          const std::size_t shift = hv.extents.size() - other->extents.size();
+          for (std::size_t d = 0; d < other->extents.size(); ++d)
+            if (other->extents[d] != 1 && other->extents[d] != hv.extents[d + shift]) return;
+          l.b = other->at;
+          l.sb = broadcast_strides(other->extents, hv.extents);
+        } else if (std::holds_alternative<double>(o) || std::holds_alternative<std::int64_t>(o)) {
+          l.number = static_cast<T>(std::holds_alternative<double>(o) ? std::get<double>(o) : static_cast<double>(std::get<std::int64_t>(o)));
+        } else {
+          return;
+        }
+        if (un.args.size() > 2) {
+          const std::vector<const any_tensor*> none(un.args.size(), nullptr);
+          const kernel_args ka(un.target, un.args, none, &symbols_);
+          if (ka.has(2)) l.alpha = static_cast<T>(ka.real(2));
+        }
+      } else {
+        return;
+      }
+      if (other != nullptr) read(*other, head);
+      s.links.push_back(std::move(l));
+      chained_to_[u] = head;
+      ++report_.chained;
+      cur = u;
+    }
+  }
+
+  static constexpr ir::node_id no_node = static_cast<ir::node_id>(-1);
+
   std::shared_ptr<const exported_program> ep_;
   std::vector<ir::node_id> user_;
   std::vector<std::pair<ir::node_id, any_tensor>> lifted_;
   compile_options options_;
+  // (planning only)
+  std::vector<std::vector<ir::node_id>> users_;
+  std::vector<bool> is_output_;
+  std::vector<ir::node_id> chained_to_;
   // the plan (for planned_extents_)
   bool planned_ = false;
   std::vector<std::vector<index_t>> planned_extents_;
