@@ -360,7 +360,7 @@ auto export_program(const M& module, const In&... inputs) {
   std::vector<std::string> mutated;  // their FQNs
   for (const lifted& l : lifted_tensors) {
     for (const auto& [storage, value] : ctx.mutations()) {
-      if (storage != l.storage) continue;
+      if (l.storage == nullptr || storage != l.storage) continue;  // (an empty tensor has no storage to match)
       if (l.kind != input_kind::buffer) {
         detail::raise<unsupported_error>([&](auto& w) {
           w.put("typex::export_program: the module writes to ");
