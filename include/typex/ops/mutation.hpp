@@ -10,7 +10,8 @@
 // buffer mutation, which a program's runner applies to its buffers after each call (torch.export's
 // functionalization). dst must then be a buffer of the exported module; writing to a traced value
 // (a user input or an intermediate) is a compile error, to a parameter or a captured tensor an
-// export error.
+// export error. Only a traced source records: copy_ of a host tensor during a trace runs eagerly
+// and writes dst (as_traced(t, x) makes the source part of the graph).
 #pragma once
 
 #include <typex/core/rules/expand.hpp>
