@@ -367,6 +367,17 @@ case("aten.copy.default", [randn(2, 3, 4), randn(3, 1)], fn=copy, atol=0, rtol=0
 case("aten.copy.default", [randint(-5, 5, 4), randn(4) * 4], fn=copy, atol=0, rtol=0)  # f32 -> i64 truncates
 case("aten.copy.default", [randn(3, dtype=torch.float64), randint(-5, 5, 3)], fn=copy, atol=0, rtol=0)
 
+# ---- max-pool shapes the Eigen backend runs on its direct path (every window inside the image) or not
+case("aten.max_pool2d.default", [randn(2, 3, 8, 8), [2, 2], [2, 2], [0, 0], [1, 1], False], atol=0, rtol=0)  # one strided pass
+case("aten.max_pool2d.default", [randn(1, 2, 9, 9), [3, 3], [3, 3], [0, 0], [1, 1], False], atol=0, rtol=0)  # k = s = 3
+case("aten.max_pool2d.default", [randn(1, 2, 7, 8), [3, 2], [1, 2], [0, 0], [1, 1], False], atol=0, rtol=0)  # overlapping rows
+case("aten.max_pool2d.default", [randn(1, 2, 5, 7), [2, 2], [2, 2], [0, 0], [1, 1], True], atol=0, rtol=0)  # ceil: partial windows
+
+# ---- convolutions through every path of the Eigen backend's packed im2col: groups with dilation and
+# padding (66 output pixels: column panels that straddle output rows), and 432 kernel rows (two k blocks)
+case("aten.conv2d.default", [randn(2, 4, 11, 13), randn(6, 2, 3, 3), randn(6), [2, 1], [1, 1], [1, 2], 2], atol=1e-5)
+case("aten.conv2d.default", [randn(1, 48, 5, 6), randn(4, 48, 3, 3), randn(4), [1, 1], [1, 0], [1, 1], 1], atol=1e-4)
+
 path = os.path.join("tests", "data", "parity", "ops.txt")
 os.makedirs(os.path.dirname(path), exist_ok=True)
 with open(path, "w") as f:

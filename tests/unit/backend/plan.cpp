@@ -64,6 +64,12 @@ TEST_CASE("eigen gemm: sizes around the blocking edges, strided operands, epilog
           for (std::size_t i = 0; i < c.size(); ++i) worst = std::max(worst, std::abs(c[i] - want[i]));
           INFO("m=" << m << " n=" << n << " k=" << k << " transposed=" << transposed << " variant=" << variant << " threads=" << threads);
           CHECK(worst <= 1e-5 * std::max<double>(1.0, std::sqrt(double(k))));
+          // both operands packed beforehand (a convolution's weights and columns): the same bits
+          std::vector<float> pa(packed_lhs<float>::size_for(m, k) + 1), pb(packed_rhs<float>::size_for(k, n) + 1), c2 = c0;
+          const auto lhs = packed_lhs<float>::pack({a.data(), rsa, csa}, m, k, pa.data());
+          const auto rhs = packed_rhs<float>::pack({b.data(), rsb, csb}, k, n, pb.data());
+          gemm<float>(lhs, rhs, c2.data(), n, ep, threads);
+          CHECK(c2 == c);
         }
       }
     }
@@ -82,6 +88,24 @@ struct cnn {
   template <class X>
   auto operator()(const X& x) const {
     return fc(flatten(pool(relu(conv2(relu(conv1(x)))))));
+  }
+};
+// Convolutions the packed im2col must get right (stride, padding, dilation, groups; images whose
+// output rows straddle the GEMM's column panels) and pools that are done in a conv's step or not:
+// k3 s1 (overlapping windows, leftover columns), k2 s2 after a conv without activation, and a
+// ceil-mode pool with partial windows (not fused: its own step).
+struct conv_pools {
+  nn::Conv2d<3, 6, 3, conv2d_options{.stride = {2, 1}, .padding = {1, 2}, .groups = 3}> a;
+  nn::Conv2d<6, 16, 2, conv2d_options{.dilation = {2, 1}}> b;
+  nn::Conv2d<6, 8, 3, conv2d_options{.padding = {1, 1}}> c;
+  nn::Linear<16 * 2 * 6, 8> fq;
+  nn::Linear<8 * 4 * 7, 8> fr;
+  template <class X>
+  auto operator()(const X& x) const {
+    const auto p = max_pool2d<pool2d_options{.kernel = {3, 3}, .stride = {1, 1}}>(relu(a(x)));  // [9, 15] -> [7, 13]
+    const auto q = max_pool2d<pool2d_options{.kernel = {2, 2}}>(b(p));                           // [5, 12] -> [2, 6]
+    const auto r = max_pool2d<pool2d_options{.kernel = {2, 2}, .ceil_mode = true}>(relu(c(p)));  // [7, 13] -> [4, 7]
+    return fq(flatten<1>(q)) + fr(flatten<1>(r));
   }
 };
 using encoder = nn::TransformerEncoderLayer<32, 4, 64, nn::activation::gelu, false, true>;
@@ -107,6 +131,7 @@ struct pointwise_chain {
 };
 }  // namespace plan_models
 BOOST_HANA_ADAPT_STRUCT(plan_models::cnn, conv1, conv2, pool, flatten, fc);
+BOOST_HANA_ADAPT_STRUCT(plan_models::conv_pools, a, b, c, fq, fr);
 BOOST_HANA_ADAPT_STRUCT(plan_models::linear_exp, fc);
 BOOST_HANA_ADAPT_STRUCT(plan_models::pointwise_chain, scale, shift);
 
@@ -150,7 +175,7 @@ TEST_CASE("eigen plan: an MLP folds nothing, fuses its activations into the GEMM
   }
 }
 
-TEST_CASE("eigen plan: a CNN (conv + relu fused, pool, flatten as a view)") {
+TEST_CASE("eigen plan: a CNN (conv + relu + max-pool in one step, flatten as a view)") {
   using namespace plan_models;
   cnn m;
   init_module(m, 5);
@@ -160,9 +185,9 @@ TEST_CASE("eigen plan: a CNN (conv + relu fused, pool, flatten as a view)") {
   for (int threads : {1, 2}) {
     const thread_count tc(threads);
     const auto r = check_planned(m, ep, x);
-    CHECK(r.fused == 2);
+    CHECK(r.fused == 3);   // two relus, the pool
     CHECK(r.views == 1);   // flatten
-    CHECK(r.steps == 4);   // conv1+relu, conv2+relu, pool, fc
+    CHECK(r.steps == 3);   // conv1+relu, conv2+relu+pool, fc
     CHECK(r.allocating_ops.empty());
   }
   // planned with 1 thread, run with 2: the convolution's scratch was planned for 1 (it stays at 1)
@@ -172,6 +197,23 @@ TEST_CASE("eigen plan: a CNN (conv + relu fused, pool, flatten as a view)") {
   eigen::set_num_threads(2);
   const auto second = run({x.erase()});
   for (index_t i = 0; i < first[0].numel(); ++i) CHECK(first[0].data<float>()[i] == second[0].data<float>()[i]);
+}
+
+TEST_CASE("eigen plan: strided, padded, dilated and grouped convolutions; the pools a conv step does and those it leaves") {
+  using namespace plan_models;
+  conv_pools m;
+  init_module(m, 9);
+  using in_t = shape<batch, fix<3>, fix<17>, fix<13>>;
+  const auto ep = export_program(m, input<"image">(tensor_spec<f32, in_t>(in_t(batch(2), {}, {}, {}))));
+  for (index_t n : {1, 3}) {
+    const auto x = typex_test::random_tensor<tensor<f32, batch, fix<3>, fix<17>, fix<13>>>({n, 3, 17, 13}, 4);
+    for (int threads : {1, 2}) {
+      const thread_count tc(threads);
+      const auto r = check_planned(m, ep, x);
+      CHECK(r.fused == 4);  // a's relu and pool, b's pool, c's relu; not c's pool (ceil mode: partial windows)
+      CHECK(r.allocating_ops.empty());
+    }
+  }
 }
 
 TEST_CASE("eigen plan: a transformer block (in_proj slices folded, head transposes read through strides)") {

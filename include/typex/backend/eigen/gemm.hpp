@@ -144,6 +144,39 @@ struct packed_rhs {
   }
 };
 
+// The left-hand side packed as the micro-kernel reads it: micro-panels of mr rows (the last one
+// shorter), each holding its rows for the whole k, one kc block after the other, column by column
+// (kc x h, h the panel's rows). Used for a constant left operand (a convolution's weights), packed
+// once where gemm_range would otherwise pack it again for every product.
+template <class T>
+struct packed_lhs {
+  index_t m = 0, k = 0;
+  const T* data = nullptr;  // not owned
+  index_t kc = gemm_traits<T>::kc_for(k);
+
+  static std::size_t size_for(index_t m, index_t k) noexcept { return static_cast<std::size_t>(m * k); }
+
+  // Packs a (m x k) into out (size_for(m, k) elements).
+  static packed_lhs pack(matrix_ref<T> a, index_t m, index_t k, T* out) {
+    constexpr int mr = gemm_traits<T>::mr;
+    const index_t kc = gemm_traits<T>::kc_for(k);
+    for (index_t r = 0; r < m; r += mr) {
+      const index_t h = std::min<index_t>(mr, m - r);
+      for (index_t p0 = 0; p0 < k; p0 += kc) {
+        const index_t kcp = std::min(kc, k - p0);
+        T* dst = out + r * k + h * p0;
+        for (index_t ii = 0; ii < h; ++ii)
+          for (index_t kk = 0; kk < kcp; ++kk) dst[kk * h + ii] = a(r + ii, p0 + kk);
+      }
+    }
+    return packed_lhs{m, k, out, kc};
+  }
+  // The micro-panel of rows [r, r + mr) (r a multiple of mr), k block starting at p0.
+  const T* panel(index_t r, index_t p0) const noexcept {
+    return data + r * k + std::min<index_t>(gemm_traits<T>::mr, m - r) * p0;
+  }
+};
+
 // What happens to a finished tile of C.
 template <class T>
 struct gemm_epilogue {
@@ -215,15 +248,16 @@ grow_buffer<T>& b_scratch() {
 }
 
 // C rows [i0, i1) x columns [j0, j1) (j0 a multiple of nr) on the calling thread.
+// A is read through `a`, or from `pa` when it is packed already (i0 then a multiple of mr).
 template <class T>
-void gemm_range(index_t i0, index_t i1, index_t j0, index_t j1, matrix_ref<T> a, const packed_rhs<T>& b, T* c, index_t ldc,
-                const gemm_epilogue<T>& ep) {
+void gemm_range(index_t i0, index_t i1, index_t j0, index_t j1, matrix_ref<T> a, const packed_lhs<T>* pa, const packed_rhs<T>& b,
+                T* c, index_t ldc, const gemm_epilogue<T>& ep) {
   using traits = gemm_traits<T>;
   constexpr int mr = traits::mr, nr = traits::nr;
   static constexpr auto kernels = micro_kernel_table<T>(std::make_integer_sequence<int, mr>{});
   const index_t k = b.k;
   const index_t kc = b.kc;
-  T* apack = a_scratch<T>().get(static_cast<std::size_t>(traits::mc * traits::max_kc));
+  T* apack = pa != nullptr ? nullptr : a_scratch<T>().get(static_cast<std::size_t>(traits::mc * traits::max_kc));
   alignas(64) T tile[mr * nr];
   using row = Eigen::Array<T, 1, Eigen::Dynamic>;
   for (index_t p0 = 0; p0 < k || (k == 0 && p0 == 0); p0 += kc) {
@@ -234,13 +268,14 @@ void gemm_range(index_t i0, index_t i1, index_t j0, index_t j1, matrix_ref<T> a,
     for (index_t ic = i0; ic < i1; ic += traits::mc) {
       const index_t mcp = std::min(traits::mc, i1 - ic);
       // pack A rows [ic, ic + mcp) x [p0, p0 + kcp): micro-panels of mr rows (the last may be shorter)
-      for (index_t ir = 0; ir < mcp; ir += mr) {
+      for (index_t ir = 0; ir < mcp && pa == nullptr; ir += mr) {
         const index_t h = std::min<index_t>(mr, mcp - ir);
+        // (k outer: h reading streams, one writing stream; 2x the rows-outer order, whose writes
+        // revisit each cache line of the panel h times)
         T* dst = apack + ir * kcp;
-        for (index_t ii = 0; ii < h; ++ii) {
-          const T* src = &a(ic + ir + ii, p0);
-          for (index_t kk = 0; kk < kcp; ++kk) dst[kk * h + ii] = src[kk * a.cs];
-        }
+        const T* src = &a(ic + ir, p0);
+        for (index_t kk = 0; kk < kcp; ++kk, dst += h)
+          for (index_t ii = 0; ii < h; ++ii) dst[ii] = src[ii * a.rs + kk * a.cs];
       }
       for (index_t jr = j0; jr < j1; jr += nr) {
         const T* bpanel = b.panel(p0, jr);
@@ -248,15 +283,16 @@ void gemm_range(index_t i0, index_t i1, index_t j0, index_t j1, matrix_ref<T> a,
         for (index_t ir = 0; ir < mcp; ir += mr) {
           const index_t h = std::min<index_t>(mr, mcp - ir);
           const auto kernel = kernels[static_cast<std::size_t>(h - 1)];
+          const T* apanel = pa != nullptr ? pa->panel(ic + ir, p0) : apack + ir * kcp;
           if (direct && w == nr) {  // the whole epilogue but a non-ReLU activation, in registers
             T* dst = c + (ic + ir) * ldc + jr;
-            kernel(kcp, apack + ir * kcp, bpanel, dst, ldc, ep.bias && !ep.bias_per_row ? ep.bias + jr : nullptr,
+            kernel(kcp, apanel, bpanel, dst, ldc, ep.bias && !ep.bias_per_row ? ep.bias + jr : nullptr,
                    ep.bias && ep.bias_per_row ? ep.bias + ic + ir : nullptr, ep.act == activation::relu);
             if (ep.act != activation::none && ep.act != activation::relu)
               for (index_t ii = 0; ii < h; ++ii) activate(dst + ii * ldc, w, ep.act);
             continue;
           }
-          kernel(kcp, apack + ir * kcp, bpanel, tile, nr, nullptr, nullptr, false);
+          kernel(kcp, apanel, bpanel, tile, nr, nullptr, nullptr, false);
           for (index_t ii = 0; ii < h; ++ii) {
             const index_t i = ic + ir + ii;
             Eigen::Map<row> out(c + i * ldc + jr, w);
@@ -278,9 +314,11 @@ void gemm_range(index_t i0, index_t i1, index_t j0, index_t j1, matrix_ref<T> a,
   }
 }
 
-// C = epilogue(A B) with B packed; splits the work over `threads` threads of the pool.
+// C = epilogue(A B) with B packed (and A too when pa is given); splits the work over `threads`
+// threads of the pool.
 template <class T>
-void gemm(index_t m, matrix_ref<T> a, const packed_rhs<T>& b, T* c, index_t ldc, const gemm_epilogue<T>& ep, int threads = 1) {
+void gemm_split(index_t m, matrix_ref<T> a, const packed_lhs<T>* pa, const packed_rhs<T>& b, T* c, index_t ldc,
+                const gemm_epilogue<T>& ep, int threads) {
   constexpr int nr = gemm_traits<T>::nr, mr = gemm_traits<T>::mr;
   const index_t n = b.n;
   if (m == 0 || n == 0) return;
@@ -289,21 +327,30 @@ void gemm(index_t m, matrix_ref<T> a, const packed_rhs<T>& b, T* c, index_t ldc,
   const index_t work = m * n * std::max<index_t>(b.k, 1);
   const int t = static_cast<int>(std::clamp<index_t>(std::min<index_t>(threads, work / 65536), 1, threads));
   if (t == 1) {
-    gemm_range(0, m, 0, n, a, b, c, ldc, ep);
+    gemm_range(0, m, 0, n, a, pa, b, c, ldc, ep);
     return;
   }
   const bool by_columns = panels >= t;
   auto task = [&](int i) {
     if (by_columns) {
       const index_t p0 = panels * i / t, p1 = panels * (i + 1) / t;
-      gemm_range<T>(0, m, p0 * nr, std::min(n, p1 * nr), a, b, c, ldc, ep);
+      gemm_range<T>(0, m, p0 * nr, std::min(n, p1 * nr), a, pa, b, c, ldc, ep);
     } else {
       const index_t blocks = (m + mr - 1) / mr;
       const index_t r0 = blocks * i / t * mr, r1 = std::min(m, blocks * (i + 1) / t * mr);
-      if (r0 < r1) gemm_range<T>(r0, r1, 0, n, a, b, c, ldc, ep);
+      if (r0 < r1) gemm_range<T>(r0, r1, 0, n, a, pa, b, c, ldc, ep);
     }
   };
   thread_pool::instance().run(t, task);
+}
+
+template <class T>
+void gemm(index_t m, matrix_ref<T> a, const packed_rhs<T>& b, T* c, index_t ldc, const gemm_epilogue<T>& ep, int threads = 1) {
+  gemm_split<T>(m, a, nullptr, b, c, ldc, ep, threads);
+}
+template <class T>
+void gemm(const packed_lhs<T>& a, const packed_rhs<T>& b, T* c, index_t ldc, const gemm_epilogue<T>& ep, int threads = 1) {
+  gemm_split<T>(a.m, matrix_ref<T>{a.data, 0, 0}, &a, b, c, ldc, ep, threads);
 }
 
 // As gemm, packing B (k x n, any strides) into per-thread scratch first.

@@ -1143,82 +1143,6 @@ inline conv_geometry conv_geometry_of(const kernel_args& a, tensor_shape x, tens
   return g;
 }
 
-// The columns of one image's group: col[(ci, i, j)][(y, x)] (zero where the window is in the padding).
-template <class T>
-void im2col(const conv_geometry& g, const T* img, T* col) {
-  const index_t cols = g.cols();
-  for (index_t ci = 0; ci < g.icg; ++ci)
-    for (index_t i = 0; i < g.kh; ++i)
-      for (index_t j = 0; j < g.kw; ++j) {
-        T* row = col + ((ci * g.kh + i) * g.kw + j) * cols;
-        for (index_t y = 0; y < g.oh; ++y) {
-          const index_t iy = y * g.stride[0] - g.pad[0] + i * g.dil[0];
-          T* out = row + y * g.ow;
-          if (iy < 0 || iy >= g.s.h) {
-            std::fill(out, out + g.ow, T(0));
-            continue;
-          }
-          const T* in = img + (ci * g.s.h + iy) * g.s.w;
-          // the output columns whose input column is inside the image: [lo, hi)
-          const index_t x0 = j * g.dil[1] - g.pad[1], st = g.stride[1];
-          const index_t lo = std::min(g.ow, x0 >= 0 ? 0 : (-x0 + st - 1) / st);
-          const index_t hi = std::max(lo, std::min(g.ow, g.s.w - x0 <= 0 ? 0 : (g.s.w - x0 + st - 1) / st));
-          std::fill(out, out + lo, T(0));
-          if (st == 1) std::copy(in + x0 + lo, in + x0 + hi, out + lo);
-          else for (index_t xx = lo; xx < hi; ++xx) out[xx] = in[xx * st + x0];
-          std::fill(out + hi, out + g.ow, T(0));
-        }
-      }
-}
-
-// out = act(conv(x, w) + bias): im2col and one GEMM per image and group, the bias and the
-// activation in the GEMM's epilogue. scratch: conv_scratch(g, threads) elements. Parallel over
-// images when there are enough, otherwise inside each product.
-inline index_t conv_scratch(const conv_geometry& g, int threads) {
-  return g.krows() * g.cols() * std::max(threads, 1);
-}
-template <class T>
-void conv2d_into(const conv_geometry& g, const T* x, const T* w, const T* bias, activation act, T* out, T* scratch, int threads) {
-  const index_t ocg = g.oc / g.groups, krows = g.krows(), cols = g.cols();
-  auto image = [&](index_t n, T* col, int t) {
-    for (index_t gi = 0; gi < g.groups; ++gi) {
-      im2col(g, x + (n * g.s.c + gi * g.icg) * g.s.h * g.s.w, col);
-      gemm_epilogue<T> ep;
-      ep.bias = bias != nullptr ? bias + gi * ocg : nullptr;
-      ep.bias_per_row = true;
-      ep.act = act;
-      gemm<T>(ocg, cols, krows, {w + gi * ocg * krows, krows, 1}, {col, cols, 1}, out + (n * g.oc + gi * ocg) * cols, cols, ep, t);
-    }
-  };
-  if (threads > 1 && g.s.n >= threads) {
-    auto task = [&](int i) {
-      for (index_t n = g.s.n * i / threads; n < g.s.n * (i + 1) / threads; ++n) image(n, scratch + i * krows * cols, 1);
-    };
-    thread_pool::instance().run(threads, task);
-  } else {
-    for (index_t n = 0; n < g.s.n; ++n) image(n, scratch, threads);
-  }
-}
-
-inline any_tensor conv2d(const kernel_args& a) {
-  const any_tensor& x = a.tensor(0);
-  const any_tensor& w = a.tensor(1);
-  const any_tensor* b = a.optional_tensor(2);
-  const conv_geometry g = conv_geometry_of(a, x, w, b ? std::optional<index_t>(b->numel()) : std::nullopt);
-  const dtype d = promote_types(x.scalar_type(), w.scalar_type());
-  any_tensor out(d, nchw_extents(g.s, g.oc, g.oh, g.ow));
-  dispatch_gemm(d, a.target(), [&](auto tag) {
-    using T = decltype(tag);
-    const any_tensor X = to_dtype(x, d), W = to_dtype(w, d);
-    const any_tensor B = b != nullptr ? to_dtype(*b, d) : any_tensor();
-    const int threads = num_threads();
-    std::vector<T> scratch(static_cast<std::size_t>(conv_scratch(g, threads)));
-    conv2d_into<T>(g, X.data<T>(), W.data<T>(), b != nullptr ? B.data<T>() : nullptr, activation::none, out.data<T>(),
-                   scratch.data(), threads);
-  });
-  return out;
-}
-
 struct pool_geometry {
   nchw s;
   std::array<index_t, 2> k, stride, pad, dil;
@@ -1242,6 +1166,183 @@ pool_geometry pool_geometry_of(const kernel_args& a, tensor_shape x) {
   return g;
 }
 
+// Whether every window is inside the image (no padding, no dilation, and ceil_mode added no
+// partial window): max_pool_plane's case.
+inline bool max_pool_direct(const pool_geometry& g) {
+  return g.pad[0] == 0 && g.pad[1] == 0 && g.dil[0] == 1 && g.dil[1] == 1 && (g.oh - 1) * g.stride[0] + g.k[0] <= g.s.h &&
+         (g.ow - 1) * g.stride[1] + g.k[1] <= g.s.w;
+}
+
+// Max pooling of one [H, W] plane when max_pool_direct(g); rows: oh * W scratch elements.
+// NaN propagates, as in PyTorch (a select, no branch).
+template <class T>
+void max_pool_plane(const pool_geometry& g, const T* img, T* o, T* rows) {
+  const index_t w = g.s.w, oh = g.oh, ow = g.ow, kh = g.k[0], kw = g.k[1], sh = g.stride[0], sw = g.stride[1];
+  for (index_t y = 0; y < oh; ++y) {
+    T* v = rows + y * w;
+    const T* r = img + y * sh * w;
+    std::copy(r, r + w, v);
+    for (index_t i = 1; i < kh; ++i) {
+      r += w;
+      for (index_t x = 0; x < w; ++x) v[x] = (r[x] > v[x] || r[x] != r[x]) ? r[x] : v[x];
+    }
+  }
+  auto columns = [&](const T* v, T* out, index_t n) {
+    if (kw == 2 && sw == 2) {  // max_pool2d(2): constant strides, so that the compiler vectorises it
+      for (index_t q = 0; q < n; ++q) {
+        const T a = v[2 * q], b = v[2 * q + 1];
+        out[q] = (b > a || b != b) ? b : a;
+      }
+      return;
+    }
+    for (index_t q = 0; q < n; ++q) {
+      T best = v[q * sw];
+      for (index_t j = 1; j < kw; ++j) {
+        const T c = v[q * sw + j];
+        best = (c > best || c != c) ? c : best;
+      }
+      out[q] = best;
+    }
+  };
+  if (w == ow * sw) columns(rows, o, oh * ow);  // row y's windows start at y * w = y * ow * sw: one pass
+  else for (index_t y = 0; y < oh; ++y) columns(rows + y * w, o + y * ow, ow);
+}
+
+template <class T>
+grow_buffer<T>& pool_scratch() {
+  static thread_local grow_buffer<T> b;
+  return b;
+}
+
+// One image's group as the GEMM's packed right-hand side: the im2col matrix
+// col[(ci, i, j)][(y, x)] (zero where the window is in the padding) written straight into
+// packed_rhs's layout (nr-column panels, kc rows at a time) — im2col and packing in one copy.
+// A panel's nr pixels are runs along output rows, the same for every kernel row of the panel.
+template <class T>
+packed_rhs<T> im2col_packed(const conv_geometry& g, const T* img, T* out) {
+  constexpr int nr = gemm_traits<T>::nr;
+  const index_t k = g.krows(), n = g.cols();
+  const index_t kc = gemm_traits<T>::kc_for(k), np = packed_rhs<T>::padded_n(n);
+  const index_t sy = g.stride[0], sx = g.stride[1];
+  struct run { index_t y, x, len, at; };  // output row y, columns [x, x + len), at panel column `at`
+  std::array<run, nr> runs{};
+  for (index_t j0 = 0; j0 < n; j0 += nr) {
+    const index_t w = std::min<index_t>(nr, n - j0);
+    std::size_t nruns = 0;
+    for (index_t p = j0; p < j0 + w;) {
+      const index_t y = p / g.ow, x = p % g.ow, len = std::min(g.ow - x, j0 + w - p);
+      runs[nruns++] = {y, x, len, p - j0};
+      p += len;
+    }
+    for (index_t p0 = 0; p0 < k; p0 += kc) {
+      const index_t kcp = std::min(kc, k - p0);
+      T* panel = out + p0 * np + j0 * kcp;
+      index_t ci = p0 / (g.kh * g.kw), i = p0 / g.kw % g.kh, j = p0 % g.kw;
+      for (index_t kk = 0; kk < kcp; ++kk) {
+        T* row = panel + kk * nr;
+        // the output columns whose input column is inside the image: [lo, hi)
+        const index_t x0 = j * g.dil[1] - g.pad[1];
+        const index_t lo = std::min(g.ow, x0 >= 0 ? 0 : (-x0 + sx - 1) / sx);
+        const index_t hi = std::max(lo, std::min(g.ow, g.s.w - x0 <= 0 ? 0 : (g.s.w - x0 + sx - 1) / sx));
+        const T* plane = img + ci * g.s.h * g.s.w;
+        for (std::size_t r = 0; r < nruns; ++r) {
+          const run& u = runs[r];
+          T* o = row + u.at;
+          const index_t iy = u.y * sy - g.pad[0] + i * g.dil[0];
+          const index_t a = std::clamp(lo, u.x, u.x + u.len), b = std::clamp(hi, a, u.x + u.len);
+          if (iy < 0 || iy >= g.s.h) {
+            std::fill(o, o + u.len, T(0));
+            continue;
+          }
+          const T* in = plane + iy * g.s.w + x0;
+          std::fill(o, o + (a - u.x), T(0));
+          if (sx == 1) std::copy(in + a, in + b, o + (a - u.x));
+          else for (index_t xx = a; xx < b; ++xx) o[xx - u.x] = in[xx * sx];
+          std::fill(o + (b - u.x), o + u.len, T(0));
+        }
+        std::fill(row + w, row + nr, T(0));
+        if (++j == g.kw) {
+          j = 0;
+          if (++i == g.kh) i = 0, ++ci;
+        }
+      }
+    }
+  }
+  return packed_rhs<T>{k, n, out, kc};
+}
+
+// The weights [oc, icg * kh * kw] as the GEMM's packed left-hand side, group after group
+// (conv_packed_weights(g) elements): packed once per plan when they are constant.
+inline index_t conv_packed_weights(const conv_geometry& g) { return g.oc * g.krows(); }
+template <class T>
+void conv_pack_weights(const conv_geometry& g, const T* w, T* out) {
+  const index_t ocg = g.oc / g.groups, k = g.krows();
+  for (index_t gi = 0; gi < g.groups; ++gi) packed_lhs<T>::pack({w + gi * ocg * k, k, 1}, ocg, k, out + gi * ocg * k);
+}
+
+// out = act(conv(x, w) + bias), or max_pool2d of it when `pool` is given (a pool whose windows are
+// all inside the image: max_pool_direct): per image and group, im2col_packed and one GEMM with the
+// packed weights, the bias and the activation in the GEMM's epilogue; a fused pool reads the
+// image's convolution from per-thread scratch while it is in cache, instead of from memory in
+// another pass. scratch: conv_scratch(g, threads, pooled) elements. Parallel over images when
+// there are enough, otherwise inside each product.
+inline index_t conv_scratch(const conv_geometry& g, int threads, bool pooled = false) {
+  constexpr int nr = 64;  // (the widest packet pair of any target: a bound for packed_rhs::padded_n)
+  const index_t padded = (g.cols() + nr - 1) / nr * nr;
+  return (g.krows() * padded + (pooled ? g.oc * g.cols() : 0)) * std::max(threads, 1);
+}
+template <class T>
+void conv2d_into(const conv_geometry& g, const T* x, const T* wpacked, const T* bias, activation act, T* out, T* scratch,
+                 int threads, const pool_geometry* pool = nullptr) {
+  const index_t ocg = g.oc / g.groups, krows = g.krows(), cols = g.cols();
+  const index_t per_thread = conv_scratch(g, 1, pool != nullptr);
+  auto image = [&](index_t n, T* sc, int t) {
+    T* conv_out = pool != nullptr ? sc + (per_thread - g.oc * cols) : out + n * g.oc * cols;
+    for (index_t gi = 0; gi < g.groups; ++gi) {
+      const packed_rhs<T> col = im2col_packed(g, x + (n * g.s.c + gi * g.icg) * g.s.h * g.s.w, sc);
+      gemm_epilogue<T> ep;
+      ep.bias = bias != nullptr ? bias + gi * ocg : nullptr;
+      ep.bias_per_row = true;
+      ep.act = act;
+      const packed_lhs<T> w{ocg, krows, wpacked + gi * ocg * krows};
+      gemm<T>(w, col, conv_out + gi * ocg * cols, cols, ep, t);
+    }
+    if (pool == nullptr) return;
+    T* rows = pool_scratch<T>().get(static_cast<std::size_t>(pool->oh * pool->s.w));
+    const index_t plane = pool->oh * pool->ow;
+    for (index_t c = 0; c < g.oc; ++c) max_pool_plane(*pool, conv_out + c * cols, out + (n * g.oc + c) * plane, rows);
+  };
+  if (threads > 1 && g.s.n >= threads) {
+    auto task = [&](int i) {
+      for (index_t n = g.s.n * i / threads; n < g.s.n * (i + 1) / threads; ++n) image(n, scratch + i * per_thread, 1);
+    };
+    thread_pool::instance().run(threads, task);
+  } else {
+    for (index_t n = 0; n < g.s.n; ++n) image(n, scratch, threads);
+  }
+}
+
+inline any_tensor conv2d(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  const any_tensor& w = a.tensor(1);
+  const any_tensor* b = a.optional_tensor(2);
+  const conv_geometry g = conv_geometry_of(a, x, w, b ? std::optional<index_t>(b->numel()) : std::nullopt);
+  const dtype d = promote_types(x.scalar_type(), w.scalar_type());
+  any_tensor out(d, nchw_extents(g.s, g.oc, g.oh, g.ow));
+  dispatch_gemm(d, a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    const any_tensor X = to_dtype(x, d), W = to_dtype(w, d);
+    const any_tensor B = b != nullptr ? to_dtype(*b, d) : any_tensor();
+    const int threads = num_threads();
+    std::vector<T> scratch(static_cast<std::size_t>(conv_scratch(g, threads)));
+    std::vector<T> wpacked(static_cast<std::size_t>(conv_packed_weights(g)));
+    conv_pack_weights(g, W.data<T>(), wpacked.data());
+    conv2d_into<T>(g, X.data<T>(), wpacked.data(), b != nullptr ? B.data<T>() : nullptr, activation::none, out.data<T>(),
+                   scratch.data(), threads);
+  });
+  return out;
+}
+
 template <bool Max, class T>
 void pool2d_into(const pool_geometry& g, const T* px, T* po, int threads) {
   using C = compute_t<T>;
@@ -1252,25 +1353,14 @@ void pool2d_into(const pool_geometry& g, const T* px, T* po, int threads) {
   const auto& dil = g.dil;
   const index_t oh = g.oh, ow = g.ow;
   if constexpr (Max && std::is_floating_point_v<T>) {
-    if (pad[0] == 0 && pad[1] == 0 && dil[0] == 1 && dil[1] == 1) {
-      // no padding, no dilation: row by row, every window inside the image (the common case;
-      // branch-free, ~10x the general loop below)
+    if (max_pool_direct(g)) {
+      // every window inside the image (the common case). Per plane, the
+      // max over the window's rows first (contiguous rows: vectorised), then over its columns —
+      // one flat strided pass over the plane when the rows hold no leftover columns (so that a
+      // 12-wide output row does not run as scalar code). ~8x the general loop below.
       parallel_for(s.n * s.c, oh * ow * k[0] * k[1], threads, [&](index_t p0, index_t p1) {
-        for (index_t plane = p0; plane < p1; ++plane) {
-          const T* img = px + plane * s.h * s.w;
-          for (index_t y = 0; y < oh; ++y) {
-            T* o = po + (plane * oh + y) * ow;
-            std::fill(o, o + ow, -std::numeric_limits<T>::infinity());
-            for (index_t i = 0; i < k[0]; ++i) {
-              const T* r = img + (y * stride[0] + i) * s.w;
-              for (index_t j = 0; j < k[1]; ++j)
-                for (index_t xx = 0; xx < ow; ++xx) {
-                  const T v = r[xx * stride[1] + j];
-                  o[xx] = (v > o[xx] || v != v) ? v : o[xx];  // NaN propagates
-                }
-            }
-          }
-        }
+        T* rows = pool_scratch<T>().get(static_cast<std::size_t>(oh * s.w));
+        for (index_t plane = p0; plane < p1; ++plane) max_pool_plane(g, px + plane * s.h * s.w, po + plane * oh * ow, rows);
       });
       return;
     }

@@ -106,15 +106,25 @@ struct matmul_step final : step {
   }
 };
 
+// conv2d(x, w, b) [+ activation] [+ max_pool2d]: the weights packed at planning time when constant.
 template <class T>
 struct conv_step final : step {
   operand x, w, b, out, scratch;
   conv_geometry g;
+  std::optional<pool_geometry> pool;  // a max_pool2d done per image (the conv's only reader)
   activation act;
   int scratch_threads;  // the threads the scratch buffer was planned for
+  grow_buffer<T> packed;
+  bool prepacked = false;
+  void prepare() {
+    if (w.kind != operand::where::constant) return;
+    conv_pack_weights(g, w.tensor->template data<T>(), packed.get(static_cast<std::size_t>(conv_packed_weights(g))));
+    prepacked = true;
+  }
   void run(const run_ctx& c) override {
-    conv2d_into<T>(g, c.as<T>(x), c.as<T>(w), b.kind == operand::where::none ? nullptr : c.as<T>(b), act, c.as<T>(out),
-                   c.as<T>(scratch), std::min(c.threads, scratch_threads));
+    if (!prepacked) conv_pack_weights(g, c.as<T>(w), packed.get(static_cast<std::size_t>(conv_packed_weights(g))));
+    conv2d_into<T>(g, c.as<T>(x), packed.get(0), b.kind == operand::where::none ? nullptr : c.as<T>(b), act, c.as<T>(out),
+                   c.as<T>(scratch), std::min(c.threads, scratch_threads), pool ? &*pool : nullptr);
   }
 };
 
@@ -388,6 +398,19 @@ class planned_engine final : public engine {
     return u.target == "aten.matmul.default" || ranks[0] == ranks[1];
   }
 
+  // The geometry of a max_pool2d node reading conv output v, when a conv step can do it per image.
+  std::optional<pool_geometry> fusable_pool(const ir::node& p, const value& v) const {
+    if (p.vals.front().scalar_type != v.dt) return std::nullopt;
+    const std::vector<const any_tensor*> none(p.args.size(), nullptr);
+    try {
+      const pool_geometry pg = pool_geometry_of<true>(kernel_args(p.target, p.args, none, &symbols_), {v.dt, v.extents});
+      if (max_pool_direct(pg)) return pg;
+    } catch (const typex::error&) {  // (arguments the kernel rejects: its step will say so)
+    }
+    return std::nullopt;
+  }
+  static std::size_t pooled_numel(const pool_geometry& p) { return static_cast<std::size_t>(p.s.n * p.s.c * p.oh * p.ow); }
+
   std::size_t new_buffer(std::size_t bytes, std::size_t first) {
     buffers_.push_back({bytes, first, first});
     return buffers_.size() - 1;
@@ -547,8 +570,26 @@ class planned_engine final : public engine {
           act = activation::none;
         }
       }
-      v.at = {operand::where::arena, new_buffer(bytes, n), nullptr};
-      if (auto s = fast_step(node, n, tensors, act)) {
+      // 4. a max-pool that is the only reader of a conv2d's (activated) output: done per image in the
+      // conv's step, while the image's convolution is in cache (the conv's buffer holds the pooled value)
+      std::optional<pool_geometry> pool;
+      const ir::node_id last = act != activation::none ? users[n].front() : n;
+      if (options_.fuse && node.target == "aten.conv2d.default" && gemm_dtype(v.dt) && !is_output[n] && !is_output[last] &&
+          users[last].size() == 1 && g[users[last].front()].target == "aten.max_pool2d.default")
+        pool = fusable_pool(g[users[last].front()], v);
+      v.at = {operand::where::arena, new_buffer(pool ? pooled_numel(*pool) * itemsize(v.dt) : bytes, n), nullptr};
+      auto fast = fast_step(node, n, tensors, act, pool ? &*pool : nullptr);
+      if (fast && pool) {
+        fused_into[users[last].front()] = true;
+        ++report_.fused;
+      }
+      if (!fast && act != activation::none) {  // (the kernel step below does the activation's node as its own step)
+        fused_into[users[n].front()] = false;
+        --report_.fused;
+        act = activation::none;
+      }
+      if (!fast) buffers_[v.at.index].bytes = bytes;
+      if (auto s = std::move(fast)) {
         pending.push_back(std::move(s));
       } else {
         pending.push_back(generic_step(node, n, fn));
@@ -648,7 +689,9 @@ class planned_engine final : public engine {
   }
 
   // A step on raw buffers for the ops the planned path covers, or nullptr.
-  std::unique_ptr<step> fast_step(const ir::node& node, ir::node_id n, const std::vector<const any_tensor*>& tensors, activation act) {
+  // pool: a max_pool2d of a conv2d's output to do in the conv's step.
+  std::unique_ptr<step> fast_step(const ir::node& node, ir::node_id n, const std::vector<const any_tensor*>& tensors, activation act,
+                                  const pool_geometry* pool = nullptr) {
     const value& v = values_[n];
     if (!gemm_dtype(v.dt)) return nullptr;
     const auto arg = [&](std::size_t k) -> const value* {
@@ -680,8 +723,11 @@ class planned_engine final : public engine {
         auto s = std::make_unique<conv_step<T>>();
         s->g = conv_geometry_of(ka, {x->dt, x->extents}, {w->dt, w->extents}, b ? std::optional<index_t>(b->numel()) : std::nullopt);
         s->x = x->at, s->w = w->at, s->b = b ? b->at : operand{}, s->out = v.at, s->act = act;
+        if (pool != nullptr) s->pool = *pool;
         s->scratch_threads = std::max(num_threads(), options_.threads);
-        s->scratch = {operand::where::arena, new_buffer(static_cast<std::size_t>(conv_scratch(s->g, s->scratch_threads)) * sizeof(T), n), nullptr};
+        const index_t scratch = conv_scratch(s->g, s->scratch_threads, pool != nullptr);
+        s->scratch = {operand::where::arena, new_buffer(static_cast<std::size_t>(scratch) * sizeof(T), n), nullptr};
+        s->prepare();
         out = std::move(s);
       } else if (is_matmul_op(t)) {
         const value *x = arg(0), *y = arg(1);
