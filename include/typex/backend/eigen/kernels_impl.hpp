@@ -1214,24 +1214,71 @@ grow_buffer<T>& pool_scratch() {
   return b;
 }
 
-// One image's group as the GEMM's packed right-hand side: the im2col matrix
-// col[(ci, i, j)][(y, x)] (zero where the window is in the padding) written straight into
+// out[0, n) = in[0, n) for short runs (an im2col row segment: a dozen or two elements), in packets
+// (the last one overlapping the one before) instead of a call to memmove per run.
+template <class T>
+inline void copy_run(const T* in, T* out, index_t n) {
+  using P = typename gemm_traits<T>::packet;
+  using H = typename Eigen::internal::unpacket_traits<P>::half;
+  constexpr int L = gemm_traits<T>::lanes, LH = Eigen::internal::unpacket_traits<H>::size;
+  using Eigen::internal::ploadu;
+  using Eigen::internal::pstoreu;
+  if (n >= L) {
+    index_t q = 0;
+    for (; q + L <= n; q += L) pstoreu(out + q, ploadu<P>(in + q));
+    if (q < n) pstoreu(out + n - L, ploadu<P>(in + n - L));
+  } else if (LH < L && n >= LH) {
+    pstoreu(out, ploadu<H>(in));
+    pstoreu(out + n - LH, ploadu<H>(in + n - LH));
+  } else {
+    for (index_t q = 0; q < n; ++q) out[q] = in[q];
+  }
+}
+
+// Output pixels [jb, je) of one image's group as the GEMM's packed right-hand side: the im2col
+// matrix col[(ci, i, j)][(y, x)] (zero where the window is in the padding) written straight into
 // packed_rhs's layout (nr-column panels, kc rows at a time) — im2col and packing in one copy.
 // A panel's nr pixels are runs along output rows, the same for every kernel row of the panel.
 template <class T>
-packed_rhs<T> im2col_packed(const conv_geometry& g, const T* img, T* out) {
+packed_rhs<T> im2col_packed(const conv_geometry& g, const T* img, T* out, index_t jb, index_t je) {
   constexpr int nr = gemm_traits<T>::nr;
-  const index_t k = g.krows(), n = g.cols();
+  const index_t k = g.krows(), n = je - jb;
   const index_t kc = gemm_traits<T>::kc_for(k), np = packed_rhs<T>::padded_n(n);
   const index_t sy = g.stride[0], sx = g.stride[1];
-  struct run { index_t y, x, len, at; };  // output row y, columns [x, x + len), at panel column `at`
+  // output row y, columns [x, x + len), at panel column `at`; src: the input offset of (y, x)
+  struct run { index_t y, x, len, at, src; };
   std::array<run, nr> runs{};
+  std::size_t nruns = 0;
+  const bool direct = g.pad[0] == 0 && g.pad[1] == 0 && sx == 1;
+  // kernel row (ci, i, j) of the current runs, with padding and strides
+  const auto general = [&](T* row, index_t ci, index_t i, index_t j) {
+    // the output columns whose input column is inside the image: [lo, hi)
+    const index_t x0 = j * g.dil[1] - g.pad[1];
+    const index_t lo = std::min(g.ow, x0 >= 0 ? 0 : (-x0 + sx - 1) / sx);
+    const index_t hi = std::max(lo, std::min(g.ow, g.s.w - x0 <= 0 ? 0 : (g.s.w - x0 + sx - 1) / sx));
+    const T* plane = img + ci * g.s.h * g.s.w;
+    for (std::size_t r = 0; r < nruns; ++r) {
+      const run& u = runs[r];
+      T* o = row + u.at;
+      const index_t iy = u.y * sy - g.pad[0] + i * g.dil[0];
+      const index_t a = std::clamp(lo, u.x, u.x + u.len), b = std::clamp(hi, a, u.x + u.len);
+      if (iy < 0 || iy >= g.s.h) {
+        std::fill(o, o + u.len, T(0));
+        continue;
+      }
+      const T* in = plane + iy * g.s.w + x0;
+      std::fill(o, o + (a - u.x), T(0));
+      if (sx == 1) copy_run(in + a, o + (a - u.x), b - a);
+      else for (index_t xx = a; xx < b; ++xx) o[xx - u.x] = in[xx * sx];
+      std::fill(o + (b - u.x), o + u.len, T(0));
+    }
+  };
   for (index_t j0 = 0; j0 < n; j0 += nr) {
     const index_t w = std::min<index_t>(nr, n - j0);
-    std::size_t nruns = 0;
-    for (index_t p = j0; p < j0 + w;) {
-      const index_t y = p / g.ow, x = p % g.ow, len = std::min(g.ow - x, j0 + w - p);
-      runs[nruns++] = {y, x, len, p - j0};
+    nruns = 0;
+    for (index_t p = jb + j0; p < jb + j0 + w;) {
+      const index_t y = p / g.ow, x = p % g.ow, len = std::min(g.ow - x, jb + j0 + w - p);
+      runs[nruns++] = {y, x, len, p - jb - j0, y * sy * g.s.w + x};
       p += len;
     }
     for (index_t p0 = 0; p0 < k; p0 += kc) {
@@ -1240,27 +1287,13 @@ packed_rhs<T> im2col_packed(const conv_geometry& g, const T* img, T* out) {
       index_t ci = p0 / (g.kh * g.kw), i = p0 / g.kw % g.kh, j = p0 % g.kw;
       for (index_t kk = 0; kk < kcp; ++kk) {
         T* row = panel + kk * nr;
-        // the output columns whose input column is inside the image: [lo, hi)
-        const index_t x0 = j * g.dil[1] - g.pad[1];
-        const index_t lo = std::min(g.ow, x0 >= 0 ? 0 : (-x0 + sx - 1) / sx);
-        const index_t hi = std::max(lo, std::min(g.ow, g.s.w - x0 <= 0 ? 0 : (g.s.w - x0 + sx - 1) / sx));
-        const T* plane = img + ci * g.s.h * g.s.w;
-        for (std::size_t r = 0; r < nruns; ++r) {
-          const run& u = runs[r];
-          T* o = row + u.at;
-          const index_t iy = u.y * sy - g.pad[0] + i * g.dil[0];
-          const index_t a = std::clamp(lo, u.x, u.x + u.len), b = std::clamp(hi, a, u.x + u.len);
-          if (iy < 0 || iy >= g.s.h) {
-            std::fill(o, o + u.len, T(0));
-            continue;
-          }
-          const T* in = plane + iy * g.s.w + x0;
-          std::fill(o, o + (a - u.x), T(0));
-          if (sx == 1) std::copy(in + a, in + b, o + (a - u.x));
-          else for (index_t xx = a; xx < b; ++xx) o[xx - u.x] = in[xx * sx];
-          std::fill(o + (b - u.x), o + u.len, T(0));
+        if (w < nr) std::fill(row + w, row + nr, T(0));
+        if (direct) {  // every window inside the image, stride 1 along rows: one packet copy per run
+          const T* in = img + ci * g.s.h * g.s.w + i * g.dil[0] * g.s.w + j * g.dil[1];
+          for (std::size_t r = 0; r < nruns; ++r) copy_run(in + runs[r].src, row + runs[r].at, runs[r].len);
+        } else {
+          general(row, ci, i, j);
         }
-        std::fill(row + w, row + nr, T(0));
         if (++j == g.kw) {
           j = 0;
           if (++i == g.kh) i = 0, ++ci;
@@ -1286,26 +1319,37 @@ void conv_pack_weights(const conv_geometry& g, const T* w, T* out) {
 // image's convolution from per-thread scratch while it is in cache, instead of from memory in
 // another pass. scratch: conv_scratch(g, threads, pooled) elements. Parallel over images when
 // there are enough, otherwise inside each product.
-inline index_t conv_scratch(const conv_geometry& g, int threads, bool pooled = false) {
-  constexpr int nr = 64;  // (the widest packet pair of any target: a bound for packed_rhs::padded_n)
-  const index_t padded = (g.cols() + nr - 1) / nr * nr;
-  return (g.krows() * padded + (pooled ? g.oc * g.cols() : 0)) * std::max(threads, 1);
+// The output pixels per product: a block of packed columns that stays in L2 (~192 KiB) while the
+// product reads it, instead of the whole image's (664 KiB for 288 kernel rows x 24 x 24 pixels;
+// 115 MiB for 576 x 224 x 224): the scratch stays small for large images (same speed on the CNN).
+template <class T>
+index_t conv_chunk(const conv_geometry& g) {
+  constexpr int nr = gemm_traits<T>::nr;
+  const index_t panels = std::max<index_t>(1, (index_t{192} * 1024 / static_cast<index_t>(sizeof(T))) / (g.krows() * nr));
+  return std::min(panels * nr, g.cols());
+}
+template <class T>
+index_t conv_scratch(const conv_geometry& g, int threads, bool pooled = false) {
+  const index_t packed = g.krows() * packed_rhs<T>::padded_n(conv_chunk<T>(g));
+  return (packed + (pooled ? g.oc * g.cols() : 0)) * std::max(threads, 1);
 }
 template <class T>
 void conv2d_into(const conv_geometry& g, const T* x, const T* wpacked, const T* bias, activation act, T* out, T* scratch,
                  int threads, const pool_geometry* pool = nullptr) {
   const index_t ocg = g.oc / g.groups, krows = g.krows(), cols = g.cols();
-  const index_t per_thread = conv_scratch(g, 1, pool != nullptr);
+  const index_t per_thread = conv_scratch<T>(g, 1, pool != nullptr), chunk = conv_chunk<T>(g);
   auto image = [&](index_t n, T* sc, int t) {
     T* conv_out = pool != nullptr ? sc + (per_thread - g.oc * cols) : out + n * g.oc * cols;
     for (index_t gi = 0; gi < g.groups; ++gi) {
-      const packed_rhs<T> col = im2col_packed(g, x + (n * g.s.c + gi * g.icg) * g.s.h * g.s.w, sc);
       gemm_epilogue<T> ep;
       ep.bias = bias != nullptr ? bias + gi * ocg : nullptr;
       ep.bias_per_row = true;
       ep.act = act;
       const packed_lhs<T> w{ocg, krows, wpacked + gi * ocg * krows};
-      gemm<T>(w, col, conv_out + gi * ocg * cols, cols, ep, t);
+      for (index_t j0 = 0; j0 < cols; j0 += chunk) {
+        const packed_rhs<T> col = im2col_packed(g, x + (n * g.s.c + gi * g.icg) * g.s.h * g.s.w, sc, j0, std::min(cols, j0 + chunk));
+        gemm<T>(w, col, conv_out + gi * ocg * cols + j0, cols, ep, t);
+      }
     }
     if (pool == nullptr) return;
     T* rows = pool_scratch<T>().get(static_cast<std::size_t>(pool->oh * pool->s.w));
@@ -1334,7 +1378,7 @@ inline any_tensor conv2d(const kernel_args& a) {
     const any_tensor X = to_dtype(x, d), W = to_dtype(w, d);
     const any_tensor B = b != nullptr ? to_dtype(*b, d) : any_tensor();
     const int threads = num_threads();
-    std::vector<T> scratch(static_cast<std::size_t>(conv_scratch(g, threads)));
+    std::vector<T> scratch(static_cast<std::size_t>(conv_scratch<T>(g, threads)));
     std::vector<T> wpacked(static_cast<std::size_t>(conv_packed_weights(g)));
     conv_pack_weights(g, W.data<T>(), wpacked.data());
     conv2d_into<T>(g, X.data<T>(), wpacked.data(), b != nullptr ? B.data<T>() : nullptr, activation::none, out.data<T>(),

@@ -725,7 +725,7 @@ class planned_engine final : public engine {
         s->x = x->at, s->w = w->at, s->b = b ? b->at : operand{}, s->out = v.at, s->act = act;
         if (pool != nullptr) s->pool = *pool;
         s->scratch_threads = std::max(num_threads(), options_.threads);
-        const index_t scratch = conv_scratch(s->g, s->scratch_threads, pool != nullptr);
+        const index_t scratch = conv_scratch<T>(s->g, s->scratch_threads, pool != nullptr);
         s->scratch = {operand::where::arena, new_buffer(static_cast<std::size_t>(scratch) * sizeof(T), n), nullptr};
         s->prepare();
         out = std::move(s);
