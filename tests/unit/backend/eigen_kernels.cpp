@@ -43,6 +43,60 @@ TEST_CASE("eigen kernels: conv2d, pools and adaptive pooling follow their defini
   CHECK(ad(0, 0, 1, 1) == doctest::Approx((4.0 + 5 + 7 + 8) / 4));
 }
 
+// conv2d against its definition (double accumulation) where the PyTorch data would be large:
+// images whose packed columns take several ~192 KiB blocks, two k blocks, padding (the general
+// im2col path) and none (the direct one), strides, dilations, groups.
+TEST_CASE("eigen kernels: conv2d equals its definition through every path of the packed im2col") {
+  struct geometry { index_t n, c, h, w, oc, k, sh, sw, ph, pw, dh, dw, groups; };
+  const geometry cases[] = {
+      {2, 32, 14, 14, 8, 3, 1, 1, 1, 1, 1, 1, 1},  // padded, 288 kernel rows, 196 pixels: two column blocks
+      {1, 64, 12, 12, 6, 3, 1, 1, 0, 0, 1, 1, 1},  // 576 kernel rows: two k blocks, direct path
+      {1, 64, 20, 20, 4, 3, 2, 2, 1, 1, 1, 1, 2},  // strides, padding, groups
+      {2, 8, 30, 30, 16, 3, 1, 1, 0, 0, 2, 2, 1},  // dilation, direct path, 676 pixels: two column blocks
+      {1, 3, 9, 40, 5, 2, 3, 1, 0, 0, 1, 3, 1},    // row stride and column dilation on the direct path
+  };
+  for (const geometry& q : cases) {
+    const index_t icg = q.c / q.groups, ocg = q.oc / q.groups;
+    const index_t oh = (q.h + 2 * q.ph - q.dh * (q.k - 1) - 1) / q.sh + 1, ow = (q.w + 2 * q.pw - q.dw * (q.k - 1) - 1) / q.sw + 1;
+    any_tensor x(dtype::f32, {q.n, q.c, q.h, q.w}), w(dtype::f32, {q.oc, icg, q.k, q.k}), b(dtype::f32, {q.oc});
+    std::uint32_t seed = 7;
+    for (any_tensor* t : {&x, &w, &b})
+      for (index_t i = 0; i < t->numel(); ++i) {
+        seed = seed * 1664525u + 1013904223u;
+        t->data<float>()[i] = static_cast<float>(seed >> 8) / float(1 << 24) - 0.5f;
+      }
+    const std::vector<ir::argument> args{ir::value_ref{0}, ir::value_ref{1}, ir::value_ref{2}, std::vector<std::int64_t>{q.sh, q.sw},
+                                         std::vector<std::int64_t>{q.ph, q.pw}, std::vector<std::int64_t>{q.dh, q.dw},
+                                         std::int64_t{q.groups}};
+    const std::vector<const any_tensor*> tensors{&x, &w, &b, nullptr, nullptr, nullptr, nullptr};
+    for (int threads : {1, 2}) {
+      const int before = eigen::set_num_threads(threads);
+      const any_tensor out = eigen::run_kernel(eigen::kernel_args("aten.conv2d.default", args, tensors, nullptr));
+      eigen::set_num_threads(before);
+      REQUIRE(out.extents() == std::vector<index_t>{q.n, q.oc, oh, ow});
+      double worst = 0;
+      for (index_t n = 0; n < q.n; ++n)
+        for (index_t o = 0; o < q.oc; ++o)
+          for (index_t y = 0; y < oh; ++y)
+            for (index_t xx = 0; xx < ow; ++xx) {
+              double sum = b.data<float>()[o];
+              const index_t gi = o / ocg;
+              for (index_t ci = 0; ci < icg; ++ci)
+                for (index_t i = 0; i < q.k; ++i)
+                  for (index_t j = 0; j < q.k; ++j) {
+                    const index_t iy = y * q.sh - q.ph + i * q.dh, ix = xx * q.sw - q.pw + j * q.dw;
+                    if (iy < 0 || iy >= q.h || ix < 0 || ix >= q.w) continue;
+                    sum += double(x.data<float>()[((n * q.c + gi * icg + ci) * q.h + iy) * q.w + ix]) *
+                           double(w.data<float>()[((o * icg + ci) * q.k + i) * q.k + j]);
+                  }
+              worst = std::max(worst, std::abs(sum - double(out.data<float>()[((n * q.oc + o) * oh + y) * ow + xx])));
+            }
+      INFO("c=" << q.c << " h=" << q.h << " w=" << q.w << " oc=" << q.oc << " threads=" << threads);
+      CHECK(worst < 1e-4);
+    }
+  }
+}
+
 TEST_CASE("eigen kernels: softmax, layer_norm, batch_norm") {
   const auto x = iota<tensor<f32, fix<2>, fix<3>>>();
   const auto s = softmax<-1>(x);
