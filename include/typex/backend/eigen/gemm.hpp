@@ -188,10 +188,12 @@ struct gemm_epilogue {
 };
 
 // The mr x nr micro-kernel: A micro-panel (kc x MR, packed) times B micro-panel (kc x nr), stored
-// to c (row stride ldc) — either the finished tile of C itself, with the column or row bias added
-// and ReLU applied in registers, or a scratch tile that the caller finishes.
+// to c (row stride ldc) — either a tile of C itself (added to what c holds when `accumulate`: the
+// k blocks after the first), with the column or row bias added and ReLU applied in registers, or a
+// scratch tile that the caller finishes.
 template <class T, int MR>
-void micro_kernel(index_t kc, const T* a, const T* b, T* c, index_t ldc, const T* col_bias, const T* row_bias, bool relu) {
+void micro_kernel(index_t kc, const T* a, const T* b, T* c, index_t ldc, const T* col_bias, const T* row_bias, bool relu,
+                  bool accumulate) {
   using traits = gemm_traits<T>;
   using P = typename traits::packet;
   using namespace Eigen::internal;
@@ -215,6 +217,10 @@ void micro_kernel(index_t kc, const T* a, const T* b, T* c, index_t ldc, const T
   const P zero = pset1<P>(T(0));
   const P cb0 = col_bias ? ploadu<P>(col_bias) : zero, cb1 = col_bias ? ploadu<P>(col_bias + L) : zero;
   for (int i = 0; i < MR; ++i) {
+    if (accumulate) {
+      c0[i] = padd(ploadu<P>(c + i * ldc), c0[i]);
+      c1[i] = padd(ploadu<P>(c + i * ldc + L), c1[i]);
+    }
     P r0 = padd(c0[i], cb0), r1 = padd(c1[i], cb1);
     if (row_bias != nullptr) {
       const P rb = pset1<P>(row_bias[i]);
@@ -232,7 +238,7 @@ void micro_kernel(index_t kc, const T* a, const T* b, T* c, index_t ldc, const T
 
 template <class T, int... MR>
 constexpr auto micro_kernel_table(std::integer_sequence<int, MR...>) {
-  using fn = void (*)(index_t, const T*, const T*, T*, index_t, const T*, const T*, bool);
+  using fn = void (*)(index_t, const T*, const T*, T*, index_t, const T*, const T*, bool, bool);
   return std::array<fn, sizeof...(MR)>{&micro_kernel<T, MR + 1>...};
 }
 
@@ -263,8 +269,8 @@ void gemm_range(index_t i0, index_t i1, index_t j0, index_t j1, matrix_ref<T> a,
   for (index_t p0 = 0; p0 < k || (k == 0 && p0 == 0); p0 += kc) {
     const index_t kcp = std::min(kc, k - p0);
     const bool first = p0 == 0, last = p0 + kc >= k;
-    // one block of k and a plain epilogue: tiles go straight to C
-    const bool direct = first && last && ep.alpha == T(1) && ep.beta == T(0);
+    // a plain epilogue: full tiles go straight to C (added to it after the first k block)
+    const bool direct = ep.alpha == T(1) && ep.beta == T(0);
     for (index_t ic = i0; ic < i1; ic += traits::mc) {
       const index_t mcp = std::min(traits::mc, i1 - ic);
       // pack A rows [ic, ic + mcp) x [p0, p0 + kcp): micro-panels of mr rows (the last may be shorter)
@@ -286,13 +292,14 @@ void gemm_range(index_t i0, index_t i1, index_t j0, index_t j1, matrix_ref<T> a,
           const T* apanel = pa != nullptr ? pa->panel(ic + ir, p0) : apack + ir * kcp;
           if (direct && w == nr) {  // the whole epilogue but a non-ReLU activation, in registers
             T* dst = c + (ic + ir) * ldc + jr;
-            kernel(kcp, apanel, bpanel, dst, ldc, ep.bias && !ep.bias_per_row ? ep.bias + jr : nullptr,
-                   ep.bias && ep.bias_per_row ? ep.bias + ic + ir : nullptr, ep.act == activation::relu);
-            if (ep.act != activation::none && ep.act != activation::relu)
+            const bool bias = last && ep.bias != nullptr;
+            kernel(kcp, apanel, bpanel, dst, ldc, bias && !ep.bias_per_row ? ep.bias + jr : nullptr,
+                   bias && ep.bias_per_row ? ep.bias + ic + ir : nullptr, last && ep.act == activation::relu, !first);
+            if (last && ep.act != activation::none && ep.act != activation::relu)
               for (index_t ii = 0; ii < h; ++ii) activate(dst + ii * ldc, w, ep.act);
             continue;
           }
-          kernel(kcp, apanel, bpanel, tile, nr, nullptr, nullptr, false);
+          kernel(kcp, apanel, bpanel, tile, nr, nullptr, nullptr, false, false);
           for (index_t ii = 0; ii < h; ++ii) {
             const index_t i = ic + ir + ii;
             Eigen::Map<row> out(c + i * ldc + jr, w);
