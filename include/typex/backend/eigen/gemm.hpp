@@ -276,6 +276,7 @@ void gemm_range(index_t i0, index_t i1, index_t j0, index_t j1, matrix_ref<T> a,
       // pack A rows [ic, ic + mcp) x [p0, p0 + kcp): micro-panels of mr rows (the last may be shorter)
       for (index_t ir = 0; ir < mcp && pa == nullptr; ir += mr) {
         const index_t h = std::min<index_t>(mr, mcp - ir);
+        if (h == 1 && a.cs == 1) continue;  // a one-row micro-panel is the row itself (batch 1: no copy)
         // (k outer: h reading streams, one writing stream; 2x the rows-outer order, whose writes
         // revisit each cache line of the panel h times)
         T* dst = apack + ir * kcp;
@@ -289,7 +290,7 @@ void gemm_range(index_t i0, index_t i1, index_t j0, index_t j1, matrix_ref<T> a,
         for (index_t ir = 0; ir < mcp; ir += mr) {
           const index_t h = std::min<index_t>(mr, mcp - ir);
           const auto kernel = kernels[static_cast<std::size_t>(h - 1)];
-          const T* apanel = pa != nullptr ? pa->panel(ic + ir, p0) : apack + ir * kcp;
+          const T* apanel = pa != nullptr ? pa->panel(ic + ir, p0) : h == 1 && a.cs == 1 ? &a(ic + ir, p0) : apack + ir * kcp;
           if (direct && w == nr) {  // the whole epilogue but a non-ReLU activation, in registers
             T* dst = c + (ic + ir) * ldc + jr;
             const bool bias = last && ep.bias != nullptr;
