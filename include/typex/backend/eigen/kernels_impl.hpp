@@ -1219,8 +1219,9 @@ grow_buffer<T>& pool_scratch() {
 template <class T>
 inline void copy_run(const T* in, T* out, index_t n) {
   using P = typename gemm_traits<T>::packet;
-  using H = typename Eigen::internal::unpacket_traits<P>::half;
-  constexpr int L = gemm_traits<T>::lanes, LH = Eigen::internal::unpacket_traits<H>::size;
+  using H = typename Eigen::internal::packet_traits<T>::half;
+  // (no unpacket_traits<H>: a vector type as a class template's argument warns with g++)
+  constexpr int L = gemm_traits<T>::lanes, LH = Eigen::internal::packet_traits<T>::HasHalfPacket ? L / 2 : L;
   using Eigen::internal::ploadu;
   using Eigen::internal::pstoreu;
   if (n >= L) {
