@@ -92,6 +92,18 @@
 #define TYPEX_SIMD_ABI simd_generic
 #endif
 
+// TYPEX_VECTOR_TEMPLATE_ARGS_BEGIN / _END: around code that names a class template with a SIMD
+// vector type as its argument (Eigen's PacketBlock<Packet4f, 4>): g++ warns that the vector's
+// attributes are ignored there (-Wignored-attributes, which is harmless here); Eigen silences it
+// the same way in its own headers.
+#if defined(__GNUC__) || defined(__clang__)
+#define TYPEX_VECTOR_TEMPLATE_ARGS_BEGIN _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wignored-attributes\"")
+#define TYPEX_VECTOR_TEMPLATE_ARGS_END _Pragma("GCC diagnostic pop")
+#else
+#define TYPEX_VECTOR_TEMPLATE_ARGS_BEGIN
+#define TYPEX_VECTOR_TEMPLATE_ARGS_END
+#endif
+
 // TYPEX_UNROLL: unroll the next loop (a constant trip count) completely.
 #if defined(__clang__)
 #define TYPEX_UNROLL _Pragma("unroll")

@@ -242,6 +242,31 @@ constexpr auto micro_kernel_table(std::integer_sequence<int, MR...>) {
   return std::array<fn, sizeof...(MR)>{&micro_kernel<T, MR + 1>...};
 }
 
+// Packs h rows of a row-major A (row stride rs, columns contiguous), kcp columns, into dst as the
+// micro-kernel reads them (column after column, h values each): L x L packet transposes (the rows
+// padded to L) where h <= L, each transposed packet stored whole — its lanes past h are written
+// over by the next store, or land in the L elements of slack the scratch keeps past its end.
+TYPEX_VECTOR_TEMPLATE_ARGS_BEGIN
+template <class T>
+void pack_rows(const T* src, index_t rs, index_t kcp, index_t h, T* dst) {
+  using traits = gemm_traits<T>;
+  using P = typename traits::packet;
+  using namespace Eigen::internal;
+  constexpr int L = traits::lanes;
+  index_t kk = 0;
+  if (h <= L) {
+    for (; kk + L <= kcp; kk += L) {
+      PacketBlock<P, L> block;
+      for (int ii = 0; ii < L; ++ii) block.packet[ii] = ii < h ? ploadu<P>(src + ii * rs + kk) : pset1<P>(T(0));
+      ptranspose(block);
+      for (int q = 0; q < L; ++q) pstoreu(dst + (kk + q) * h, block.packet[q]);
+    }
+  }
+  for (; kk < kcp; ++kk)
+    for (index_t ii = 0; ii < h; ++ii) dst[kk * h + ii] = src[ii * rs + kk];
+}
+TYPEX_VECTOR_TEMPLATE_ARGS_END
+
 template <class T>
 grow_buffer<T>& a_scratch() {
   static thread_local grow_buffer<T> b;
@@ -263,7 +288,7 @@ void gemm_range(index_t i0, index_t i1, index_t j0, index_t j1, matrix_ref<T> a,
   static constexpr auto kernels = micro_kernel_table<T>(std::make_integer_sequence<int, mr>{});
   const index_t k = b.k;
   const index_t kc = b.kc;
-  T* apack = pa != nullptr ? nullptr : a_scratch<T>().get(static_cast<std::size_t>(traits::mc * traits::max_kc));
+  T* apack = pa != nullptr ? nullptr : a_scratch<T>().get(static_cast<std::size_t>(traits::mc * traits::max_kc + traits::lanes));
   alignas(64) T tile[mr * nr];
   using row = Eigen::Array<T, 1, Eigen::Dynamic>;
   for (index_t p0 = 0; p0 < k || (k == 0 && p0 == 0); p0 += kc) {
@@ -277,10 +302,14 @@ void gemm_range(index_t i0, index_t i1, index_t j0, index_t j1, matrix_ref<T> a,
       for (index_t ir = 0; ir < mcp && pa == nullptr; ir += mr) {
         const index_t h = std::min<index_t>(mr, mcp - ir);
         if (h == 1 && a.cs == 1) continue;  // a one-row micro-panel is the row itself (batch 1: no copy)
-        // (k outer: h reading streams, one writing stream; 2x the rows-outer order, whose writes
-        // revisit each cache line of the panel h times)
         T* dst = apack + ir * kcp;
         const T* src = &a(ic + ir, p0);
+        if (a.cs == 1) {  // row-major: packet transposes
+          pack_rows(src, a.rs, kcp, h, dst);
+          continue;
+        }
+        // strided: k outer (h reading streams, one writing stream; 2x the rows-outer order, whose
+        // writes revisit each cache line of the panel h times)
         for (index_t kk = 0; kk < kcp; ++kk, dst += h)
           for (index_t ii = 0; ii < h; ++ii) dst[ii] = src[ii * a.rs + kk * a.cs];
       }
