@@ -198,6 +198,45 @@ TEST_CASE("models: a transformer encoder block (attention, layer norm, GELU, res
   check_close(ep.module()(x), m(x), 0.0);
 }
 
+// torch.export specializes a dim whose example value is 0 or 1 (pytorch issue 133653); here 1 is an
+// ordinary member of batch's [1, 1024]: exported from a batch-1 (and seq-1) example, each program
+// keeps its symbols and runs every size in range, equal to eager.
+TEST_CASE("models: exported from an example batch of 1 (and seq of 1), the programs run every size in range") {
+  using namespace models;
+  {
+    mlp m;
+    init_module(m, 7);
+    const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<batch, fix<784>>>(shape<batch, fix<784>>(batch(1), {}))));
+    CHECK(ep.ranges().to_string() == "{batch: VR[1, 1024]}");
+    for (index_t n : {1, 2, 5}) {
+      const auto x = typex_test::random_tensor<tensor<f32, batch, fix<784>>>({n, 784}, 1);
+      check_close(ep.module()(x), m(x), 0.0);
+    }
+  }
+  {
+    cnn m;
+    init_module(m, 3);
+    using in_t = shape<batch, fix<1>, fix<28>, fix<28>>;
+    const auto ep = export_program(m, input<"image">(tensor_spec<f32, in_t>(in_t(batch(1), {}, {}, {}))));
+    for (index_t n : {1, 3}) {
+      const auto x = typex_test::random_tensor<tensor<f32, batch, fix<1>, fix<28>, fix<28>>>({n, 1, 28, 28}, 2);
+      check_close(ep.module()(x), m(x), 0.0);
+    }
+  }
+  {
+    using seq = sym<"seq", 1, 128>;
+    encoder m;
+    init_module(m, 11);
+    using in_t = shape<batch, seq, fix<32>>;
+    const auto ep = export_program(m, input<"src">(tensor_spec<f32, in_t>(in_t(batch(1), seq(1), {}))));
+    CHECK(ep.ranges().to_string() == "{batch: VR[1, 1024], seq: VR[1, 128]}");
+    for (const auto& [n, l] : {std::pair<index_t, index_t>{1, 1}, {1, 9}, {4, 1}, {3, 7}}) {
+      const auto x = typex_test::random_tensor<tensor<f32, batch, seq, fix<32>>>({n, l, 32}, 4);
+      check_close(ep.module()(x), m(x), 0.0);
+    }
+  }
+}
+
 TEST_CASE("models: nested pytree inputs and outputs; numbers specialized into the graph") {
   using namespace models;
   tree_model m;
