@@ -144,6 +144,47 @@ struct packed_rhs {
   }
 };
 
+// Packs h rows of a row-major A (row stride rs, columns contiguous), kcp columns, into dst as the
+// micro-kernel reads them (column after column, h values each): L x L packet transposes (the rows
+// padded to L) where h <= L, each transposed packet stored whole — its lanes past h are written
+// over by the next store, or land past the panel: callers pack panels in address order and keep
+// L elements of slack past the last one.
+TYPEX_VECTOR_TEMPLATE_ARGS_BEGIN
+template <class T>
+void pack_rows(const T* src, index_t rs, index_t kcp, index_t h, T* dst) {
+  using traits = gemm_traits<T>;
+  using P = typename traits::packet;
+  using namespace Eigen::internal;
+  constexpr int L = traits::lanes;
+  index_t kk = 0;
+  if (h <= L) {
+    for (; kk + L <= kcp; kk += L) {
+      PacketBlock<P, L> block;
+      for (int ii = 0; ii < L; ++ii) block.packet[ii] = ii < h ? ploadu<P>(src + ii * rs + kk) : pset1<P>(T(0));
+      ptranspose(block);
+      for (int q = 0; q < L; ++q) pstoreu(dst + (kk + q) * h, block.packet[q]);
+    }
+  }
+  for (; kk < kcp; ++kk)
+    for (index_t ii = 0; ii < h; ++ii) dst[kk * h + ii] = src[ii * rs + kk];
+}
+TYPEX_VECTOR_TEMPLATE_ARGS_END
+
+// Rows [r, r + h) x columns [p0, p0 + kcp) of a, packed into dst as the micro-kernel reads them
+// (gemm_range's per-call packing and packed_lhs share it): packet transposes for a row-major a, a
+// k-outer gather otherwise (h reading streams, one writing stream; 2x the rows-outer order, whose
+// writes revisit each cache line of the panel h times). May write L elements past the panel.
+template <class T>
+void pack_micro_panel(matrix_ref<T> a, index_t r, index_t h, index_t p0, index_t kcp, T* dst) {
+  const T* src = &a(r, p0);
+  if (a.cs == 1) {
+    pack_rows(src, a.rs, kcp, h, dst);
+    return;
+  }
+  for (index_t kk = 0; kk < kcp; ++kk, dst += h)
+    for (index_t ii = 0; ii < h; ++ii) dst[ii] = src[ii * a.rs + kk * a.cs];
+}
+
 // The left-hand side packed as the micro-kernel reads it: micro-panels of mr rows (the last one
 // shorter), each holding its rows for the whole k, one kc block after the other, column by column
 // (kc x h, h the panel's rows). Used for a constant left operand (a convolution's weights), packed
@@ -154,7 +195,8 @@ struct packed_lhs {
   const T* data = nullptr;  // not owned
   index_t kc = gemm_traits<T>::kc_for(k);
 
-  static std::size_t size_for(index_t m, index_t k) noexcept { return static_cast<std::size_t>(m * k); }
+  // m * k, and the packing's slack (pack_micro_panel)
+  static std::size_t size_for(index_t m, index_t k) noexcept { return static_cast<std::size_t>(m * k + gemm_traits<T>::lanes); }
 
   // Packs a (m x k) into out (size_for(m, k) elements).
   static packed_lhs pack(matrix_ref<T> a, index_t m, index_t k, T* out) {
@@ -162,12 +204,7 @@ struct packed_lhs {
     const index_t kc = gemm_traits<T>::kc_for(k);
     for (index_t r = 0; r < m; r += mr) {
       const index_t h = std::min<index_t>(mr, m - r);
-      for (index_t p0 = 0; p0 < k; p0 += kc) {
-        const index_t kcp = std::min(kc, k - p0);
-        T* dst = out + r * k + h * p0;
-        for (index_t ii = 0; ii < h; ++ii)
-          for (index_t kk = 0; kk < kcp; ++kk) dst[kk * h + ii] = a(r + ii, p0 + kk);
-      }
+      for (index_t p0 = 0; p0 < k; p0 += kc) pack_micro_panel(a, r, h, p0, std::min(kc, k - p0), out + r * k + h * p0);
     }
     return packed_lhs{m, k, out, kc};
   }
@@ -242,31 +279,6 @@ constexpr auto micro_kernel_table(std::integer_sequence<int, MR...>) {
   return std::array<fn, sizeof...(MR)>{&micro_kernel<T, MR + 1>...};
 }
 
-// Packs h rows of a row-major A (row stride rs, columns contiguous), kcp columns, into dst as the
-// micro-kernel reads them (column after column, h values each): L x L packet transposes (the rows
-// padded to L) where h <= L, each transposed packet stored whole — its lanes past h are written
-// over by the next store, or land in the L elements of slack the scratch keeps past its end.
-TYPEX_VECTOR_TEMPLATE_ARGS_BEGIN
-template <class T>
-void pack_rows(const T* src, index_t rs, index_t kcp, index_t h, T* dst) {
-  using traits = gemm_traits<T>;
-  using P = typename traits::packet;
-  using namespace Eigen::internal;
-  constexpr int L = traits::lanes;
-  index_t kk = 0;
-  if (h <= L) {
-    for (; kk + L <= kcp; kk += L) {
-      PacketBlock<P, L> block;
-      for (int ii = 0; ii < L; ++ii) block.packet[ii] = ii < h ? ploadu<P>(src + ii * rs + kk) : pset1<P>(T(0));
-      ptranspose(block);
-      for (int q = 0; q < L; ++q) pstoreu(dst + (kk + q) * h, block.packet[q]);
-    }
-  }
-  for (; kk < kcp; ++kk)
-    for (index_t ii = 0; ii < h; ++ii) dst[kk * h + ii] = src[ii * rs + kk];
-}
-TYPEX_VECTOR_TEMPLATE_ARGS_END
-
 template <class T>
 grow_buffer<T>& a_scratch() {
   static thread_local grow_buffer<T> b;
@@ -302,16 +314,7 @@ void gemm_range(index_t i0, index_t i1, index_t j0, index_t j1, matrix_ref<T> a,
       for (index_t ir = 0; ir < mcp && pa == nullptr; ir += mr) {
         const index_t h = std::min<index_t>(mr, mcp - ir);
         if (h == 1 && a.cs == 1) continue;  // a one-row micro-panel is the row itself (batch 1: no copy)
-        T* dst = apack + ir * kcp;
-        const T* src = &a(ic + ir, p0);
-        if (a.cs == 1) {  // row-major: packet transposes
-          pack_rows(src, a.rs, kcp, h, dst);
-          continue;
-        }
-        // strided: k outer (h reading streams, one writing stream; 2x the rows-outer order, whose
-        // writes revisit each cache line of the panel h times)
-        for (index_t kk = 0; kk < kcp; ++kk, dst += h)
-          for (index_t ii = 0; ii < h; ++ii) dst[ii] = src[ii * a.rs + kk * a.cs];
+        pack_micro_panel(a, ic + ir, h, p0, kcp, apack + ir * kcp);
       }
       for (index_t jr = j0; jr < j1; jr += nr) {
         const T* bpanel = b.panel(p0, jr);

@@ -1306,8 +1306,10 @@ packed_rhs<T> im2col_packed(const conv_geometry& g, const T* img, T* out, index_
 }
 
 // The weights [oc, icg * kh * kw] as the GEMM's packed left-hand side, group after group
-// (conv_packed_weights(g) elements): packed once per plan when they are constant.
-inline index_t conv_packed_weights(const conv_geometry& g) { return g.oc * g.krows(); }
+// (conv_packed_weights<T>(g) elements, with the packing's slack): packed once per plan when they
+// are constant.
+template <class T>
+index_t conv_packed_weights(const conv_geometry& g) { return g.oc * g.krows() + gemm_traits<T>::lanes; }
 template <class T>
 void conv_pack_weights(const conv_geometry& g, const T* w, T* out) {
   const index_t ocg = g.oc / g.groups, k = g.krows();
@@ -1380,7 +1382,7 @@ inline any_tensor conv2d(const kernel_args& a) {
     const any_tensor B = b != nullptr ? to_dtype(*b, d) : any_tensor();
     const int threads = num_threads();
     std::vector<T> scratch(static_cast<std::size_t>(conv_scratch<T>(g, threads)));
-    std::vector<T> wpacked(static_cast<std::size_t>(conv_packed_weights(g)));
+    std::vector<T> wpacked(static_cast<std::size_t>(conv_packed_weights<T>(g)));
     conv_pack_weights(g, W.data<T>(), wpacked.data());
     conv2d_into<T>(g, X.data<T>(), wpacked.data(), b != nullptr ? B.data<T>() : nullptr, activation::none, out.data<T>(),
                    scratch.data(), threads);

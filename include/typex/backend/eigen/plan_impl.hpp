@@ -118,11 +118,11 @@ struct conv_step final : step {
   bool prepacked = false;
   void prepare() {
     if (w.kind != operand::where::constant) return;
-    conv_pack_weights(g, w.tensor->template data<T>(), packed.get(static_cast<std::size_t>(conv_packed_weights(g))));
+    conv_pack_weights(g, w.tensor->template data<T>(), packed.get(static_cast<std::size_t>(conv_packed_weights<T>(g))));
     prepacked = true;
   }
   void run(const run_ctx& c) override {
-    if (!prepacked) conv_pack_weights(g, c.as<T>(w), packed.get(static_cast<std::size_t>(conv_packed_weights(g))));
+    if (!prepacked) conv_pack_weights(g, c.as<T>(w), packed.get(static_cast<std::size_t>(conv_packed_weights<T>(g))));
     conv2d_into<T>(g, c.as<T>(x), packed.get(0), b.kind == operand::where::none ? nullptr : c.as<T>(b), act, c.as<T>(out),
                    c.as<T>(scratch), std::min(c.threads, scratch_threads), pool ? &*pool : nullptr);
   }
