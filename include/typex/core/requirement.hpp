@@ -7,10 +7,12 @@
 // thread-local load per non-static fact and nothing else.
 #pragma once
 
+#include <typex/core/dim.hpp>
 #include <typex/core/text.hpp>
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace typex {
 
@@ -31,6 +33,39 @@ constexpr std::string_view to_string(relation r) noexcept {
   return "?";
 }
 
+// One side of a fact as data, in postfix order: what the dim type says (784, batch with its
+// declared range, 2*seq), so that export can decide the fact for every value of the symbols.
+struct dim_term {
+  enum class kind : unsigned char { constant, symbol, anonymous, op };
+  kind k = kind::constant;
+  index_t value = 0;       // constant
+  std::string_view name;   // symbol (a view of the sym type's static name)
+  index_t lo = 0, hi = 0;  // symbol: its declared range
+  dim_op op = dim_op::add; // op: applies to the two terms before it
+};
+using dim_terms = std::vector<dim_term>;
+
+// Whether `a rel b` holds.
+constexpr bool holds(relation r, long long a, long long b) noexcept {
+  switch (r) {
+    case relation::equal: return a == b;
+    case relation::broadcastable: return a == b || a == 1 || b == 1;
+    case relation::divisible: return b != 0 && a % b == 0;
+    case relation::at_least: return a >= b;
+  }
+  return false;
+}
+
+// The relation written as to_string writes it, or false.
+constexpr bool parse_relation(std::string_view text, relation& out) noexcept {
+  for (relation r : {relation::equal, relation::broadcastable, relation::divisible, relation::at_least})
+    if (to_string(r) == text) {
+      out = r;
+      return true;
+    }
+  return false;
+}
+
 struct shape_requirement {
   std::string op;         // the public op that needs the fact, e.g. "typex::matmul"
   relation rel;
@@ -38,6 +73,9 @@ struct shape_requirement {
   long long lhs_value;    // the values seen when the fact was recorded
   long long rhs_value;
   int dim;                // the dim of the op's result (or operand) the fact is about; -1 if none
+  dim_terms lhs_terms, rhs_terms;  // both sides as data
+  std::string site;       // where the user's code called the op ("model.cpp:21 in forward"), if known
+  std::string node;       // the graph node the op recorded, if known
 };
 
 class requirement_recorder {
@@ -68,12 +106,30 @@ class scoped_requirement_recorder {
 };
 
 namespace detail {
+// Appends dim type D's terms (postfix).
+template <class D>
+void append_terms(dim_terms& out) {
+  if constexpr (is_static_dim_v<D>) {
+    out.push_back({dim_term::kind::constant, D::value, {}, D::value, D::value, dim_op::add});
+  } else if constexpr (is_symbolic_dim_v<D>) {
+    out.push_back({dim_term::kind::symbol, 0, D::name.view(), D::lo, D::hi, dim_op::add});
+  } else if constexpr (is_derived_dim_v<D>) {
+    append_terms<typename D::lhs_type>(out);
+    append_terms<typename D::rhs_type>(out);
+    out.push_back({dim_term::kind::op, 0, {}, D::lo, D::hi, D::op});
+  } else {
+    out.push_back({dim_term::kind::anonymous, 0, {}, D::lo, D::hi, dim_op::add});
+  }
+}
+
 // Records the fact `A rel B` about dims a, b if a recorder is installed.
 template <class A, class B>
 void record_requirement(std::string_view op, relation rel, const A& a, const B& b, int dim) {
   requirement_recorder* r = current_recorder();
   if (r == nullptr) return;
-  shape_requirement req{std::string(op), rel, {}, {}, a.get(), b.get(), dim};
+  shape_requirement req{std::string(op), rel, {}, {}, a.get(), b.get(), dim, {}, {}, {}, {}};
+  append_terms<A>(req.lhs_terms);
+  append_terms<B>(req.rhs_terms);
   string_writer wl{req.lhs};
   A::write_type(wl, 0);
   string_writer wr{req.rhs};

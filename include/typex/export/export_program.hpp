@@ -17,6 +17,7 @@
 #pragma once
 
 #include <typex/export/exported_program.hpp>
+#include <typex/export/shape_facts.hpp>
 #include <typex/ir/printer.hpp>
 #include <typex/passes/dce.hpp>
 #include <typex/trace/module.hpp>
@@ -101,6 +102,7 @@ auto trace_input(tracing_context& ctx, const T& in, std::size_t i, std::vector<s
       [&]<std::size_t... K>(std::index_sequence<K...>) {
         auto add = [&]<class D>(std::type_identity<D>) {
           if constexpr (is_symbolic_dim_v<D>) ranges.add<D>();
+          else if constexpr (is_derived_dim_v<D> && is_named_dim_v<D>) ranges.add_derived<D>();
         };
         (add(std::type_identity<typename S::template dim_t<K>>{}), ...);
       }(std::make_index_sequence<S::rank>{});
@@ -303,8 +305,9 @@ inline std::vector<module_call_entry> module_call_graph_of(const ir::graph& g, m
 }
 }  // namespace detail
 
+// With options: export_program(typex::export_options{.runtime_assertions = true}, model, inputs...).
 template <module_type M, class... In>
-auto export_program(const M& module, const In&... inputs) {
+auto export_program(const export_options& options, const M& module, const In&... inputs) {
   tracing_context ctx;
   const scoped_tracing on(ctx);
   ir::graph& g = ctx.graph();
@@ -351,8 +354,18 @@ auto export_program(const M& module, const In&... inputs) {
   }(std::index_sequence_for<In...>{});
   const std::size_t n_user = g.size() - first_user;
 
-  // 3. the call
+  // 3. the call, then the shape facts it needed, decided against the declared ranges: a violation
+  //    is raised here; the facts no range expresses become assertion nodes when asked for
   const auto outputs = std::apply([&](const auto&... t) { return module(t...); }, traced_inputs);
+  const detail::decided_facts facts = detail::decide_facts(ctx.requirements(), ranges, options);
+  std::vector<ir::node_id> assertions;
+  for (const shape_requirement* r : facts.assertions) {
+    assertions.push_back(g.add_call({.target = std::string(ir::assert_shape_target),
+                                     .args = {detail::terms_expr(r->lhs_terms), std::string(to_string(r->rel)),
+                                              detail::terms_expr(r->rhs_terms), detail::fact_origin(*r)},
+                                     .name_hint = "_assert_shape",
+                                     .stack_trace = r->site}));
+  }
 
   // 4. the outputs: the buffers written while tracing (their last values, in the buffers' order:
   //    torch.export's BUFFER_MUTATION outputs come first), then the user's
@@ -402,8 +415,10 @@ auto export_program(const M& module, const In&... inputs) {
   for (ir::node_id i = static_cast<ir::node_id>(first_user + n_user); i < g.size(); ++i)
     if (g[i].op == ir::node_op::placeholder) order.push_back(i);  // constants lifted while tracing
   for (std::size_t i = 0; i < n_user; ++i) order.push_back(static_cast<ir::node_id>(first_user + i));
+  order.insert(order.end(), assertions.begin(), assertions.end());  // (the inputs are checked first)
   for (ir::node_id i = 0; i < g.size(); ++i)
-    if (g[i].op != ir::node_op::placeholder) order.push_back(i);
+    if (g[i].op != ir::node_op::placeholder && std::find(assertions.begin(), assertions.end(), i) == assertions.end())
+      order.push_back(i);
   g.reorder(order);
   passes::eliminate_dead_code(g);
 
@@ -446,6 +461,11 @@ auto export_program(const M& module, const In&... inputs) {
                                   std::move(state), std::move(constants), std::move(ranges), std::move(calls),
                                   std::move(examples)),
                  outputs, std::move(scalars));
+}
+
+template <module_type M, class... In>
+auto export_program(const M& module, const In&... inputs) {
+  return export_program(export_options{}, module, inputs...);
 }
 
 }  // namespace typex

@@ -15,11 +15,39 @@
 #include <typex/ir/printer.hpp>
 #include <typex/ir/verifier.hpp>
 
+#include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace typex {
+
+namespace detail {
+// e == v where e has exactly one unbound symbol, reached through +, - and * with operands the
+// bound symbols determine: that symbol and its value (nullopt when there is none, or no integer).
+inline std::optional<std::pair<std::string, index_t>> solve_for_symbol(const ir::sym_expr& e, index_t v,
+                                                                      const symbol_table& t) {
+  if (e.is_symbol()) {
+    if (t.value(e.name())) return std::nullopt;
+    return std::pair{std::string(e.name()), v};
+  }
+  if (e.is_constant()) return std::nullopt;
+  const ir::sym_expr a = e.lhs(), b = e.rhs();
+  const auto av = a.evaluate(t), bv = b.evaluate(t);
+  if (av.has_value() == bv.has_value()) return std::nullopt;  // both known, or two unknowns
+  const index_t k = av ? *av : *bv;
+  const ir::sym_expr& u = av ? b : a;
+  switch (e.op()) {
+    case dim_op::add: return solve_for_symbol(u, v - k, t);
+    case dim_op::sub: return av ? solve_for_symbol(u, k - v, t) : solve_for_symbol(u, v + k, t);
+    case dim_op::mul:
+      if (k == 0 || v % k != 0) return std::nullopt;
+      return solve_for_symbol(u, v / k, t);
+    default: return std::nullopt;
+  }
+}
+}  // namespace detail
 
 class exported_program {
  public:
@@ -54,6 +82,144 @@ class exported_program {
   template <class Backend = eigen_backend>
   program_module<Backend> module() const {
     return program_module<Backend>(*this);
+  }
+
+  // The user inputs' tensor leaves (in flattening order) checked against the program: count, dtype,
+  // rank, static extents; each symbol bound by the first input that uses it and agreed on by the
+  // others, inside its range; a symbol that appears only in derived dims (x: [2*seq]) solved from
+  // them; every derived dim equal to its expression; every run-time assertion true. Returns the
+  // bound symbols; throws an error naming the input, the dim, the symbol and the range or relation.
+  symbol_table bind_inputs(std::span<const any_tensor> inputs) const {
+    const std::vector<ir::node_id> user = user_inputs();
+    const ir::graph& g = graph_;
+    symbol_table symbols;
+    if (inputs.size() != user.size()) {
+      detail::raise<argument_error>([&](auto& w) {
+        w.put("typex: the exported program takes "); w.put_int(static_cast<long long>(user.size()));
+        w.put(user.size() == 1 ? " tensor input (" : " tensor inputs (");
+        for (std::size_t i = 0; i < user.size(); ++i) { if (i) w.put(", "); w.put(g[user[i]].name); }
+        w.put("), but "); w.put_int(static_cast<long long>(inputs.size())); w.put(" were given");
+      });
+    }
+    auto where = [&](std::size_t i, std::size_t d) {
+      std::string s = "input '";
+      s += g[user[i]].name;
+      s += "' (dim ";
+      s += std::to_string(d);
+      s += ')';
+      return s;
+    };
+    // dtype, rank and static extents; symbols bound by the first input that uses them
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const ir::node& ph = g[user[i]];
+      const ir::tensor_meta& m = ph.vals.front();
+      const any_tensor& t = inputs[i];
+      if (t.scalar_type() != m.scalar_type) {
+        detail::raise<dtype_error>([&](auto& w) {
+          w.put("typex: input '"); w.put(ph.name); w.put("' has dtype "); w.put(name(t.scalar_type()));
+          w.put(", expected "); w.put(m.to_string());
+        });
+      }
+      if (t.rank() != m.rank()) {
+        detail::raise<shape_error>([&](auto& w) {
+          w.put("typex: input '"); w.put(ph.name); w.put("' is "); w.put(t.to_string()); w.put(", expected ");
+          w.put(m.to_string()); w.put(" (rank "); w.put_int(static_cast<long long>(m.rank())); w.put(')');
+        });
+      }
+      for (std::size_t d = 0; d < m.rank(); ++d) {
+        const ir::sym_expr& e = m.shape[d];
+        if (const auto v = e.value(); v && *v != t.extents()[d]) {
+          detail::raise<shape_error>([&](auto& w) {
+            w.put("typex: input '"); w.put(ph.name); w.put("' is "); w.put(t.to_string()); w.put(", expected ");
+            w.put(m.to_string()); w.put(": dim "); w.put_int(static_cast<long long>(d)); w.put(" is ");
+            w.put_int(t.extents()[d]); w.put(", expected "); w.put_int(*v);
+          });
+        }
+        if (e.is_symbol()) symbols.bind(e.name(), t.extents()[d], where(i, d));
+      }
+    }
+    // symbols met only in derived dims: solved from them (2*seq = 8 gives seq = 4), until no more
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const ir::tensor_meta& m = g[user[i]].vals.front();
+        for (std::size_t d = 0; d < m.rank(); ++d) {
+          const ir::sym_expr& e = m.shape[d];
+          if (e.is_constant() || e.is_symbol() || e.evaluate(symbols)) continue;
+          if (const auto s = detail::solve_for_symbol(e, inputs[i].extents()[d], symbols)) {
+            symbols.bind(s->first, s->second, where(i, d));
+            progress = true;
+          }
+        }
+      }
+    }
+    ranges_.check(symbols);
+    // derived dims: equal to their expression of the bound symbols
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const ir::tensor_meta& m = g[user[i]].vals.front();
+      for (std::size_t d = 0; d < m.rank(); ++d) {
+        const ir::sym_expr& e = m.shape[d];
+        if (e.is_constant() || e.is_symbol()) continue;
+        const auto v = e.evaluate(symbols);
+        if (!v || *v != inputs[i].extents()[d]) {
+          detail::raise<constraint_violation>([&](auto& w) {
+            w.put("typex: input '"); w.put(g[user[i]].name); w.put("' is "); w.put(inputs[i].to_string());
+            w.put(", expected "); w.put(m.to_string()); w.put(": dim "); w.put_int(static_cast<long long>(d));
+            w.put(" is "); w.put_int(inputs[i].extents()[d]); w.put(", but ");
+            if (v) {
+              w.put(e.to_string()); w.put(" = "); w.put_int(*v);
+            } else {
+              w.put(e.to_string()); w.put(" cannot be "); w.put_int(inputs[i].extents()[d]);
+              w.put(" for any integer value of its symbols");
+            }
+          });
+        }
+      }
+    }
+    check_assertions(symbols);
+    return symbols;
+  }
+
+  // The run-time assertion nodes, for the bound symbols (bind_inputs calls it).
+  void check_assertions(const symbol_table& symbols) const {
+    for (const ir::node& n : graph_.nodes()) {
+      if (!ir::is_assertion(n)) continue;
+      const auto& lhs = std::get<ir::sym_expr>(n.args[0]);
+      const auto& rhs = std::get<ir::sym_expr>(n.args[2]);
+      relation rel{};
+      (void)parse_relation(std::get<std::string>(n.args[1]), rel);
+      const auto a = lhs.evaluate(symbols), b = rhs.evaluate(symbols);
+      if (a && b && holds(rel, *a, *b)) continue;
+      detail::raise<constraint_violation>([&](auto& w) {
+        w.put("typex: the inputs bind ");
+        bool first = true;
+        for (const auto& e : symbols.entries()) {
+          if (!lhs.mentions(e.name) && !rhs.mentions(e.name)) continue;
+          if (!first) w.put(", ");
+          first = false;
+          w.put(e.name); w.put(" = "); w.put_int(e.value); w.put(" (by "); w.put(e.bound_by); w.put(')');
+        }
+        w.put(", and the program asserts "); w.put(lhs.to_string()); w.put(' '); w.put(typex::to_string(rel)); w.put(' ');
+        w.put(rhs.to_string());
+        if (a && b) {
+          w.put(", which is "); w.put_int(*a); w.put(' '); w.put(typex::to_string(rel)); w.put(' '); w.put_int(*b);
+          w.put(": false");
+        } else {
+          w.put(", which the inputs do not determine");
+        }
+        w.put(" (run-time assertion '"); w.put(n.name); w.put("': "); w.put(std::get<std::string>(n.args[3]));
+        w.put(')');
+      });
+    }
+  }
+
+  // The user inputs' placeholders, in order.
+  std::vector<ir::node_id> user_inputs() const {
+    std::vector<ir::node_id> out;
+    const auto placeholders = graph_.placeholders();
+    for (std::size_t i = 0; i < placeholders.size(); ++i)
+      if (signature_.input_specs()[i].kind == input_kind::user_input) out.push_back(placeholders[i]);
+    return out;
   }
 
   // std::cout << program (any stream that takes a std::string; no <ostream> needed here).

@@ -56,6 +56,20 @@ class range_constraints {
     add(D::name.view(), value_range{D::lo, D::hi});
   }
 
+  // Records the range of a derived dim of the inputs (2*seq: VR[2, 1024]), as torch.export lists
+  // derived dims next to their roots. It follows from its symbols' ranges; the relation itself is
+  // checked where the inputs bind the symbols.
+  template <class D>
+    requires is_derived_dim_v<D>
+  void add_derived() {
+    std::string text;
+    detail::string_writer w{text};
+    D::write_type(w, 0);
+    for (const auto& e : entries_)
+      if (e.first == text) return;
+    entries_.emplace_back(std::move(text), value_range{D::lo, D::hi});
+  }
+
   const value_range* find(std::string_view symbol) const noexcept {
     for (const auto& e : entries_)
       if (e.first == symbol) return &e.second;

@@ -93,6 +93,13 @@ struct node {
   std::string stack_trace;  // where the user's code recorded it: "model.cpp:12 in forward"
 };
 
+// A run-time assertion about the program's symbols (torch.export's _assert_scalar nodes): a fact the
+// program needs that no range expresses (seq % 4 == 0, s0*s1 == s2), kept when the export asked for
+// run-time assertions. Arguments: (lhs: sym_expr, relation: string as typex::to_string(relation)
+// writes it, rhs: sym_expr, what needs it: string). It produces no value; backends check it when
+// the inputs bind the symbols, before anything runs; passes keep it.
+inline constexpr std::string_view assert_shape_target = "typex._assert_shape.default";
+
 // What add_call needs; designated initializers name the parts.
 // (Every member has a default initializer: g++ 12's -Wmissing-field-initializers would otherwise
 // warn about each part a designated initializer leaves out.)
@@ -105,6 +112,10 @@ struct call {
   std::vector<module_frame> nn_module_stack = {};
   std::string stack_trace = {};
 };
+
+inline bool is_assertion(const node& n) noexcept {
+  return n.op == node_op::call_function && n.target == assert_shape_target;
+}
 
 class graph {
  public:

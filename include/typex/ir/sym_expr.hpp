@@ -47,6 +47,9 @@ class sym_expr {
   sym_expr lhs() const { return sym_expr(node_->lhs); }
   sym_expr rhs() const { return sym_expr(node_->rhs); }
 
+  // Whether symbol `name` occurs in the expression.
+  bool mentions(std::string_view symbol) const noexcept { return mentions(*node_, symbol); }
+
   // The value for the bound symbols; nullopt while a symbol is unbound.
   std::optional<index_t> evaluate(const symbol_table& t) const { return eval(*node_, t); }
 
@@ -84,6 +87,15 @@ class sym_expr {
       }
     }
     return std::nullopt;
+  }
+
+  static bool mentions(const node& n, std::string_view symbol) noexcept {
+    switch (n.k) {
+      case kind::constant: return false;
+      case kind::symbol: return n.name == symbol;
+      case kind::op: return mentions(*n.lhs, symbol) || mentions(*n.rhs, symbol);
+    }
+    return false;
   }
 
   static bool equal(const node& a, const node& b) noexcept {

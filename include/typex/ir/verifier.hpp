@@ -6,6 +6,7 @@
 // functional); the output returns values only.
 #pragma once
 
+#include <typex/core/requirement.hpp>
 #include <typex/ir/graph.hpp>
 
 #include <string>
@@ -41,7 +42,16 @@ inline void verify(const graph& g) {
       if (n.vals.size() != 1) fail("a placeholder must carry exactly one value's metadata", &n);
     } else if (n.op == node_op::call_function) {
       calls_started = true;
-      if (n.vals.empty()) fail("a call without metadata for its values", &n);
+      if (is_assertion(n)) {
+        if (!n.vals.empty()) fail("a run-time assertion produces no value", &n);
+        relation r{};
+        if (n.args.size() != 4 || !std::holds_alternative<sym_expr>(n.args[0]) || !std::holds_alternative<std::string>(n.args[1]) ||
+            !parse_relation(std::get<std::string>(n.args[1]), r) || !std::holds_alternative<sym_expr>(n.args[2]) ||
+            !std::holds_alternative<std::string>(n.args[3]))
+          fail("a run-time assertion takes (lhs: SymInt, relation, rhs: SymInt, message)", &n);
+      } else if (n.vals.empty()) {
+        fail("a call without metadata for its values", &n);
+      }
       if (detail::is_inplace_target(n.target)) fail("an in-place op; exported graphs are functional", &n);
     } else {
       if (i + 1 != g.size()) fail("the output node must be the last node", &n);

@@ -1,7 +1,8 @@
 // typex/passes/dce.hpp — dead code elimination: calls whose values nothing reads are removed.
 //
-// Exported graphs are functional, so a call with no reader has no effect. Placeholders stay: they
-// are the program's signature, used or not (torch.export keeps unused inputs too).
+// Exported graphs are functional, so a call with no reader has no effect, except a run-time
+// assertion (it checks the inputs). Placeholders stay: they are the program's signature, used or
+// not (torch.export keeps unused inputs too).
 #pragma once
 
 #include <typex/ir/graph.hpp>
@@ -16,7 +17,7 @@ inline std::size_t eliminate_dead_code(ir::graph& g) {
   std::vector<bool> live(n, false);
   for (std::size_t k = n; k-- > 0;) {
     const ir::node& nd = g[static_cast<ir::node_id>(k)];
-    if (nd.op != ir::node_op::call_function) live[k] = true;
+    if (nd.op != ir::node_op::call_function || ir::is_assertion(nd)) live[k] = true;
     if (!live[k]) continue;
     ir::graph::for_each_ref(nd, [&](ir::value_ref r) { live[r.node] = true; });
   }

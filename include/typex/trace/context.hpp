@@ -92,6 +92,13 @@ class tracing_context final : public requirement_recorder {
   // -- shape facts --------------------------------------------------------------------------------
   void record(shape_requirement r) override { requirements_.push_back(std::move(r)); }
   const std::vector<shape_requirement>& requirements() const noexcept { return requirements_; }
+  // The facts recorded from index `first` on were needed by the call that recorded node `v`.
+  void attribute_requirements(std::size_t first, ir::value_ref v) {
+    for (std::size_t i = first; i < requirements_.size(); ++i) {
+      requirements_[i].node = graph_[v.node].name;
+      requirements_[i].site = graph_[v.node].stack_trace;
+    }
+  }
 
   // -- module scopes (nn_module_stack) ------------------------------------------------------------
   void push_module(std::string path, std::string type) { stack_.push_back({std::move(path), std::move(type)}); }

@@ -91,12 +91,14 @@ struct op_runner<trace_mode> {
  private:
   template <class Op, class... A>
   static auto record(tracing_context& ctx, const Op& op, const std::source_location* loc, const A&... args) {
+    const std::size_t facts = ctx.requirements().size();
     const auto spec = op.result(detail::spec_of_argument(args)...);
     using R = std::remove_cvref_t<decltype(spec)>;
     std::vector<ir::argument> ir_args =
         ir::op_arguments(op, &ctx.namer(), [&](const auto& a) { return detail::to_ir_argument(ctx, a); }, args...);
     const ir::value_ref v = ctx.call(std::string(Op::target), std::move(ir_args),
                                      {ctx.meta_of_type<typename R::dtype_type, typename R::shape_type>()}, {}, loc);
+    ctx.attribute_requirements(facts, v);  // (the facts the rule needed: their node and source line)
     return traced<typename R::dtype_type, typename R::shape_type>(ctx, v, spec.shape);
   }
 };

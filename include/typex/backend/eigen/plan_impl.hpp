@@ -475,7 +475,7 @@ class planned_engine final : public engine {
 
     for (ir::node_id n = 0; n < g.size(); ++n) {
       const ir::node& node = g[n];
-      if (node.op != ir::node_op::call_function) continue;
+      if (node.op != ir::node_op::call_function || ir::is_assertion(node)) continue;  // (assertions: bind_inputs)
       value& v = values_[n];
       const ir::tensor_meta& meta = node.vals.front();
       v.dt = meta.scalar_type;

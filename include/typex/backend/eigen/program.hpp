@@ -63,7 +63,7 @@ class program_module<eigen_backend> {
     }
     for (ir::node_id n = 0; n < g.size(); ++n) {
       const ir::node& node = g[n];
-      if (node.op == ir::node_op::call_function) {
+      if (node.op == ir::node_op::call_function && !ir::is_assertion(node)) {  // (assertions: bind_inputs)
         if (node.vals.size() != 1) {
           detail::raise<unsupported_error>([&](auto& w) {
             w.put("typex::eigen: node '"); w.put(node.name); w.put("' ("); w.put(node.target);
@@ -173,71 +173,7 @@ class program_module<eigen_backend> {
   }
 
   void check_inputs(std::span<const any_tensor> inputs, symbol_table& symbols) const {
-    const ir::graph& g = ep_->graph();
-    if (inputs.size() != user_.size()) {
-      detail::raise<argument_error>([&](auto& w) {
-        w.put("typex: the exported program takes "); w.put_int(static_cast<long long>(user_.size()));
-        w.put(user_.size() == 1 ? " tensor input (" : " tensor inputs (");
-        for (std::size_t i = 0; i < user_.size(); ++i) { if (i) w.put(", "); w.put(g[user_[i]].name); }
-        w.put("), but "); w.put_int(static_cast<long long>(inputs.size())); w.put(" were given");
-      });
-    }
-    // dtype, rank and static extents; symbols bound by the first input that uses them
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      const ir::node& ph = g[user_[i]];
-      const ir::tensor_meta& m = ph.vals.front();
-      const any_tensor& t = inputs[i];
-      std::string what = "input '";
-      what += ph.name;
-      what += '\'';
-      if (t.scalar_type() != m.scalar_type) {
-        detail::raise<dtype_error>([&](auto& w) {
-          w.put("typex: "); w.put(what); w.put(" has dtype "); w.put(name(t.scalar_type())); w.put(", expected ");
-          w.put(m.to_string());
-        });
-      }
-      if (t.rank() != m.rank()) {
-        detail::raise<shape_error>([&](auto& w) {
-          w.put("typex: "); w.put(what); w.put(" is "); w.put(t.to_string()); w.put(", expected "); w.put(m.to_string());
-          w.put(" (rank "); w.put_int(static_cast<long long>(m.rank())); w.put(')');
-        });
-      }
-      for (std::size_t d = 0; d < m.rank(); ++d) {
-        const ir::sym_expr& e = m.shape[d];
-        if (const auto v = e.value(); v && *v != t.extents()[d]) {
-          detail::raise<shape_error>([&](auto& w) {
-            w.put("typex: "); w.put(what); w.put(" is "); w.put(t.to_string()); w.put(", expected "); w.put(m.to_string());
-            w.put(": dim "); w.put_int(static_cast<long long>(d)); w.put(" is "); w.put_int(t.extents()[d]);
-            w.put(", expected "); w.put_int(*v);
-          });
-        }
-        if (e.is_symbol()) {
-          std::string by = what;
-          by += " (dim ";
-          by += std::to_string(d);
-          by += ')';
-          symbols.bind(e.name(), t.extents()[d], by);
-        }
-      }
-    }
-    ep_->ranges().check(symbols);
-    // derived dims: equal to their expression of the bound symbols
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      const ir::tensor_meta& m = g[user_[i]].vals.front();
-      for (std::size_t d = 0; d < m.rank(); ++d) {
-        const ir::sym_expr& e = m.shape[d];
-        if (e.is_constant() || e.is_symbol()) continue;
-        const auto v = e.evaluate(symbols);
-        if (v && *v != inputs[i].extents()[d]) {
-          detail::raise<constraint_violation>([&](auto& w) {
-            w.put("typex: input '"); w.put(g[user_[i]].name); w.put("' is "); w.put(inputs[i].to_string());
-            w.put(", expected "); w.put(m.to_string()); w.put(": dim "); w.put_int(static_cast<long long>(d));
-            w.put(" is "); w.put_int(inputs[i].extents()[d]); w.put(", but "); w.put(e.to_string()); w.put(" = ");
-            w.put_int(*v);
-          });
-        }
-      }
-    }
+    symbols = ep_->bind_inputs(inputs);
   }
 
   std::shared_ptr<const exported_program> ep_;
