@@ -45,6 +45,17 @@ struct dim_term {
 };
 using dim_terms = std::vector<dim_term>;
 
+// The relation's negation, as a sentence part: "!=", "does not broadcast with", ...
+constexpr std::string_view to_negated_string(relation r) noexcept {
+  switch (r) {
+    case relation::equal: return "!=";
+    case relation::broadcastable: return "does not broadcast with";
+    case relation::divisible: return "is not divisible by";
+    case relation::at_least: return "<";
+  }
+  return "?";
+}
+
 // Whether `a rel b` holds.
 constexpr bool holds(relation r, long long a, long long b) noexcept {
   switch (r) {
@@ -76,6 +87,7 @@ struct shape_requirement {
   dim_terms lhs_terms, rhs_terms;  // both sides as data
   std::string site;       // where the user's code called the op ("model.cpp:21 in forward"), if known
   std::string node;       // the graph node the op recorded, if known
+  std::string module;     // the submodule it was recorded in ("layers.0.attn"), if any
 };
 
 class requirement_recorder {
@@ -127,7 +139,7 @@ template <class A, class B>
 void record_requirement(std::string_view op, relation rel, const A& a, const B& b, int dim) {
   requirement_recorder* r = current_recorder();
   if (r == nullptr) return;
-  shape_requirement req{std::string(op), rel, {}, {}, a.get(), b.get(), dim, {}, {}, {}, {}};
+  shape_requirement req{std::string(op), rel, {}, {}, a.get(), b.get(), dim, {}, {}, {}, {}, {}};
   append_terms<A>(req.lhs_terms);
   append_terms<B>(req.rhs_terms);
   string_writer wl{req.lhs};

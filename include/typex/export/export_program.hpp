@@ -75,6 +75,17 @@ void leaf_names(const T& tree, const std::string& prefix, std::vector<std::strin
   }
 }
 
+// The declared range of each symbol in dim type D.
+template <class D>
+void add_symbol_ranges(range_constraints& ranges) {
+  if constexpr (is_symbolic_dim_v<D>) {
+    ranges.add<D>();
+  } else if constexpr (is_derived_dim_v<D>) {
+    add_symbol_ranges<typename D::lhs_type>(ranges);
+    add_symbol_ranges<typename D::rhs_type>(ranges);
+  }
+}
+
 // One user input: a placeholder per tensor leaf (its symbolic dims join the range constraints),
 // the tree of traced values the module receives; scalar leaves are kept as they are (specialized
 // into the graph, as torch.export does) and remembered for the run-time check.
@@ -101,8 +112,12 @@ auto trace_input(tracing_context& ctx, const T& in, std::size_t i, std::vector<s
       if constexpr (host_tensor_type<L> || module_tensor_type<L>) examples.push_back(leaf.erase());
       [&]<std::size_t... K>(std::index_sequence<K...>) {
         auto add = [&]<class D>(std::type_identity<D>) {
-          if constexpr (is_symbolic_dim_v<D>) ranges.add<D>();
-          else if constexpr (is_derived_dim_v<D> && is_named_dim_v<D>) ranges.add_derived<D>();
+          if constexpr (is_derived_dim_v<D> && is_named_dim_v<D>) {
+            add_symbol_ranges<D>(ranges);  // (its roots first: {seq: VR[1, 512], 2*seq: VR[2, 1024]})
+            ranges.add_derived<D>();
+          } else {
+            add_symbol_ranges<D>(ranges);
+          }
         };
         (add(std::type_identity<typename S::template dim_t<K>>{}), ...);
       }(std::make_index_sequence<S::rank>{});

@@ -202,8 +202,7 @@ class exported_program {
         w.put(", and the program asserts "); w.put(lhs.to_string()); w.put(' '); w.put(typex::to_string(rel)); w.put(' ');
         w.put(rhs.to_string());
         if (a && b) {
-          w.put(", which is "); w.put_int(*a); w.put(' '); w.put(typex::to_string(rel)); w.put(' '); w.put_int(*b);
-          w.put(": false");
+          w.put(", but "); w.put_int(*a); w.put(' '); w.put(to_negated_string(rel)); w.put(' '); w.put_int(*b);
         } else {
           w.put(", which the inputs do not determine");
         }

@@ -120,9 +120,19 @@ inline std::vector<index_t> sample_range(index_t lo, index_t hi, index_t dense) 
 // What a fact is, given the declared ranges.
 struct fact_verdict {
   enum class kind : unsigned char { implied, narrows, relation, undecided } k = kind::undecided;
-  fact_symbol symbol{};       // narrows: the symbol
+  fact_symbol symbol{};       // narrows, relation of one symbol: the symbol
   index_t lo = 0, hi = 0;     // narrows: the interval where the fact holds
+  index_t multiple = 0;       // relation: it holds exactly for the multiples of this (> 1), if so
 };
+
+inline index_t gcd_of(index_t a, index_t b) noexcept {
+  while (b != 0) {
+    const index_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
 
 inline fact_verdict classify(const shape_requirement& r, const range_constraints& ranges) {
   if (has_anonymous(r.lhs_terms) || has_anonymous(r.rhs_terms)) return {};
@@ -142,7 +152,15 @@ inline fact_verdict classify(const shape_requirement& r, const range_constraints
         ++count;
       }
     if (count == xs.size()) return {fact_verdict::kind::implied, {}, 0, 0};
-    if (count == 0 || count != last - first + 1) return {fact_verdict::kind::relation, {}, 0, 0};
+    if (count == 0 || count != last - first + 1) {
+      // a divisibility in disguise (reshape of seq*8 into 32-wide rows: seq % 4 == 0)?
+      index_t m = 0;
+      for (const index_t x : xs)
+        if (x > 0 && at(x)) m = gcd_of(m, x);
+      bool exact = m > 1;
+      for (std::size_t i = 0; exact && i < xs.size(); ++i) exact = xs[i] <= 0 || at(xs[i]) == (xs[i] % m == 0);
+      return {fact_verdict::kind::relation, s, 0, 0, exact ? m : 0};
+    }
     // one run of values: find its exact ends between the samples (the fact is monotone there)
     index_t a = xs[first], b = xs[last];
     if (first > 0) {
@@ -244,15 +262,21 @@ inline std::string fact_text(const shape_requirement& r) {
   return s;
 }
 
-// "typex::matmul (node 'matmul_1', model.cpp:21 in forward)"
+// "typex::matmul (node 'matmul_1' in module 'layers.0', at model.cpp:21 in forward)"
 inline std::string fact_origin(const shape_requirement& r) {
-  std::string s = r.op;
+  std::string s = r.op.find("::") == std::string::npos && r.op.find('.') == std::string::npos ? "typex::" : "";
+  s += r.op;
   if (!r.node.empty() || !r.site.empty()) {
     s += " (";
     if (!r.node.empty()) {
       s += "node '";
       s += r.node;
       s += '\'';
+      if (!r.module.empty()) {
+        s += " in module '";
+        s += r.module;
+        s += '\'';
+      }
       if (!r.site.empty()) s += ", ";
     }
     if (!r.site.empty()) {
@@ -302,9 +326,6 @@ inline std::string describe_violation(const shape_requirement& r, const fact_ver
   }
   s += ", which holds for some values of the symbols in their declared ranges and not for others, and no range "
        "says which";
-  std::vector<fact_symbol> syms;
-  collect_symbols(r.lhs_terms, ranges, syms);
-  collect_symbols(r.rhs_terms, ranges, syms);
   std::string fix;
   auto solved_as = [&](const dim_terms& lone, const dim_terms& other) {
     const dim_term& x = lone.front();
@@ -323,10 +344,9 @@ inline std::string describe_violation(const shape_requirement& r, const fact_ver
   };
   if (r.rel == relation::equal && lone_symbol(r.lhs_terms)) solved_as(r.lhs_terms, r.rhs_terms);
   if (fix.empty() && r.rel == relation::equal && lone_symbol(r.rhs_terms)) solved_as(r.rhs_terms, r.lhs_terms);
-  if (fix.empty() && r.rel == relation::divisible && lone_symbol(r.lhs_terms) && r.rhs_terms.size() == 1 &&
-      r.rhs_terms.front().k == dim_term::kind::constant && r.rhs_terms.front().value > 0) {
-    const index_t k = r.rhs_terms.front().value;
-    const fact_symbol& x = syms.front();
+  if (fix.empty() && v.multiple > 1) {
+    const index_t k = v.multiple;
+    const fact_symbol& x = v.symbol;
     std::string inner = "_";
     inner += x.name;
     fix = "declare ";
@@ -339,6 +359,11 @@ inline std::string describe_violation(const shape_requirement& r, const fact_ver
     fix += sym_declaration(inner, detail::ceildiv(x.lo, k), x.hi >= int_oo ? int_oo : detail::floordiv(x.hi, k));
     fix += "> in place of ";
     fix += sym_declaration(x.name, x.lo, x.hi);
+    fix += " (";
+    fix += x.name;
+    fix += " % ";
+    fix += std::to_string(k);
+    fix += " == 0 by construction)";
   }
   s += "\n    fix: ";
   if (!fix.empty()) {

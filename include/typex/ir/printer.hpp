@@ -25,6 +25,18 @@ inline void print_double(std::string& s, double v) {
   if (t.find_first_of(".enia") == std::string_view::npos) s += ".0";  // 1 -> 1.0
 }
 
+// A string as Python's repr writes it: single quotes, or double quotes when it holds a single
+// quote and no double one; backslashes and the chosen quote escaped.
+inline void print_string(std::string& s, std::string_view v) {
+  const char q = v.find('\'') != std::string_view::npos && v.find('"') == std::string_view::npos ? '"' : '\'';
+  s += q;
+  for (char c : v) {
+    if (c == q || c == '\\') s += '\\';
+    s += c;
+  }
+  s += q;
+}
+
 inline void print_value(std::string& s, const graph& g, value_ref r) {
   s += g[r.node].name;
   if (g[r.node].vals.size() > 1) {
@@ -49,9 +61,7 @@ inline void print_argument(std::string& s, const graph& g, const argument& a) {
         } else if constexpr (std::is_same_v<T, double>) {
           print_double(s, v);
         } else if constexpr (std::is_same_v<T, std::string>) {
-          s += '\'';
-          s += v;
-          s += '\'';
+          print_string(s, v);
         } else if constexpr (std::is_same_v<T, std::vector<std::int64_t>> || std::is_same_v<T, std::vector<value_ref>> ||
                              std::is_same_v<T, std::vector<sym_expr>>) {
           s += '[';

@@ -96,6 +96,19 @@ class any_tensor {
 
   any_tensor clone() const { return any_tensor(dtype_, extents_, storage_.clone()); }
 
+  // This tensor (its dtype and extents kept) now reads other's storage: a reshaped view of it,
+  // made without allocating. other's storage must hold at least as many bytes as this tensor needs.
+  void view_storage_of(const any_tensor& other) {
+    const auto need = static_cast<std::size_t>(numel()) * itemsize(dtype_);
+    if (other.storage_.bytes() < need) {
+      detail::raise<argument_error>([&](auto& w) {
+        w.put("typex::any_tensor::view_storage_of: storage of "); w.put_int(static_cast<long long>(other.storage_.bytes()));
+        w.put(" bytes is too small for "); w.put_int(static_cast<long long>(need));
+      });
+    }
+    storage_ = other.storage_;
+  }
+
  private:
   dtype dtype_ = dtype::f32;
   std::vector<index_t> extents_;

@@ -97,6 +97,7 @@ class tracing_context final : public requirement_recorder {
     for (std::size_t i = first; i < requirements_.size(); ++i) {
       requirements_[i].node = graph_[v.node].name;
       requirements_[i].site = graph_[v.node].stack_trace;
+      if (!stack_.empty()) requirements_[i].module = stack_.back().path;
     }
   }
 

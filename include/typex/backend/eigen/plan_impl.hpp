@@ -287,11 +287,20 @@ struct kernel_step final : step {
     void resize(std::size_t n) {
       views.resize(n);
       input_of.resize(n);
+      reshaped.assign(n, false);
       ptrs.assign(n, nullptr);
     }
+    std::vector<bool> reshaped;  // a view of the user input with other extents (flatten(x)): views[i]
     void bind_inputs(std::span<const any_tensor> inputs) {
-      for (std::size_t i = 0; i < ptrs.size(); ++i)
-        if (input_of[i]) ptrs[i] = &inputs[*input_of[i]];
+      for (std::size_t i = 0; i < ptrs.size(); ++i) {
+        if (!input_of[i]) continue;
+        if (reshaped[i]) {
+          views[i].view_storage_of(inputs[*input_of[i]]);
+          ptrs[i] = &views[i];
+        } else {
+          ptrs[i] = &inputs[*input_of[i]];
+        }
+      }
     }
   };
   const ir::node* node;
@@ -423,6 +432,7 @@ class planned_engine final : public engine {
   void plan(std::span<const any_tensor> inputs, const symbol_table& symbols) {
     const ir::graph& g = ep_->graph();
     symbols_ = symbols;
+    planning_inputs_ = inputs;
     values_.assign(g.size(), value{});
     buffers_.clear();
     steps_.clear();
@@ -673,7 +683,14 @@ class planned_engine final : public engine {
       if (const auto* refs = std::get_if<std::vector<ir::value_ref>>(&a)) list_size += refs->size();
     s->list.resize(list_size);
     auto note_input = [&](ir::value_ref r, kernel_step::operands& o, std::size_t k) {
-      if (values_[r.node].at.kind == operand::where::input) o.input_of[k] = values_[r.node].at.index;
+      const value& v = values_[r.node];
+      if (v.at.kind != operand::where::input) return;
+      o.input_of[k] = v.at.index;
+      const any_tensor& in = planning_inputs_[v.at.index];
+      if (v.extents != in.extents()) {  // a view of the input (the view step was elided): its own extents
+        o.views[k] = any_tensor(v.dt, v.extents, in.get_storage());
+        o.reshaped[k] = true;
+      }
     };
     std::size_t in_list = 0;
     for (std::size_t k = 0; k < node.args.size(); ++k) {
@@ -916,6 +933,7 @@ class planned_engine final : public engine {
   bool planned_ = false;
   std::vector<std::vector<index_t>> planned_extents_;
   symbol_table symbols_;
+  std::span<const any_tensor> planning_inputs_;  // (the inputs being planned for; valid during plan() only)
   std::vector<value> values_;
   std::vector<buffer> buffers_;
   std::vector<std::size_t> offsets_;
