@@ -151,6 +151,51 @@ void transformer(benchmark::State& s, bool t) {
       s, t, {1, 128, 256}, transformer_flops(s.range(0)),
       [](hand::transformer& h, const float* x, long b, int th) -> const hand::mat& { return h(x, b, th); }, S(batch(2), {}, {}));
 }
+
+// The cost of a call whose input shape differs from the previous call's. A program runs every
+// shape in range without re-export; the Eigen backend keeps one plan (steps, arena offsets, packed
+// constant weights) for the last shapes and re-plans when they change. `alternate` flips between
+// batch b and b + 1 on every call (each call re-plans); otherwise every call is batch b.
+template <class Model, class Shape>
+void shape_change(benchmark::State& state, std::vector<long> in_extents, Shape example, bool alternate) {
+  const long b = state.range(0);
+  set_threads(1);
+  static Model model = [] {
+    Model m;
+    fill(m);
+    return m;
+  }();
+  static const typex::exported_program ep =
+      typex::export_program(model, typex::input<"x">(typex::tensor_spec<typex::f32, Shape>(example)));
+  typex::program_module<typex::eigen_backend> program(ep, typex::eigen::compile_options{1, true});
+  auto make = [&](long n) {
+    in_extents[0] = n;
+    typex::any_tensor x(typex::dtype::f32, in_extents);
+    fill_input(x.data<float>(), static_cast<std::size_t>(x.numel()));
+    return std::vector<typex::any_tensor>{x};
+  };
+  const std::vector<typex::any_tensor> first = make(b), second = make(b + 1);
+  std::vector<typex::any_tensor> outputs;
+  program.run(first, outputs);
+  program.run(second, outputs);
+  bool flip = false;
+  for (auto _ : state) {
+    program.run(alternate && flip ? second : first, outputs);
+    flip = !flip;
+  }
+}
+void mlp_shapes(benchmark::State& s, bool alternate) {
+  using S = typex::shape<batch, typex::fix<784>>;
+  shape_change<mlp_model>(s, {1, 784}, S(batch(2), {}), alternate);
+}
+void cnn_shapes(benchmark::State& s, bool alternate) {
+  using S = typex::shape<batch, typex::fix<1>, typex::fix<28>, typex::fix<28>>;
+  shape_change<cnn_model>(s, {1, 1, 28, 28}, S(batch(2), {}, {}, {}), alternate);
+}
+void transformer_shapes(benchmark::State& s, bool alternate) {
+  using S = typex::shape<batch, typex::fix<128>, typex::fix<256>>;
+  shape_change<transformer_model>(s, {1, 128, 256}, S(batch(2), {}, {}), alternate);
+}
 }  // namespace bench
 
 static void BM_mlp_typex(benchmark::State& s) { bench::mlp(s, true); }
@@ -167,6 +212,20 @@ BENCHMARK(BM_cnn_typex)->TYPEX_MODEL_ARGS({1, 32, 256});
 BENCHMARK(BM_cnn_hand_eigen)->TYPEX_MODEL_ARGS({1, 32, 256});
 BENCHMARK(BM_transformer_typex)->TYPEX_MODEL_ARGS({1, 8});
 BENCHMARK(BM_transformer_hand_eigen)->TYPEX_MODEL_ARGS({1, 8});
+
+static void BM_shape_same_mlp(benchmark::State& s) { bench::mlp_shapes(s, false); }
+static void BM_shape_new_mlp(benchmark::State& s) { bench::mlp_shapes(s, true); }
+static void BM_shape_same_cnn(benchmark::State& s) { bench::cnn_shapes(s, false); }
+static void BM_shape_new_cnn(benchmark::State& s) { bench::cnn_shapes(s, true); }
+static void BM_shape_same_transformer(benchmark::State& s) { bench::transformer_shapes(s, false); }
+static void BM_shape_new_transformer(benchmark::State& s) { bench::transformer_shapes(s, true); }
+#define TYPEX_SHAPE_ARGS(...) ArgNames({"batch"})->Args({__VA_ARGS__})->UseRealTime()->Unit(benchmark::kMicrosecond)
+BENCHMARK(BM_shape_same_mlp)->TYPEX_SHAPE_ARGS(1)->TYPEX_SHAPE_ARGS(32);
+BENCHMARK(BM_shape_new_mlp)->TYPEX_SHAPE_ARGS(1)->TYPEX_SHAPE_ARGS(32);
+BENCHMARK(BM_shape_same_cnn)->TYPEX_SHAPE_ARGS(1)->TYPEX_SHAPE_ARGS(32);
+BENCHMARK(BM_shape_new_cnn)->TYPEX_SHAPE_ARGS(1)->TYPEX_SHAPE_ARGS(32);
+BENCHMARK(BM_shape_same_transformer)->TYPEX_SHAPE_ARGS(1);
+BENCHMARK(BM_shape_new_transformer)->TYPEX_SHAPE_ARGS(1);
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);

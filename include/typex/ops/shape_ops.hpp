@@ -227,6 +227,32 @@ auto slice(const X& x, const std::source_location& loc = std::source_location::c
   return apply_op(slice_op<Dim, Start, End, Step>{}, &loc, x);
 }
 
+// x[start:end] along Dim with bounds that are dims (aten.slice.Tensor with SymInt bounds):
+// slice<1>(x, 0_c, seq) keeps the first seq rows; the result's dim is end - start.
+template <long long Dim, class B, class E>
+struct slice_dims_op {
+  static constexpr std::string_view target = "aten.slice.Tensor";
+  B start;
+  E end;
+  template <class X>
+  constexpr auto result(const X& x) const {
+    const auto s = slice_shape<Dim>(x.shape, start, end, op_name<"slice">);
+    return tensor_spec<typename X::dtype_type, std::remove_cvref_t<decltype(s)>>(s);
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(index_t{Dim});
+    v(size_attribute<B>{start});
+    v(size_attribute<E>{end});
+    v(index_t{1});
+  }
+};
+
+template <long long Dim, tensor_like X, dim B, dim E>
+auto slice(const X& x, const B& start, const E& end, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(slice_dims_op<Dim, B, E>{start, end}, &loc, x);
+}
+
 template <tensor_like X, class... T>
 auto reshape(const X& x, const reshape_target<T...>& to, const std::source_location& loc = std::source_location::current()) {
   return apply_op(reshape_op<T...>{{to}}, &loc, x);

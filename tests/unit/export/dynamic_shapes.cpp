@@ -100,7 +100,26 @@ struct causal_sdpa {
     return scaled_dot_product_attention(q, q, q, nullptr, {.is_causal = true});
   }
 };
+// A learned positional table of 512 rows, sliced to the input's seq (a symbolic slice bound).
+struct positional {
+  parameter<f32, fix<512>, fix<16>> pos;
+  template <class X>
+  auto operator()(const X& x) const {
+    const auto s = x.shape().template get<1>();
+    return add(x, slice<0>(as_traced(pos, x), 0_c, s));
+  }
+};
+
+// x[:, 1:]: seq - 1 rows, symbolic.
+struct drop_first {
+  template <class X>
+  auto operator()(const X& x) const {
+    return slice<1, 1>(x);
+  }
+};
 }  // namespace dyn_models
+BOOST_HANA_ADAPT_STRUCT(dyn_models::positional, pos);
+BOOST_HANA_ADAPT_STRUCT(dyn_models::drop_first);
 BOOST_HANA_ADAPT_STRUCT(dyn_models::specializes, w);
 BOOST_HANA_ADAPT_STRUCT(dyn_models::big_kernel, conv);
 BOOST_HANA_ADAPT_STRUCT(dyn_models::regroup);
@@ -365,4 +384,39 @@ TEST_CASE("dynamic shapes: seq dynamic through attention with a causal mask; one
       CHECK(max_diff(ep.module()(q), m(q)) < 1e-6);
     }
   }
+}
+
+TEST_CASE("dynamic shapes: slicing with symbolic bounds (a positional table cut to seq): seq <= 512 is needed") {
+  using namespace dyn_models;
+  positional m;
+  init_module(m, 2);
+  using long_seq = sym<"seq", 1, 1024>;
+  using L = shape<batch, long_seq, fix<16>>;
+  const std::string msg =
+      message_of([&] { (void)export_program(m, input<"x">(tensor_spec<f32, L>(L(batch(2), long_seq(5), {})))); });
+  CHECK(msg ==
+        "typex::export_program: constraint violation: the program needs a fact about its symbolic dims that the declared "
+        "ranges do not guarantee:\n"
+        "  - typex::slice (node 'slice', at dynamic_shapes.cpp:N in operator()) needs 512 >= seq, but seq is declared "
+        "typex::sym<\"seq\", 1, 1024>: the program only works for seq in VR[1, 512]\n"
+        "    fix: declare typex::sym<\"seq\", 1, 512> in place of typex::sym<\"seq\", 1, 1024>");
+  // declared as proposed: exports, and every seq runs == eager
+  using S = shape<batch, seq, fix<16>>;
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, S>(S(batch(2), seq(5), {}))));
+  CHECK(ep.to_string().find("slice: \"f32[seq, 16]\" = torch.ops.aten.slice.Tensor(p_pos, 0, 0, seq, 1)") != std::string::npos);
+  for (index_t l : {1, 7, 512}) {
+    const auto x = typex_test::random_tensor<tensor<f32, batch, seq, fix<16>>>({2, l, 16}, 3);
+    CHECK(max_diff(ep.module()(x), m(x)) == 0.0);
+  }
+  // eagerly, a bound past the dim is a shape error naming the bounds
+  const auto too_long = typex_test::random_tensor<tensor<f32, batch, long_seq, fix<16>>>({1, 600, 16}, 3);
+  CHECK_THROWS_WITH_AS((void)m(too_long),
+                       "typex::slice: slice [0, 600) of dim 0 of [512, 16]: the bounds must satisfy 0 <= start <= end <= 512",
+                       shape_error);
+
+  // a static start on a symbolic dim keeps the symbol: x[:, 1:] is seq - 1
+  drop_first d;
+  using T = shape<batch, sym<"seq", 2, 512>, fix<16>>;
+  const auto ep2 = export_program(d, input<"x">(tensor_spec<f32, T>(T(batch(2), sym<"seq", 2, 512>(5), {}))));
+  CHECK(ep2.to_string().find("\"f32[batch, seq - 1, 16]\"") != std::string::npos);
 }

@@ -9,6 +9,8 @@
 
 #include <array>
 #include <map>
+#include <memory>
+#include <tuple>
 #include <optional>
 
 namespace typex::eigen {
@@ -65,18 +67,51 @@ struct step {
   virtual void run(const run_ctx& c) = 0;
 };
 
+// Constant weights packed for the GEMMs, kept across re-plans: packing depends on the weight and
+// its GEMM's sizes, not on the batch, so a call with a new input shape reuses them. Keyed by the
+// weight's data, the step kind and the sizes the packing depends on.
+class packed_weights {
+ public:
+  // The data of the tensors that live as long as the engine (the lifted parameters, buffers and
+  // constants): only those are cached (a value folded at planning time is made anew by each plan,
+  // and its address could be reused by another).
+  std::vector<const void*> stable;
+
+  // The buffer for this weight and key, and whether it already holds the packed weight.
+  template <class T>
+  std::pair<std::shared_ptr<grow_buffer<T>>, bool> get(const void* data, std::array<index_t, 4> key) {
+    if (std::find(stable.begin(), stable.end(), data) == stable.end()) return {std::make_shared<grow_buffer<T>>(), false};
+    for (const entry& e : entries_)
+      if (e.data == data && e.key == key && e.dt == dtype_of_v<T>) return {std::static_pointer_cast<grow_buffer<T>>(e.buffer), true};
+    auto b = std::make_shared<grow_buffer<T>>();
+    entries_.push_back({data, key, dtype_of_v<T>, b});
+    return {std::move(b), false};
+  }
+
+ private:
+  struct entry {
+    const void* data;
+    std::array<index_t, 4> key;
+    dtype dt;
+    std::shared_ptr<void> buffer;
+  };
+  std::vector<entry> entries_;  // (one per constant GEMM weight: a handful)
+};
+
 // linear(x, w, b) [+ activation]: one GEMM, the weight packed at planning time when constant.
 template <class T>
 struct linear_step final : step {
   operand x, w, b, out;
   index_t rows, in, outs;
   activation act;
-  grow_buffer<T> packed;  // the constant weight, packed
+  std::shared_ptr<grow_buffer<T>> packed;  // the constant weight, packed (shared with later plans)
   bool prepacked = false;
-  void prepare() {
+  void prepare(packed_weights& cache) {
     if (w.kind != operand::where::constant) return;
-    T* p = packed.get(std::max<std::size_t>(packed_rhs<T>::size_for(in, outs), 1));
-    packed_rhs<T>::pack({w.tensor->template data<T>(), 1, in}, in, outs, p);
+    bool done = false;
+    std::tie(packed, done) = cache.get<T>(w.tensor->raw_data(), {0, in, outs, 0});
+    if (!done) packed_rhs<T>::pack({w.tensor->template data<T>(), 1, in}, in, outs,
+                                   packed->get(std::max<std::size_t>(packed_rhs<T>::size_for(in, outs), 1)));
     prepacked = true;
   }
   void run(const run_ctx& c) override {
@@ -85,7 +120,7 @@ struct linear_step final : step {
     ep.act = act;
     const matrix_ref<T> a{c.as<T>(x), in, 1};
     if (prepacked) {
-      const packed_rhs<T> pb{in, outs, packed.get(0)};
+      const packed_rhs<T> pb{in, outs, packed->get(0)};
       gemm<T>(rows, a, pb, c.as<T>(out), outs, ep, c.threads);
     } else {
       gemm<T>(rows, outs, in, a, {c.as<T>(w), 1, in}, c.as<T>(out), outs, ep, c.threads);
@@ -114,16 +149,18 @@ struct conv_step final : step {
   std::optional<pool_geometry> pool;  // a max_pool2d done per image (the conv's only reader)
   activation act;
   int scratch_threads;  // the threads the scratch buffer was planned for
-  grow_buffer<T> packed;
+  std::shared_ptr<grow_buffer<T>> packed = std::make_shared<grow_buffer<T>>();  // (shared with later plans when constant)
   bool prepacked = false;
-  void prepare() {
+  void prepare(packed_weights& cache) {
     if (w.kind != operand::where::constant) return;
-    conv_pack_weights(g, w.tensor->template data<T>(), packed.get(static_cast<std::size_t>(conv_packed_weights<T>(g))));
+    bool done = false;
+    std::tie(packed, done) = cache.get<T>(w.tensor->raw_data(), {1, g.oc, g.groups, g.krows()});
+    if (!done) conv_pack_weights(g, w.tensor->template data<T>(), packed->get(static_cast<std::size_t>(conv_packed_weights<T>(g))));
     prepacked = true;
   }
   void run(const run_ctx& c) override {
-    if (!prepacked) conv_pack_weights(g, c.as<T>(w), packed.get(static_cast<std::size_t>(conv_packed_weights<T>(g))));
-    conv2d_into<T>(g, c.as<T>(x), packed.get(0), b.kind == operand::where::none ? nullptr : c.as<T>(b), act, c.as<T>(out),
+    if (!prepacked) conv_pack_weights(g, c.as<T>(w), packed->get(static_cast<std::size_t>(conv_packed_weights<T>(g))));
+    conv2d_into<T>(g, c.as<T>(x), packed->get(0), b.kind == operand::where::none ? nullptr : c.as<T>(b), act, c.as<T>(out),
                    c.as<T>(scratch), std::min(c.threads, scratch_threads), pool ? &*pool : nullptr);
   }
 };
@@ -438,7 +475,9 @@ class planned_engine final : public engine {
     steps_.clear();
     report_ = plan_report{};
     planned_ = false;
+    packed_.stable.clear();
     for (const auto& [id, t] : lifted_) {
+      packed_.stable.push_back(t.raw_data());
       values_[id].dt = t.scalar_type();
       values_[id].extents = t.extents();
       values_[id].folded = t;
@@ -732,7 +771,7 @@ class planned_engine final : public engine {
         auto s = std::make_unique<linear_step<T>>();
         s->x = x->at, s->w = w->at, s->b = b ? b->at : operand{}, s->out = v.at, s->act = act;
         s->in = w->extents[1], s->outs = w->extents[0], s->rows = s->in ? x->numel() / s->in : 0;
-        s->prepare();
+        s->prepare(packed_);
         out = std::move(s);
       } else if (t == "aten.conv2d.default") {
         const value *x = arg(0), *w = arg(1), *b = arg(2);
@@ -744,7 +783,7 @@ class planned_engine final : public engine {
         s->scratch_threads = std::max(num_threads(), options_.threads);
         const index_t scratch = conv_scratch<T>(s->g, s->scratch_threads, pool != nullptr);
         s->scratch = {operand::where::arena, new_buffer(static_cast<std::size_t>(scratch) * sizeof(T), n), nullptr};
-        s->prepare();
+        s->prepare(packed_);
         out = std::move(s);
       } else if (is_matmul_op(t)) {
         const value *x = arg(0), *y = arg(1);
@@ -934,6 +973,7 @@ class planned_engine final : public engine {
   std::vector<std::vector<index_t>> planned_extents_;
   symbol_table symbols_;
   std::span<const any_tensor> planning_inputs_;  // (the inputs being planned for; valid during plan() only)
+  packed_weights packed_;  // constant weights packed, kept across plans
   std::vector<value> values_;
   std::vector<buffer> buffers_;
   std::vector<std::size_t> offsets_;

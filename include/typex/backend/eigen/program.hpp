@@ -10,7 +10,10 @@
 // rank, static extents, the symbols' ranges and agreement between inputs — and throws an error
 // naming the input, what was expected and what came (a call with the extents of the previous one
 // has passed these checks already and skips them); then runs the plan made for these shapes
-// (plan.hpp: folded constants, fused GEMM epilogues, views without copies, one arena).
+// (plan.hpp: folded constants, fused GEMM epilogues, views without copies, one arena). A call with
+// new shapes re-plans; the constant weights packed for the GEMMs are kept across plans (packed
+// when the module first plans: a module made before the program's weights change keeps reading the
+// old ones; make a new module after loading weights).
 #pragma once
 
 #include <typex/backend/eigen/kernels.hpp>
