@@ -49,8 +49,8 @@ bad = [k for k in sums if k[1] == "libtorch" and (k[0], "typex", k[2], k[3]) in 
        abs(sums[k] - sums[(k[0], "typex", k[2], k[3])]) > 1e-3 * max(1.0, abs(sums[k]))]
 print("\noutput sums typex vs LibTorch: " + ("agree (1e-3 relative) on every row" if not bad else f"DIFFER on {bad}"))
 
-# A call with a new input shape (BM_shape_new_*: batch b and b + 1 alternate, each call re-plans)
-# against calls that keep the shape (BM_shape_same_*: batch b), 1 thread.
+# A call with a new input shape (BM_shape_new_*: batch b and b + 1 alternate on one module, each call
+# re-plans) against the same calls on two modules that keep their shapes (BM_shape_same_*), 1 thread.
 shape_times = defaultdict(list)  # (workload, same|new, batch) -> [us]
 for path in sys.argv[1:]:
     for b in json.load(open(path))["benchmarks"]:
@@ -58,11 +58,11 @@ for path in sys.argv[1:]:
         if m and b.get("run_type") == "iteration":
             shape_times[(m.group(2), m.group(1), int(m.group(3)))].append(b["real_time"])
 if shape_times:
-    print("\n| workload | batch | same shape (us) | new shape every call (us) | re-plan cost per call (us) | new / same |")
+    print("\n| workload | batches | one module per shape (us/call) | one module, new shape every call (us/call) | re-plan cost (us) | new / same |")
     print("|---|---|---|---|---|---|")
     for w, b in sorted({(w, b) for (w, _, b) in shape_times}, key=lambda r: (["mlp", "cnn", "transformer"].index(r[0]), r[1])):
         same, new = shape_times.get((w, "same", b)), shape_times.get((w, "new", b))
         if not same or not new:
             continue
         s, n = statistics.median(same), statistics.median(new)
-        print(f"| {w} | {b} (and {b + 1}) | {s:.1f} | {n:.1f} | {n - s:.1f} | {n / s:.2f} |")
+        print(f"| {w} | {b} and {b + 1} | {s:.1f} | {n:.1f} | {n - s:.1f} | {n / s:.2f} |")

@@ -457,6 +457,20 @@ class planned_engine final : public engine {
   }
   static std::size_t pooled_numel(const pool_geometry& p) { return static_cast<std::size_t>(p.s.n * p.s.c * p.oh * p.ow); }
 
+  // Whether a node's result is the same for every binding of the symbols: a static result and no
+  // symbolic argument (a folded slice of a table by seq is not).
+  static bool shape_free(const ir::node& node) {
+    for (const auto& e : node.vals.front().shape)
+      if (!e.is_constant()) return false;
+    for (const auto& a : node.args) {
+      if (const auto* e = std::get_if<ir::sym_expr>(&a); e && !e->is_constant()) return false;
+      if (const auto* es = std::get_if<std::vector<ir::sym_expr>>(&a))
+        for (const auto& e : *es)
+          if (!e.is_constant()) return false;
+    }
+    return true;
+  }
+
   std::size_t new_buffer(std::size_t bytes, std::size_t first) {
     buffers_.push_back({bytes, first, first});
     return buffers_.size() - 1;
@@ -568,9 +582,17 @@ class planned_engine final : public engine {
         });
       }
       const bool random = node.target == "aten.dropout.default" && call.flag(2);  // (never folded: a new draw per call)
-      // 1. constant folding
+      // 1. constant folding (a folded value that no symbol can change is kept for later plans, and
+      //    so are the GEMM packings of it)
       if (all_constant && !random) {
-        v.folded = fn(kernel_args(node.target, node.args, tensors, &symbols_, list));
+        if (folded_cache_.size() != g.size()) folded_cache_.assign(g.size(), std::nullopt);
+        if (folded_cache_[n]) {
+          v.folded = *folded_cache_[n];
+        } else {
+          v.folded = fn(kernel_args(node.target, node.args, tensors, &symbols_, list));
+          if (shape_free(node)) folded_cache_[n] = *v.folded;
+        }
+        if (folded_cache_[n]) packed_.stable.push_back(v.folded->raw_data());
         v.at = {operand::where::constant, 0, &*v.folded};
         ++report_.folded;
         continue;
@@ -974,6 +996,7 @@ class planned_engine final : public engine {
   symbol_table symbols_;
   std::span<const any_tensor> planning_inputs_;  // (the inputs being planned for; valid during plan() only)
   packed_weights packed_;  // constant weights packed, kept across plans
+  std::vector<std::optional<any_tensor>> folded_cache_;  // per node: a folded value no symbol changes
   std::vector<value> values_;
   std::vector<buffer> buffers_;
   std::vector<std::size_t> offsets_;
