@@ -95,19 +95,31 @@ float max_diff(const float* a, const float* b, long n) {
   return w;
 }
 
+// One model per type, its weights filled once; one program per model and input shape type.
+template <class Model>
+const Model& filled() {
+  static const Model model = [] {
+    Model m;
+    fill(m);
+    return m;
+  }();
+  return model;
+}
+template <class Model, class Shape>
+const typex::exported_program& exported(const Shape& example) {
+  static const typex::exported_program ep =
+      typex::export_program(filled<Model>(), typex::input<"x">(typex::tensor_spec<typex::f32, Shape>(example)));
+  return ep;
+}
+
 template <class Model, class Shape, class Hand, class HandCall>
 void run_pair(benchmark::State& state, bool use_typex, std::vector<long> in_extents, double flops, HandCall&& hand_call,
               Shape example_shape) {
   const long b = state.range(0);
   const int threads = static_cast<int>(state.range(1));
   set_threads(threads);
-  static Model model = [] {
-    Model m;
-    fill(m);
-    return m;
-  }();
-  static const typex::exported_program ep =
-      typex::export_program(model, typex::input<"x">(typex::tensor_spec<typex::f32, Shape>(example_shape)));
+  const Model& model = filled<Model>();
+  const typex::exported_program& ep = exported<Model>(example_shape);
   typex::program_module<typex::eigen_backend> program(ep, typex::eigen::compile_options{threads, true});
   Hand hand(lookup(model));
   in_extents[0] = b;
@@ -161,13 +173,7 @@ template <class Model, class Shape>
 void shape_change(benchmark::State& state, std::vector<long> in_extents, Shape example, bool alternate) {
   const long b = state.range(0);
   set_threads(1);
-  static Model model = [] {
-    Model m;
-    fill(m);
-    return m;
-  }();
-  static const typex::exported_program ep =
-      typex::export_program(model, typex::input<"x">(typex::tensor_spec<typex::f32, Shape>(example)));
+  const typex::exported_program& ep = exported<Model>(example);
   typex::program_module<typex::eigen_backend> program(ep, typex::eigen::compile_options{1, true});
   typex::program_module<typex::eigen_backend> other(ep, typex::eigen::compile_options{1, true});
   auto make = [&](long n) {
