@@ -378,6 +378,15 @@ case("aten.max_pool2d.default", [randn(1, 2, 5, 7), [2, 2], [2, 2], [0, 0], [1, 
 case("aten.conv2d.default", [randn(2, 4, 11, 13), randn(6, 2, 3, 3), randn(6), [2, 1], [1, 1], [1, 2], 2], atol=1e-5)
 case("aten.conv2d.default", [randn(1, 48, 5, 6), randn(4, 48, 3, 3), randn(4), [1, 1], [1, 0], [1, 1], 1], atol=1e-4)
 
+# ---- data-dependent sizes: nonzero's indices, masked_select's elements (the mask broadcast) ---------
+z = randn(3, 4)
+z[z.abs() < 0.5] = 0.0
+case("aten.nonzero.default", [z], atol=0, rtol=0)
+case("aten.nonzero.default", [randint(-1, 2, 2, 3, 2)], atol=0, rtol=0)
+case("aten.nonzero.default", [torch.zeros(4)], atol=0, rtol=0)  # no hit: [0, 1]
+case("aten.masked_select.default", [randn(3, 5), randn(3, 5) > 0], atol=0, rtol=0)
+case("aten.masked_select.default", [randint(-9, 9, 2, 3), randn(3) > 0], atol=0, rtol=0)
+
 path = os.path.join("tests", "data", "parity", "ops.txt")
 os.makedirs(os.path.dirname(path), exist_ok=True)
 with open(path, "w") as f:

@@ -97,7 +97,7 @@ namespace detail {
 template <verdict V, class A, class B, class Fail>
 constexpr void require_equal(std::string_view op, const A& a, const B& b, int dim, Fail&& fail) {
   if constexpr (V == verdict::runtime || V == verdict::same_symbol) {
-    if (a.get() != b.get()) fail();
+    if (a.get() != b.get() && (std::is_constant_evaluated() || !defer_to_export(op, relation::equal, a, b, dim))) fail();
   }
   if constexpr (V == verdict::runtime) {
     if (!std::is_constant_evaluated()) record_requirement(op, relation::equal, a, b, dim);
@@ -108,7 +108,9 @@ template <verdict V, class A, class B, class Fail>
 constexpr void require_broadcastable(std::string_view op, const A& a, const B& b, int dim, Fail&& fail) {
   if constexpr (V == verdict::runtime) {
     const index_t x = a.get(), y = b.get();
-    if (x != y && x != 1 && y != 1) fail();
+    if (x != y && x != 1 && y != 1 &&
+        (std::is_constant_evaluated() || !defer_to_export(op, relation::broadcastable, a, b, dim)))
+      fail();
     if (!std::is_constant_evaluated()) record_requirement(op, relation::broadcastable, a, b, dim);
   } else if constexpr (V == verdict::same_symbol) {
     if (a.get() != b.get()) fail();  // one symbol: the same value on both sides

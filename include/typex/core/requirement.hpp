@@ -94,6 +94,9 @@ class requirement_recorder {
  public:
   virtual ~requirement_recorder() = default;
   virtual void record(shape_requirement r) = 0;
+  // Whether `symbol` is data-dependent (its value unknown until the program runs): a fact about it
+  // that the traced placeholder values do not satisfy is recorded for export, not raised.
+  virtual bool is_unbacked(std::string_view /*symbol*/) const { return false; }
 };
 
 namespace detail {
@@ -147,6 +150,24 @@ void record_requirement(std::string_view op, relation rel, const A& a, const B& 
   string_writer wr{req.rhs};
   B::write_type(wr, 0);
   r->record(std::move(req));
+}
+
+// A fact that fails on the values seen while tracing, about a data-dependent symbol (whose traced
+// value is a placeholder): recorded for export to decide, and true; false otherwise (raise it).
+template <class A, class B>
+bool defer_to_export(std::string_view op, relation rel, const A& a, const B& b, int dim) {
+  const requirement_recorder* r = current_recorder();
+  if (r == nullptr) return false;
+  dim_terms t;
+  append_terms<A>(t);
+  append_terms<B>(t);
+  for (const dim_term& x : t) {
+    if (x.k == dim_term::kind::symbol && r->is_unbacked(x.name)) {
+      record_requirement(op, rel, a, b, dim);
+      return true;
+    }
+  }
+  return false;
 }
 }  // namespace detail
 

@@ -372,7 +372,8 @@ auto export_program(const export_options& options, const M& module, const In&...
   // 3. the call, then the shape facts it needed, decided against the declared ranges: a violation
   //    is raised here; the facts no range expresses become assertion nodes when asked for
   const auto outputs = std::apply([&](const auto&... t) { return module(t...); }, traced_inputs);
-  const detail::decided_facts facts = detail::decide_facts(ctx.requirements(), ranges, options);
+  for (const auto& u : ctx.unbacked()) ranges.add_unbacked(u.name, value_range{u.lo, u.hi});
+  const detail::decided_facts facts = detail::decide_facts(ctx.requirements(), ranges, options, ctx.unbacked());
   std::vector<ir::node_id> assertions;
   for (const shape_requirement* r : facts.assertions) {
     assertions.push_back(g.add_call({.target = std::string(ir::assert_shape_target),

@@ -180,7 +180,9 @@ class exported_program {
     return symbols;
   }
 
-  // The run-time assertion nodes, for the bound symbols (bind_inputs calls it).
+  // The run-time assertion nodes, for the bound symbols (bind_inputs calls it). An assertion about
+  // a data-dependent size not bound yet waits: the backend checks it again once the op that makes
+  // the size has run.
   void check_assertions(const symbol_table& symbols) const {
     for (const ir::node& n : graph_.nodes()) {
       if (!ir::is_assertion(n)) continue;
@@ -190,8 +192,12 @@ class exported_program {
       (void)parse_relation(std::get<std::string>(n.args[1]), rel);
       const auto a = lhs.evaluate(symbols), b = rhs.evaluate(symbols);
       if (a && b && holds(rel, *a, *b)) continue;
+      if (!(a && b) && waits_for_data(lhs, symbols) + waits_for_data(rhs, symbols) > 0) continue;
+      bool by_inputs = true;  // (or by a data-dependent op's result)
+      for (const auto& e : symbols.entries())
+        if ((lhs.mentions(e.name) || rhs.mentions(e.name)) && !e.bound_by.starts_with("input")) by_inputs = false;
       detail::raise<constraint_violation>([&](auto& w) {
-        w.put("typex: the inputs bind ");
+        w.put(by_inputs ? "typex: the inputs bind " : "typex: the program binds ");
         bool first = true;
         for (const auto& e : symbols.entries()) {
           if (!lhs.mentions(e.name) && !rhs.mentions(e.name)) continue;
@@ -210,6 +216,14 @@ class exported_program {
         w.put(')');
       });
     }
+  }
+
+  // How many unbound data-dependent symbols e mentions.
+  int waits_for_data(const ir::sym_expr& e, const symbol_table& symbols) const {
+    int k = 0;
+    for (const auto& [name, range] : ranges_.entries())
+      if (ranges_.is_unbacked(name) && !symbols.value(name) && e.mentions(name)) ++k;
+    return k;
   }
 
   // The user inputs' placeholders, in order.

@@ -70,6 +70,19 @@ class range_constraints {
     entries_.emplace_back(std::move(text), value_range{D::lo, D::hi});
   }
 
+  // Records a data-dependent symbol (torch.export's unbacked u0: the size of nonzero's result) with
+  // its inline range; the program binds it when the op that makes it runs.
+  void add_unbacked(std::string_view symbol, value_range r) {
+    add(symbol, r);
+    unbacked_.emplace_back(symbol);
+  }
+  bool is_unbacked(std::string_view symbol) const noexcept {
+    for (const auto& u : unbacked_)
+      if (u == symbol) return true;
+    return false;
+  }
+  bool has_unbacked() const noexcept { return !unbacked_.empty(); }
+
   const value_range* find(std::string_view symbol) const noexcept {
     for (const auto& e : entries_)
       if (e.first == symbol) return &e.second;
@@ -105,6 +118,7 @@ class range_constraints {
 
  private:
   std::vector<std::pair<std::string, value_range>> entries_;  // in the order symbols appear
+  std::vector<std::string> unbacked_;
 };
 
 }  // namespace typex

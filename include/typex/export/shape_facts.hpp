@@ -21,6 +21,7 @@
 #include <typex/core/requirement.hpp>
 #include <typex/export/range_constraints.hpp>
 #include <typex/ir/sym_expr.hpp>
+#include <typex/trace/context.hpp>
 
 #include <algorithm>
 #include <optional>
@@ -117,6 +118,17 @@ inline std::vector<index_t> sample_range(index_t lo, index_t hi, index_t dense) 
   return v;
 }
 
+// At most n of the values, both ends and the first few kept, the rest evenly spaced.
+inline std::vector<index_t> thin(std::vector<index_t> v, std::size_t n) {
+  if (v.size() <= n || n < 16) return v;
+  std::vector<index_t> out(v.begin(), v.begin() + 8);
+  const std::size_t rest = n - 9;
+  for (std::size_t i = 1; i <= rest; ++i) out.push_back(v[8 + (v.size() - 9) * i / (rest + 1)]);
+  out.push_back(v.back());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 // What a fact is, given the declared ranges.
 struct fact_verdict {
   enum class kind : unsigned char { implied, narrows, relation, undecided } k = kind::undecided;
@@ -181,10 +193,11 @@ inline fact_verdict classify(const shape_requirement& r, const range_constraints
     }
     return {fact_verdict::kind::narrows, s, a, b};
   }
-  // several symbols: a grid over each one's samples
+  // several symbols: a grid over each one's samples (at most ~2^17 points in all)
   if (syms.size() > 3) return {fact_verdict::kind::relation, {}, 0, 0};
+  const std::size_t per_symbol = syms.size() == 2 ? 362 : 50;
   std::vector<std::vector<index_t>> grids;
-  for (const fact_symbol& s : syms) grids.push_back(sample_range(s.lo, s.hi, syms.size() == 2 ? 24 : 8));
+  for (const fact_symbol& s : syms) grids.push_back(thin(sample_range(s.lo, s.hi, syms.size() == 2 ? 24 : 8), per_symbol));
   std::vector<std::size_t> idx(syms.size(), 0);
   std::vector<index_t> vals(syms.size());
   while (true) {
@@ -399,8 +412,33 @@ struct decided_facts {
   std::vector<const shape_requirement*> assertions;  // (when runtime_assertions was asked for)
 };
 
+// The violation's lines for a fact about a data-dependent size that the ranges do not imply.
+inline std::string describe_data_dependent(const shape_requirement& r, const tracing_context::unbacked_symbol& u) {
+  std::string s = "  - ";
+  s += fact_origin(r);
+  s += " needs ";
+  s += fact_text(r);
+  s += ", but ";
+  s += u.name;
+  s += " is data-dependent (the size of ";
+  s += u.op;
+  s += "'s result, node '";
+  s += u.node;
+  s += "', in ";
+  s += value_range{u.lo, u.hi}.to_string();
+  s += "): it is known only when the program runs, and the op needs it to be a concrete value at export";
+  s += "\n    fix: export with typex::export_options{.runtime_assertions = true} to check ";
+  s += fact_text(r);
+  s += " when the program runs (torch._check's role), or keep the ops after ";
+  s += u.op;
+  s += " free of facts about ";
+  s += u.name;
+  return s;
+}
+
 inline decided_facts decide_facts(const std::vector<shape_requirement>& facts, const range_constraints& ranges,
-                                  const export_options& options) {
+                                  const export_options& options,
+                                  const std::vector<tracing_context::unbacked_symbol>& unbacked = {}) {
   decided_facts out;
   std::vector<std::string> seen;  // one verdict per distinct fact
   std::string violations;
@@ -411,12 +449,15 @@ inline decided_facts decide_facts(const std::vector<shape_requirement>& facts, c
     seen.push_back(std::move(key));
     const fact_verdict v = classify(r, ranges);
     if (v.k == fact_verdict::kind::implied || v.k == fact_verdict::kind::undecided) continue;
-    if (v.k == fact_verdict::kind::relation && options.runtime_assertions) {
+    const tracing_context::unbacked_symbol* data = nullptr;
+    for (const auto& u : unbacked)
+      if (mentions(r.lhs_terms, u.name) || mentions(r.rhs_terms, u.name)) data = &u;
+    if ((v.k == fact_verdict::kind::relation || data != nullptr) && options.runtime_assertions) {
       out.assertions.push_back(&r);
       continue;
     }
     violations += '\n';
-    violations += describe_violation(r, v, ranges);
+    violations += data != nullptr ? describe_data_dependent(r, *data) : describe_violation(r, v, ranges);
     ++count;
   }
   if (count != 0) {

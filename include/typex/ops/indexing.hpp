@@ -110,6 +110,75 @@ struct triangle_op {
 using tril_op = triangle_op<true>;
 using triu_op = triangle_op<false>;
 
+// Data-dependent sizes: nonzero(x) (the indices of the nonzero elements, [n, rank]) and
+// masked_select(x, mask) (the elements where mask is true, [n]). n is known only from the data, so
+// the caller names it — nonzero<"hits">(x) — and the result's dim is the symbolic dim
+// sym<"hits", 0, N>, N the input's largest element count: torch.export's unbacked symbol (u0),
+// with its inline range. Eagerly it holds the count; traced, the graph records the symbol, which the
+// program binds when the op runs, and export decides the facts later ops need about it (an op that
+// needs a concrete value of it says so at export). Two data-dependent ops should name different
+// symbols: one name means one value.
+namespace detail {
+// The largest element count of shape type S.
+template <class S>
+constexpr index_t max_numel() noexcept {
+  return []<std::size_t... I>(std::index_sequence<I...>) {
+    index_t n = 1;
+    ((n = sat_mul(n, S::template dim_t<I>::hi)), ...);
+    return n;
+  }(std::make_index_sequence<S::rank>{});
+}
+// The size a data-dependent dim holds while tracing (no data to count): 2, or its maximum if
+// smaller — not 0 or 1, which shape rules treat specially.
+constexpr index_t trace_hint(index_t hi) noexcept { return hi < 2 ? hi : 2; }
+}  // namespace detail
+
+template <fixed_string Name>
+struct nonzero_op {
+  static constexpr std::string_view target = "aten.nonzero.default";
+  static constexpr bool data_dependent = true;  // (dim 0 of the result)
+  template <class X>
+  static constexpr auto result(const X&) {
+    using N = sym<Name, 0, detail::max_numel<typename X::shape_type>()>;
+    using S = shape<N, fix<static_cast<index_t>(X::shape_type::rank)>>;
+    return tensor_spec<i64, S>(S(N(detail::trace_hint(N::hi)), {}));
+  }
+};
+
+template <fixed_string Name>
+struct masked_select_op {
+  static constexpr std::string_view target = "aten.masked_select.default";
+  static constexpr bool data_dependent = true;
+  template <class X, class M>
+  static constexpr auto result(const X& x, const M& mask) {
+    static_assert(M::dtype_type::value == dtype::b8, "typex::masked_select: the mask must be a bool tensor");
+    static_assert(M::shape_type::rank == X::shape_type::rank,
+                  "typex::masked_select: the mask must have the input's shape (expand it first)");
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (detail::require_equal<equal_verdict<typename X::shape_type::template dim_t<I>, typename M::shape_type::template dim_t<I>>()>(
+           "masked_select", x.shape.template get<I>(), mask.shape.template get<I>(), static_cast<int>(I),
+           [&] {
+             detail::raise<shape_error>([&](auto& w) {
+               w.put("typex::masked_select: the mask "); mask.shape.write_values(w); w.put(" must have the input's shape ");
+               x.shape.write_values(w);
+             });
+           }),
+       ...);
+    }(std::make_index_sequence<X::shape_type::rank>{});
+    using N = sym<Name, 0, detail::max_numel<typename X::shape_type>()>;
+    return tensor_spec<typename X::dtype_type, shape<N>>(shape<N>(N(detail::trace_hint(N::hi))));
+  }
+};
+
+template <fixed_string Name, tensor_like X>
+auto nonzero(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(nonzero_op<Name>{}, &loc, x);
+}
+template <fixed_string Name, tensor_like X, tensor_like M>
+auto masked_select(const X& x, const M& mask, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(masked_select_op<Name>{}, &loc, x, mask);
+}
+
 template <tensor_like C, tensor_like X, tensor_like Y>
 auto where(const C& cond, const X& x, const Y& y, const std::source_location& loc = std::source_location::current()) {
   return apply_op(where_op{}, &loc, cond, x, y);

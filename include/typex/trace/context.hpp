@@ -92,6 +92,30 @@ class tracing_context final : public requirement_recorder {
   // -- shape facts --------------------------------------------------------------------------------
   void record(shape_requirement r) override { requirements_.push_back(std::move(r)); }
   const std::vector<shape_requirement>& requirements() const noexcept { return requirements_; }
+  // -- data-dependent sizes (unbacked symbols) ------------------------------------------------------
+  struct unbacked_symbol {
+    std::string name;
+    index_t lo, hi;
+    std::string op, node;  // the op and node whose result's size it is
+  };
+  bool is_unbacked(std::string_view symbol) const override {
+    for (const auto& u : unbacked_)
+      if (u.name == symbol) return true;
+    return false;
+  }
+  void add_unbacked(unbacked_symbol u) {
+    for (const auto& e : unbacked_)
+      if (e.name == u.name) {
+        typex::detail::raise<argument_error>([&](auto& w) {
+          w.put("typex: "); w.put(u.op); w.put(" (node '"); w.put(u.node); w.put("') names its data-dependent size '");
+          w.put(u.name); w.put("', which "); w.put(e.op); w.put(" (node '"); w.put(e.node);
+          w.put("') names already; one name means one value: give each data-dependent op its own name");
+        });
+      }
+    unbacked_.push_back(std::move(u));
+  }
+  const std::vector<unbacked_symbol>& unbacked() const noexcept { return unbacked_; }
+
   // The facts recorded from index `first` on were needed by the call that recorded node `v`.
   void attribute_requirements(std::size_t first, ir::value_ref v) {
     for (std::size_t i = first; i < requirements_.size(); ++i) {
@@ -199,6 +223,7 @@ class tracing_context final : public requirement_recorder {
   ir::graph graph_;
   ir::symbol_namer namer_;
   std::vector<shape_requirement> requirements_;
+  std::vector<unbacked_symbol> unbacked_;
   std::vector<ir::module_frame> stack_;
   std::unordered_map<const void*, ir::value_ref> by_storage_;
   std::vector<std::pair<std::string, any_tensor>> lifted_constants_;

@@ -99,6 +99,12 @@ struct op_runner<trace_mode> {
     const ir::value_ref v = ctx.call(std::string(Op::target), std::move(ir_args),
                                      {ctx.meta_of_type<typename R::dtype_type, typename R::shape_type>()}, {}, loc);
     ctx.attribute_requirements(facts, v);  // (the facts the rule needed: their node and source line)
+    if constexpr (requires { Op::data_dependent; }) {  // dim 0 of the result is a data-dependent size
+      using N = typename R::shape_type::template dim_t<0>;
+      std::string op = "typex::";  // aten.nonzero.default -> typex::nonzero
+      op += Op::target.substr(5, Op::target.find('.', 5) - 5);
+      ctx.add_unbacked({std::string(N::name.view()), N::lo, N::hi, std::move(op), ctx.graph()[v.node].name});
+    }
     return traced<typename R::dtype_type, typename R::shape_type>(ctx, v, spec.shape);
   }
 };

@@ -117,7 +117,34 @@ struct drop_first {
     return slice<1, 1>(x);
   }
 };
+// Data-dependent sizes: the positive elements, doubled.
+struct positives {
+  template <class X>
+  auto operator()(const X& x) const {
+    return mul(masked_select<"hits">(x, gt(x, 0.0)), 2.0);
+  }
+};
+
+// nonzero's [hits, 2] reshaped into a static [3, 4]: needs hits == 6, a concrete value.
+struct regroup_hits {
+  template <class X>
+  auto operator()(const X& x) const {
+    return reshape(nonzero<"hits">(x), reshape_to(3_c, 4_c));
+  }
+};
+
+// Two data-dependent ops under one name.
+struct same_name_twice {
+  template <class X>
+  auto operator()(const X& x) const {
+    const auto first = nonzero<"hits">(x);
+    return std::make_pair(first, masked_select<"hits">(x, gt(x, 0.0)));
+  }
+};
 }  // namespace dyn_models
+BOOST_HANA_ADAPT_STRUCT(dyn_models::positives);
+BOOST_HANA_ADAPT_STRUCT(dyn_models::regroup_hits);
+BOOST_HANA_ADAPT_STRUCT(dyn_models::same_name_twice);
 BOOST_HANA_ADAPT_STRUCT(dyn_models::positional, pos);
 BOOST_HANA_ADAPT_STRUCT(dyn_models::drop_first);
 BOOST_HANA_ADAPT_STRUCT(dyn_models::specializes, w);
@@ -419,4 +446,64 @@ TEST_CASE("dynamic shapes: slicing with symbolic bounds (a positional table cut 
   using T = shape<batch, sym<"seq", 2, 512>, fix<16>>;
   const auto ep2 = export_program(d, input<"x">(tensor_spec<f32, T>(T(batch(2), sym<"seq", 2, 512>(5), {}))));
   CHECK(ep2.to_string().find("\"f32[batch, seq - 1, 16]\"") != std::string::npos);
+}
+
+TEST_CASE("dynamic shapes: data-dependent sizes (nonzero, masked_select) are named symbols with inline ranges") {
+  using namespace dyn_models;
+  // eagerly: the count, in the type's range [0, numel]
+  host_tensor<f32, shape_c<3, 4>> z;
+  for (index_t i = 0; i < 12; ++i) z.data()[i] = (i % 5 == 0) ? 1.5f : 0.0f;  // 0, 5, 10
+  const auto idx = nonzero<"hits">(z);
+  static_assert(std::is_same_v<decltype(idx)::shape_type, shape<sym<"hits", 0, 12>, fix<2>>>);
+  REQUIRE(idx.shape().to_string() == "[3, 2]");
+  const std::int64_t want[] = {0, 0, 1, 1, 2, 2};
+  for (index_t i = 0; i < 6; ++i) CHECK(idx.data()[i] == want[i]);
+
+  positives m;
+  using small_batch = sym<"batch", 1, 64>;
+  using T = shape<small_batch, fix<4>>;
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, T>(T(small_batch(2), {}))));
+  CHECK(ep.ranges().to_string() == "{batch: VR[1, 64], hits: VR[0, 256]}");
+  CHECK(ep.to_string().find("masked_select: \"f32[hits]\" = torch.ops.aten.masked_select.default(x, gt)") != std::string::npos);
+  const auto run = ep.module();
+  for (const auto& [n, seed] : {std::pair<index_t, int>{1, 1}, {3, 2}, {7, 3}, {3, 4}}) {
+    const auto x = typex_test::random_tensor<tensor<f32, small_batch, fix<4>>>({n, 4}, static_cast<std::uint64_t>(seed));
+    const auto got = run(x), want_ = m(x);
+    REQUIRE(got.shape().to_string() == want_.shape().to_string());
+    CHECK(max_diff(got, want_) == 0.0);
+  }
+}
+
+TEST_CASE("dynamic shapes: an op that needs a concrete data-dependent size says so at export, or asserts it at run time") {
+  using namespace dyn_models;
+  regroup_hits m;
+  using S = shape_c<3, 4>;
+  const std::string msg = message_of([&] { (void)export_program(m, input<"x">(tensor_spec<f32, S>(S{}))); });
+  CHECK(msg ==
+        "typex::export_program: constraint violation: the program needs a fact about its symbolic dims that the declared "
+        "ranges do not guarantee:\n"
+        "  - typex::reshape (node 'reshape', at dynamic_shapes.cpp:N in operator()) needs hits*2 == 12, but hits is "
+        "data-dependent (the size of typex::nonzero's result, node 'nonzero', in VR[0, 12]): it is known only when the "
+        "program runs, and the op needs it to be a concrete value at export\n"
+        "    fix: export with typex::export_options{.runtime_assertions = true} to check hits*2 == 12 when the program runs "
+        "(torch._check's role), or keep the ops after typex::nonzero free of facts about hits");
+
+  const auto ep = export_program(export_options{.runtime_assertions = true}, m, input<"x">(tensor_spec<f32, S>(S{})));
+  CHECK(ep.to_string().find("typex._assert_shape.default(hits*2, '==', 12, ") != std::string::npos);
+  const auto run = ep.module();
+  host_tensor<f32, S> x;
+  for (index_t i = 0; i < 12; ++i) x.data()[i] = (i % 2 == 0) ? 1.0f : 0.0f;  // 6 hits
+  const auto out = run(x);
+  CHECK(max_diff(out, m(x)) == 0.0);
+  x.data()[0] = 0.0f;  // 5 hits
+  CHECK(message_of([&] { (void)run(x); }) ==
+        "typex: the program binds hits = 5 (by node 'nonzero' (dim 0)), and the program asserts hits*2 == 12, but 10 != 12 "
+        "(run-time assertion '_assert_shape': typex::reshape (node 'reshape', at dynamic_shapes.cpp:N in operator()))");
+
+  same_name_twice twice;
+  CHECK_THROWS_WITH_AS((void)export_program(twice, input<"x">(tensor_spec<f32, S>(S{}))),
+                       "typex: typex::masked_select (node 'masked_select') names its data-dependent size 'hits', which "
+                       "typex::nonzero (node 'nonzero') names already; one name means one value: give each "
+                       "data-dependent op its own name",
+                       argument_error);
 }

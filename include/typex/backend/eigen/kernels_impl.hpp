@@ -1621,6 +1621,54 @@ inline any_tensor masked_fill(const kernel_args& a) {
   return out;
 }
 
+// (self): the indices of the nonzero elements, [n, rank] in row-major order (NaN is nonzero, as
+// in torch; -0.0 is zero). Its size depends on the data.
+inline any_tensor nonzero(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  const std::size_t r = x.rank();
+  std::vector<index_t> hits;
+  dispatch<false>(x.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* p = x.data<T>();
+    for (index_t i = 0; i < x.numel(); ++i)
+      if constexpr (std::is_arithmetic_v<T>) {
+        if (p[i] != T(0)) hits.push_back(i);
+      } else if (static_cast<float>(p[i]) != 0.0f) {  // (half, bfloat16)
+        hits.push_back(i);
+      }
+  });
+  any_tensor out(dtype::i64, {static_cast<index_t>(hits.size()), static_cast<index_t>(r)});
+  std::int64_t* po = out.data<std::int64_t>();
+  for (std::size_t k = 0; k < hits.size(); ++k) {
+    index_t flat = hits[k];
+    for (std::size_t d = r; d-- > 0;) {
+      po[k * r + d] = flat % x.extents()[d];
+      flat /= x.extents()[d];
+    }
+  }
+  return out;
+}
+
+// (self, mask): the elements of self where mask is true, 1-d, in row-major order; the mask
+// broadcasts to self's shape. Its size depends on the data.
+inline any_tensor masked_select(const kernel_args& a) {
+  const any_tensor& x = a.tensor(0);
+  const any_tensor& m = a.tensor(1);
+  require_bool(a.target(), "mask", m);
+  require_expands_to(a.target(), "mask", m, x.extents());
+  const std::array<std::vector<index_t>, 1> strides{broadcast_strides(m.extents(), x.extents())};
+  const bool* pm = m.data<bool>();
+  index_t n = 0;
+  for_each_strided(x.extents(), strides, [&](index_t, const std::array<index_t, 1>& o) { n += pm[o[0]] ? 1 : 0; });
+  any_tensor out(x.scalar_type(), {n});
+  const std::size_t size = itemsize(x.scalar_type());
+  index_t k = 0;
+  for_each_strided(x.extents(), strides, [&](index_t i, const std::array<index_t, 1>& o) {
+    if (pm[o[0]]) std::memcpy(out.raw_data() + static_cast<std::size_t>(k++) * size, x.raw_data() + static_cast<std::size_t>(i) * size, size);
+  });
+  return out;
+}
+
 // Extents before, at and after dim d.
 struct around_dim {
   index_t outer = 1, n = 1, inner = 1;
@@ -2207,6 +2255,8 @@ inline constexpr kernel_entry kernel_table[] = {
     {"aten.permute.default", &detail::permute},
     {"aten.transpose.int", &detail::transpose},
     {"aten.slice.Tensor", &detail::slice},
+    {"aten.nonzero.default", &detail::nonzero},
+    {"aten.masked_select.default", &detail::masked_select},
     {"aten.softmax.int", &detail::softmax<false>},
     {"aten.log_softmax.int", &detail::softmax<true>},
     {"aten.layer_norm.default", &detail::layer_norm},

@@ -1006,12 +1006,101 @@ class planned_engine final : public engine {
   plan_report report_;
 };
 
+// A program with data-dependent sizes (nonzero, masked_select: symbols bound only when the op that
+// makes them runs) cannot be planned from its inputs' shapes: it runs node by node on the eager
+// kernels, binding each data-dependent size from the result that makes it (checked against its
+// range), checking the run-time assertions that wait for it, and each result's extents against the
+// program's. It allocates per call; the planned engine runs every other program.
+class stepwise_engine final : public engine {
+ public:
+  stepwise_engine(std::shared_ptr<const exported_program> ep, std::vector<ir::node_id> user,
+                  std::vector<std::pair<ir::node_id, any_tensor>> lifted)
+      : ep_(std::move(ep)), user_(std::move(user)), lifted_(std::move(lifted)) {}
+
+  bool planned_for(std::span<const any_tensor>) const noexcept override { return false; }
+
+  void run(std::span<const any_tensor> inputs, const symbol_table& bound, std::vector<any_tensor>& outputs) override {
+    const ir::graph& g = ep_->graph();
+    const range_constraints& ranges = ep_->ranges();
+    symbol_table symbols = bound;
+    std::vector<std::optional<any_tensor>> values(g.size());
+    for (const auto& [id, t] : lifted_) values[id] = t;
+    for (std::size_t i = 0; i < user_.size(); ++i) values[user_[i]] = inputs[i];
+    for (ir::node_id n = 0; n < g.size(); ++n) {
+      const ir::node& node = g[n];
+      if (node.op != ir::node_op::call_function || ir::is_assertion(node)) continue;
+      std::vector<const any_tensor*> tensors(node.args.size(), nullptr), list;
+      for (std::size_t k = 0; k < node.args.size(); ++k) {
+        if (const auto* r = std::get_if<ir::value_ref>(&node.args[k])) tensors[k] = &*values[r->node];
+        else if (const auto* refs = std::get_if<std::vector<ir::value_ref>>(&node.args[k]))
+          for (const ir::value_ref& r : *refs) list.push_back(&*values[r.node]);
+      }
+      any_tensor out = find_kernel(node.target)(kernel_args(node.target, node.args, tensors, &symbols, list));
+      const ir::tensor_meta& meta = node.vals.front();
+      bool bound_now = false;
+      for (std::size_t d = 0; d < meta.rank() && d < out.rank(); ++d) {
+        const ir::sym_expr& e = meta.shape[d];
+        if (!e.is_symbol() || !ranges.is_unbacked(e.name()) || symbols.value(e.name())) continue;
+        std::string by = "node '";
+        by += node.name;
+        by += "' (dim ";
+        by += std::to_string(d);
+        by += ')';
+        symbols.bind(e.name(), out.extents()[d], by);
+        bound_now = true;
+      }
+      if (bound_now) {
+        ranges.check(symbols);
+        ep_->check_assertions(symbols);
+      }
+      check_extents(node, out, symbols);
+      values[n] = std::move(out);
+    }
+    const auto& outs = g.output().args;
+    outputs.resize(outs.size());
+    for (std::size_t i = 0; i < outs.size(); ++i) outputs[i] = *values[std::get<ir::value_ref>(outs[i]).node];
+  }
+
+  plan_report report() const override {
+    plan_report r;
+    for (const ir::node& n : ep_->graph().nodes())
+      if (n.op == ir::node_op::call_function && !ir::is_assertion(n)) {
+        ++r.steps;
+        r.allocating_ops.push_back(n.target);
+      }
+    return r;
+  }
+
+ private:
+  // A result whose extents differ from what the program records: a bug in typex, reported.
+  static void check_extents(const ir::node& node, const any_tensor& out, const symbol_table& symbols) {
+    const ir::tensor_meta& m = node.vals.front();
+    bool same = out.scalar_type() == m.scalar_type && out.rank() == m.rank();
+    for (std::size_t d = 0; same && d < m.rank(); ++d) {
+      const auto v = m.shape[d].evaluate(symbols);
+      same = !v || *v == out.extents()[d];  // (anonymous dims: not followed by the graph)
+    }
+    if (!same) {
+      typex::detail::raise<ir::graph_error>([&](auto& w) {
+        w.put("typex::eigen: node '"); w.put(node.name); w.put("' ("); w.put(node.target); w.put(") produced ");
+        w.put(out.to_string()); w.put(" where the program records "); w.put(m.to_string());
+      });
+    }
+  }
+
+  std::shared_ptr<const exported_program> ep_;
+  std::vector<ir::node_id> user_;
+  std::vector<std::pair<ir::node_id, any_tensor>> lifted_;
+};
+
 }  // namespace detail
 
 TYPEX_EIGEN_API std::unique_ptr<detail::engine> detail::make_engine(std::shared_ptr<const exported_program> program,
                                                                   std::vector<ir::node_id> user_inputs,
                                                                   std::vector<std::pair<ir::node_id, any_tensor>> lifted,
                                                                   compile_options options) {
+  if (program->ranges().has_unbacked())
+    return std::make_unique<stepwise_engine>(std::move(program), std::move(user_inputs), std::move(lifted));
   return std::make_unique<planned_engine>(std::move(program), std::move(user_inputs), std::move(lifted), options);
 }
 
