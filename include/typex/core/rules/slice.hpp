@@ -79,6 +79,7 @@ constexpr void require_at_least(const A& a, const B& b, Fail&& fail) {
     TYPEX_STATIC_FAIL(static_constraint_violation, [](auto& w) {
       put_op(w, Op.view()); w.put(": the slice bounds can never fit dim "); w.put_int(static_cast<long long>(At));
       w.put(": "); write_dim_with_range<A>(w); w.put(" < "); write_dim_with_range<B>(w);
+      w.put(" for every value in the declared ranges; a slice [start, end) needs start <= end <= the dim's extent");
     });
   } else if constexpr (A::lo < B::hi) {  // (otherwise implied by the ranges)
     if (a.get() < b.get()) fail();
