@@ -154,6 +154,17 @@ struct masked_select_op {
     static_assert(M::dtype_type::value == dtype::b8, "typex::masked_select: the mask must be a bool tensor");
     static_assert(M::shape_type::rank == X::shape_type::rank,
                   "typex::masked_select: the mask must have the input's shape (expand it first)");
+    using XS = typename X::shape_type;
+    using MS = typename M::shape_type;
+    constexpr bool never = []<std::size_t... I>(std::index_sequence<I...>) {
+      return ((equal_verdict<typename XS::template dim_t<I>, typename MS::template dim_t<I>>() == verdict::never) || ...);
+    }(std::make_index_sequence<XS::rank>{});
+    if constexpr (never) {
+      TYPEX_STATIC_FAIL(static_shape_error, [](auto& w) {
+        w.put("typex::masked_select: the mask "); MS::write_type(w); w.put(" can never have the shape of the input ");
+        XS::write_type(w); w.put(" for any value in the declared ranges; expand the mask to the shape of the input first");
+      });
+    }
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (detail::require_equal<equal_verdict<typename X::shape_type::template dim_t<I>, typename M::shape_type::template dim_t<I>>()>(
            "masked_select", x.shape.template get<I>(), mask.shape.template get<I>(), static_cast<int>(I),

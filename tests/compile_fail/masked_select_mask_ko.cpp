@@ -1,0 +1,9 @@
+// Compile-fail pair "masked_select_mask": this twin must fail; the diagnostic's first line must match:
+// expect: typex::masked_select: the mask \[3, 5\] can never have the shape of the input \[3, 4\]
+// expect-clang: error: static assertion failed.*these static shapes do not fit the op
+#include <typex/typex.hpp>
+int main() {
+  const typex::host_tensor<typex::f32, typex::shape_c<3, 4>> x;
+  const typex::host_tensor<typex::b8, typex::shape_c<3, 5>> mask;
+  (void)typex::masked_select_op<"hits">::result(x.spec(), mask.spec());
+}
