@@ -2,6 +2,6 @@
 #include <typex/typex.hpp>
 int main() {
   const typex::host_tensor<typex::f32, typex::shape_c<3, 4>> x;
-  const typex::host_tensor<typex::b8, typex::shape_c<3, 4>> mask;
+  const typex::host_tensor<typex::b8, typex::shape_c<3, 1>> mask;  // (expands to [3, 4])
   (void)typex::masked_select_op<"hits">::result(x.spec(), mask.spec());
 }

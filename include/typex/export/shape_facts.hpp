@@ -302,11 +302,17 @@ inline std::string fact_origin(const shape_requirement& r) {
 }
 
 // The violation's lines for one fact: what, why, and the fix.
-inline std::string describe_violation(const shape_requirement& r, const fact_verdict& v, const range_constraints& ranges) {
+// "  - typex::matmul (node 'matmul', at model.cpp:21 in forward) needs batch == 4": a violation's head.
+inline std::string violation_head(const shape_requirement& r) {
   std::string s = "  - ";
   s += fact_origin(r);
   s += " needs ";
   s += fact_text(r);
+  return s;
+}
+
+inline std::string describe_violation(const shape_requirement& r, const fact_verdict& v, const range_constraints& ranges) {
+  std::string s = violation_head(r);
   if (v.k == fact_verdict::kind::narrows) {
     const fact_symbol& x = v.symbol;
     const std::string declared = sym_declaration(x.name, x.lo, x.hi);
@@ -414,10 +420,7 @@ struct decided_facts {
 
 // The violation's lines for a fact about a data-dependent size that the ranges do not imply.
 inline std::string describe_data_dependent(const shape_requirement& r, const tracing_context::unbacked_symbol& u) {
-  std::string s = "  - ";
-  s += fact_origin(r);
-  s += " needs ";
-  s += fact_text(r);
+  std::string s = violation_head(r);
   s += ", but ";
   s += u.name;
   s += " is data-dependent (the size of ";

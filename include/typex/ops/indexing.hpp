@@ -111,7 +111,7 @@ using tril_op = triangle_op<true>;
 using triu_op = triangle_op<false>;
 
 // Data-dependent sizes: nonzero(x) (the indices of the nonzero elements, [n, rank]) and
-// masked_select(x, mask) (the elements where mask is true, [n]). n is known only from the data, so
+// masked_select(x, mask) (the elements where mask, expanded to x's shape, is true, [n]). n is known only from the data, so
 // the caller names it — nonzero<"hits">(x) — and the result's dim is the symbolic dim
 // sym<"hits", 0, N>, N the input's largest element count: torch.export's unbacked symbol (u0),
 // with its inline range. Eagerly it holds the count; traced, the graph records the symbol, which the
@@ -152,30 +152,7 @@ struct masked_select_op {
   template <class X, class M>
   static constexpr auto result(const X& x, const M& mask) {
     static_assert(M::dtype_type::value == dtype::b8, "typex::masked_select: the mask must be a bool tensor");
-    static_assert(M::shape_type::rank == X::shape_type::rank,
-                  "typex::masked_select: the mask must have the input's shape (expand it first)");
-    using XS = typename X::shape_type;
-    using MS = typename M::shape_type;
-    constexpr bool never = []<std::size_t... I>(std::index_sequence<I...>) {
-      return ((equal_verdict<typename XS::template dim_t<I>, typename MS::template dim_t<I>>() == verdict::never) || ...);
-    }(std::make_index_sequence<XS::rank>{});
-    if constexpr (never) {
-      TYPEX_STATIC_FAIL(static_shape_error, [](auto& w) {
-        w.put("typex::masked_select: the mask "); MS::write_type(w); w.put(" can never have the shape of the input ");
-        XS::write_type(w); w.put(" for any value in the declared ranges; expand the mask to the shape of the input first");
-      });
-    }
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (detail::require_equal<equal_verdict<typename X::shape_type::template dim_t<I>, typename M::shape_type::template dim_t<I>>()>(
-           "masked_select", x.shape.template get<I>(), mask.shape.template get<I>(), static_cast<int>(I),
-           [&] {
-             detail::raise<shape_error>([&](auto& w) {
-               w.put("typex::masked_select: the mask "); mask.shape.write_values(w); w.put(" must have the input's shape ");
-               x.shape.write_values(w);
-             });
-           }),
-       ...);
-    }(std::make_index_sequence<X::shape_type::rank>{});
+    (void)expand_shape(mask.shape, x.shape, op_name<"masked_select">);  // the mask must expand to x's shape
     using N = sym<Name, 0, detail::max_numel<typename X::shape_type>()>;
     return tensor_spec<typename X::dtype_type, shape<N>>(shape<N>(N(detail::trace_hint(N::hi))));
   }
