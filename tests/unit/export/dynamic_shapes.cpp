@@ -459,6 +459,13 @@ TEST_CASE("dynamic shapes: data-dependent sizes (nonzero, masked_select) are nam
   const std::int64_t want[] = {0, 0, 1, 1, 2, 2};
   for (index_t i = 0; i < 6; ++i) CHECK(idx.data()[i] == want[i]);
 
+  // a mask that broadcasts (as torch's): [4] against [3, 4] keeps columns 0 and 2 of every row
+  host_tensor<b8, shape_c<4>> cols;
+  for (index_t i = 0; i < 4; ++i) cols.data()[i] = (i % 2 == 0);
+  const auto kept = masked_select<"kept">(z, cols);
+  REQUIRE(kept.shape().to_string() == "[6]");
+  for (index_t k = 0; k < 6; ++k) CHECK(kept.data()[k] == z.data()[(k / 2) * 4 + (k % 2) * 2]);
+
   positives m;
   using small_batch = sym<"batch", 1, 64>;
   using T = shape<small_batch, fix<4>>;
