@@ -387,6 +387,21 @@ case("aten.nonzero.default", [torch.zeros(4)], atol=0, rtol=0)  # no hit: [0, 1]
 case("aten.masked_select.default", [randn(3, 5), randn(3, 5) > 0], atol=0, rtol=0)
 case("aten.masked_select.default", [randint(-9, 9, 2, 3), randn(3) > 0], atol=0, rtol=0)
 
+# ---- hardswish (f32 across its kinks at -3 and 3, f64) ----------------------------------------------
+case("aten.hardswish.default", [torch.linspace(-5, 5, 41)])
+case("aten.hardswish.default", [randn(3, 4) * 3])
+case("aten.hardswish.default", [randn(2, 3, dtype=torch.float64) * 3], atol=1e-12, rtol=1e-12)
+
+# ---- result dtypes of the unary ops over the dtype grid: the ops whose values are not integers give
+# f32 for an integer or bool input (PyTorch's promotion), the others keep the input's dtype --------
+for dt in (torch.int64, torch.int32, torch.bool):
+    x = randint(0, 2, 6).bool() if dt == torch.bool else randint(1, 9, 6, dtype=dt)
+    for op in ["exp", "log", "sqrt", "rsqrt", "log1p", "sin", "cos", "erf", "reciprocal", "tanh", "sigmoid"]:
+        case(f"aten.{op}.default", [x])
+    if dt != torch.bool:
+        for op in ["neg", "abs", "relu"]:
+            case(f"aten.{op}.default", [randint(-9, 9, 6, dtype=dt)], atol=0, rtol=0)
+
 path = os.path.join("tests", "data", "parity", "ops.txt")
 os.makedirs(os.path.dirname(path), exist_ok=True)
 with open(path, "w") as f:

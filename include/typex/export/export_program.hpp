@@ -376,7 +376,7 @@ auto export_program(const export_options& options, const M& module, const In&...
   const detail::decided_facts facts = detail::decide_facts(ctx.requirements(), ranges, options, ctx.unbacked());
   std::vector<ir::node_id> assertions;
   for (const shape_requirement* r : facts.assertions) {
-    assertions.push_back(g.add_call({.target = std::string(ir::assert_shape_target),
+    assertions.push_back(g.add_call({.target = op_id_of<ir::assert_shape_op>,
                                      .args = {detail::terms_expr(r->lhs_terms), std::string(to_string(r->rel)),
                                               detail::terms_expr(r->rhs_terms), detail::fact_origin(*r)},
                                      .name_hint = "_assert_shape",

@@ -1,7 +1,7 @@
 // typex/ir/graph.hpp — the functional graph: placeholders, calls, one output (torch.fx's shape).
 //
-// Plain run-time data: nodes in topological order, each with a unique name, an ATen-style target
-// ("aten.linear.default"), arguments (other nodes' values or constants), the metadata of the
+// Plain run-time data: nodes in topological order, each with a unique name, the op it calls (an
+// op_id: op_id_of<linear_op>, printed as "aten.linear.default"), arguments (other nodes' values or constants), the metadata of the
 // values it produces (dtype and symbolic shape), the nn_module_stack it was recorded under and the
 // user's source location. Passes, printing, serialization and backends all work on this data; the
 // typed front end only builds it.
@@ -10,6 +10,7 @@
 #include <typex/core/dtype.hpp>
 #include <typex/core/error.hpp>
 #include <typex/ir/sym_expr.hpp>
+#include <typex/ops/op.hpp>
 
 #include <cstdint>
 #include <string>
@@ -85,7 +86,7 @@ struct module_frame {
 struct node {
   node_op op = node_op::call_function;
   std::string name;    // unique in the graph
-  std::string target;  // the op for calls ("aten.linear.default"); the name for placeholders; "output"
+  op_id target;        // the op, for calls (op_id_of<linear_op>: "aten.linear.default"); null for the others
   std::vector<argument> args;
   std::vector<std::pair<std::string, argument>> kwargs;
   std::vector<tensor_meta> vals;  // the values this node produces (one for most ops, none for output)
@@ -98,13 +99,15 @@ struct node {
 // run-time assertions. Arguments: (lhs: sym_expr, relation: string as typex::to_string(relation)
 // writes it, rhs: sym_expr, what needs it: string). It produces no value; backends check it when
 // the inputs bind the symbols, before anything runs; passes keep it.
-inline constexpr std::string_view assert_shape_target = "typex._assert_shape.default";
+struct assert_shape_op {
+  static constexpr std::string_view target = "typex._assert_shape.default";
+};
 
 // What add_call needs; designated initializers name the parts.
 // (Every member has a default initializer: g++ 12's -Wmissing-field-initializers would otherwise
 // warn about each part a designated initializer leaves out.)
 struct call {
-  std::string target = {};
+  op_id target = {};
   std::vector<argument> args = {};
   std::vector<std::pair<std::string, argument>> kwargs = {};
   std::vector<tensor_meta> vals = {};
@@ -114,7 +117,7 @@ struct call {
 };
 
 inline bool is_assertion(const node& n) noexcept {
-  return n.op == node_op::call_function && n.target == assert_shape_target;
+  return n.op == node_op::call_function && n.target == op_id_of<assert_shape_op>;
 }
 
 class graph {
@@ -127,21 +130,21 @@ class graph {
     node n;
     n.op = node_op::placeholder;
     n.name = unique_name(name_hint);
-    n.target = n.name;
     n.vals.push_back(std::move(meta));
     return push(std::move(n));
   }
 
-  // Appends a call: g.add_call({.target = "aten.relu.default", .args = {value_ref{x}}, .vals = {meta}}).
+  // Appends a call: g.add_call({.target = op_id_of<relu_op>, .args = {value_ref{x}}, .vals = {meta}}).
   // Arguments must read existing values (graphs are built in topological order).
   node_id add_call(call c) {
     require_open();
-    for (const argument& a : c.args) check_refs(a, c.target);
-    for (const auto& kv : c.kwargs) check_refs(kv.second, c.target);
+    if (!c.target) detail::raise_message<graph_error>("typex::ir::graph::add_call: a call needs an op (a null op_id)");
+    for (const argument& a : c.args) check_refs(a, c.target.name());
+    for (const auto& kv : c.kwargs) check_refs(kv.second, c.target.name());
     node n;
     n.op = node_op::call_function;
-    n.name = unique_name(c.name_hint.empty() ? default_hint(c.target) : std::string_view(c.name_hint));
-    n.target = std::move(c.target);
+    n.name = unique_name(c.name_hint.empty() ? c.target.short_name() : std::string_view(c.name_hint));
+    n.target = c.target;
     n.args = std::move(c.args);
     n.kwargs = std::move(c.kwargs);
     n.vals = std::move(c.vals);
@@ -156,7 +159,6 @@ class graph {
     node n;
     n.op = node_op::output;
     n.name = "output";
-    n.target = "output";
     for (const value_ref& r : outs) {
       check_refs(r, "output");
       n.args.emplace_back(r);
@@ -312,13 +314,6 @@ class graph {
   }
 
   bool taken(const std::string& s) const { return s == "output" || names_.contains(s); }
-
-  // "aten.linear.default" -> "linear"; "aten.add.Tensor" -> "add"
-  static std::string default_hint(std::string_view target) {
-    std::string_view t = target;
-    if (t.starts_with("aten.")) t.remove_prefix(5);
-    return std::string(t.substr(0, t.find('.')));
-  }
 
   // A Python-like identifier: [A-Za-z_][A-Za-z0-9_]*.
   static std::string sanitize(std::string_view hint) {

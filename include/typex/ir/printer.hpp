@@ -130,7 +130,7 @@ inline std::string print_readable(const graph& g, std::string_view class_name = 
     s += n.name;
     detail::print_meta_annotation(s, n);
     s += " = torch.ops.";
-    s += n.target;
+    s += n.target.name();
     s += '(';
     bool first = true;
     for (const argument& a : n.args) {

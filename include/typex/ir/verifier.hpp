@@ -52,7 +52,7 @@ inline void verify(const graph& g) {
       } else if (n.vals.empty()) {
         fail("a call without metadata for its values", &n);
       }
-      if (detail::is_inplace_target(n.target)) fail("an in-place op; exported graphs are functional", &n);
+      if (detail::is_inplace_target(n.target.name())) fail("an in-place op; exported graphs are functional", &n);
     } else {
       if (i + 1 != g.size()) fail("the output node must be the last node", &n);
       for (const argument& a : n.args)

@@ -12,6 +12,7 @@
 // out gives NaN, as PyTorch's math path does.
 #pragma once
 
+#include <typex/ops/op.hpp>
 #include <typex/core/rules/matmul.hpp>
 #include <typex/core/rules/permute.hpp>
 #include <typex/ops/apply.hpp>
@@ -96,5 +97,8 @@ auto dropout(const X& x, double p, bool train, const std::source_location& loc =
   }
   return apply_op(dropout_op{.p = p, .train = train}, &loc, x);
 }
+
+// This header's ops, for the registry (ops/all.hpp).
+using attention_ops = op_list<scaled_dot_product_attention_op, dropout_op>;
 
 }  // namespace typex

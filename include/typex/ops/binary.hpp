@@ -8,6 +8,7 @@
 // with the op's name in every message.
 #pragma once
 
+#include <typex/ops/op.hpp>
 #include <typex/core/rules/broadcast.hpp>
 #include <typex/ops/apply.hpp>
 #include <typex/ops/tensor_like.hpp>
@@ -225,5 +226,9 @@ template <class A, class B> requires comparison_operands<A, B>
 auto operator>(const A& a, const B& b) { return apply_op(gt_op{}, nullptr, a, b); }
 template <class A, class B> requires comparison_operands<A, B>
 auto operator>=(const A& a, const B& b) { return apply_op(ge_op{}, nullptr, a, b); }
+
+// This header's ops, for the registry (ops/all.hpp).
+using binary_ops = op_list<add_op, sub_op, mul_op, div_op, maximum_op, minimum_op, pow_op, eq_op, ne_op, lt_op, le_op, gt_op,
+                          ge_op, logical_and_op, logical_or_op, logical_xor_op>;
 
 }  // namespace typex

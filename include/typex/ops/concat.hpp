@@ -10,6 +10,7 @@
 // what torch's decompositions turn split into.
 #pragma once
 
+#include <typex/ops/op.hpp>
 #include <typex/core/rules/concat.hpp>
 #include <typex/core/rules/slice.hpp>
 #include <typex/core/rules/squeeze.hpp>
@@ -23,6 +24,17 @@
 
 namespace typex {
 
+// The registry's tags for this header's ATen overloads (torch.ops.aten.<op>.<overload>): the op
+// types below are templates over static attributes, and every instantiation records one of these.
+namespace aten {
+struct cat {
+  static constexpr std::string_view target = "aten.cat.default";
+};
+struct stack {
+  static constexpr std::string_view target = "aten.stack.default";
+};
+}  // namespace aten
+
 namespace detail {
 // The dtype all of a list's tensors promote to.
 template <class... S>
@@ -35,7 +47,7 @@ constexpr dtype promote_all() {
 
 template <long long Dim>
 struct cat_op {
-  static constexpr std::string_view target = "aten.cat.default";
+  static constexpr std::string_view target = aten::cat::target;
   template <class... S>
   static constexpr auto result(const tensor_list_spec<S...>& l) {
     static_assert(sizeof...(S) >= 1, "typex::cat: give at least one tensor");
@@ -51,7 +63,7 @@ struct cat_op {
 
 template <long long Dim>
 struct stack_op {
-  static constexpr std::string_view target = "aten.stack.default";
+  static constexpr std::string_view target = aten::stack::target;
   template <class... S>
   static constexpr auto result(const tensor_list_spec<S...>& l) {
     static_assert(sizeof...(S) >= 1, "typex::stack: give at least one tensor");
@@ -120,5 +132,8 @@ auto chunk(const X& x, const std::source_location& loc = std::source_location::c
   constexpr index_t size = n == 0 ? 1 : (n + Chunks - 1) / Chunks;
   return split<Dim, size>(x, loc);
 }
+
+// This header's ops, for the registry (ops/all.hpp).
+using concat_ops = op_list<aten::cat, aten::stack>;
 
 }  // namespace typex

@@ -13,6 +13,7 @@
 // and a kernel that cannot fit is a compile error (core/rules/conv.hpp).
 #pragma once
 
+#include <typex/ops/op.hpp>
 #include <typex/core/rules/conv.hpp>
 #include <typex/ops/apply.hpp>
 #include <typex/ops/tensor_like.hpp>
@@ -23,9 +24,26 @@
 
 namespace typex {
 
+// The registry's tags for this header's ATen overloads (torch.ops.aten.<op>.<overload>): the op
+// types below are templates over static attributes, and every instantiation records one of these.
+namespace aten {
+struct conv2d {
+  static constexpr std::string_view target = "aten.conv2d.default";
+};
+struct max_pool2d {
+  static constexpr std::string_view target = "aten.max_pool2d.default";
+};
+struct avg_pool2d {
+  static constexpr std::string_view target = "aten.avg_pool2d.default";
+};
+struct adaptive_avg_pool2d {
+  static constexpr std::string_view target = "aten.adaptive_avg_pool2d.default";
+};
+}  // namespace aten
+
 template <conv2d_options Opt>
 struct conv2d_op {
-  static constexpr std::string_view target = "aten.conv2d.default";
+  static constexpr std::string_view target = aten::conv2d::target;
 
   template <class X, class W, class B>
   static constexpr auto result(const X& x, const W& w, const B& b) {
@@ -63,7 +81,7 @@ struct pool2d_like {
 
 template <pool2d_options Opt>
 struct max_pool2d_op : detail::pool2d_like<Opt, "max_pool2d"> {
-  static constexpr std::string_view target = "aten.max_pool2d.default";
+  static constexpr std::string_view target = aten::max_pool2d::target;
   template <class V>
   void attributes(V&& v) const {
     v(Opt.kernel);
@@ -78,7 +96,7 @@ struct max_pool2d_op : detail::pool2d_like<Opt, "max_pool2d"> {
 template <pool2d_options Opt>
 struct avg_pool2d_op : detail::pool2d_like<Opt, "avg_pool2d"> {
   static_assert(Opt.dilation[0] == 1 && Opt.dilation[1] == 1, "typex::avg_pool2d: average pooling has no dilation");
-  static constexpr std::string_view target = "aten.avg_pool2d.default";
+  static constexpr std::string_view target = aten::avg_pool2d::target;
   template <class V>
   void attributes(V&& v) const {
     v(Opt.kernel);
@@ -92,7 +110,7 @@ struct avg_pool2d_op : detail::pool2d_like<Opt, "avg_pool2d"> {
 template <index_t OH, index_t OW>
 struct adaptive_avg_pool2d_op {
   static_assert(OH >= 1 && OW >= 1, "typex::adaptive_avg_pool2d: the output size must be at least 1x1");
-  static constexpr std::string_view target = "aten.adaptive_avg_pool2d.default";
+  static constexpr std::string_view target = aten::adaptive_avg_pool2d::target;
   template <class X>
   static constexpr auto result(const X& x) {
     detail::require_nchw<"adaptive_avg_pool2d", typename X::shape_type>();
@@ -126,5 +144,8 @@ template <index_t OH, index_t OW, tensor_like X>
 auto adaptive_avg_pool2d(const X& x, const std::source_location& loc = std::source_location::current()) {
   return apply_op(adaptive_avg_pool2d_op<OH, OW>{}, &loc, x);
 }
+
+// This header's ops, for the registry (ops/all.hpp).
+using conv_ops = op_list<aten::conv2d, aten::max_pool2d, aten::avg_pool2d, aten::adaptive_avg_pool2d>;
 
 }  // namespace typex

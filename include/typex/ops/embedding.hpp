@@ -5,6 +5,7 @@
 // run time naming it.
 #pragma once
 
+#include <typex/ops/op.hpp>
 #include <typex/core/rules/broadcast.hpp>
 #include <typex/ops/apply.hpp>
 #include <typex/ops/tensor_like.hpp>
@@ -30,5 +31,8 @@ template <tensor_like W, tensor_like I>
 auto embedding(const W& weight, const I& indices, const std::source_location& loc = std::source_location::current()) {
   return apply_op(embedding_op{}, &loc, weight, indices);
 }
+
+// This header's ops, for the registry (ops/all.hpp).
+using embedding_ops = op_list<embedding_op>;
 
 }  // namespace typex

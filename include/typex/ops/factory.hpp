@@ -22,6 +22,7 @@
 // tracing (later ops could not follow it), where static dims (0_c, 8_c, 2_c) say the same thing.
 #pragma once
 
+#include <typex/ops/op.hpp>
 #include <typex/core/dim.hpp>
 #include <typex/core/shape.hpp>
 #include <typex/core/static_error.hpp>
@@ -36,6 +37,38 @@
 #include <type_traits>
 
 namespace typex {
+
+// The registry's tags for this header's ATen overloads (torch.ops.aten.<op>.<overload>): the op
+// types below are templates over static attributes, and every instantiation records one of these.
+namespace aten {
+struct zeros {
+  static constexpr std::string_view target = "aten.zeros.default";
+};
+struct ones {
+  static constexpr std::string_view target = "aten.ones.default";
+};
+struct full {
+  static constexpr std::string_view target = "aten.full.default";
+};
+struct arange {
+  static constexpr std::string_view target = "aten.arange.default";
+};
+struct arange_start {
+  static constexpr std::string_view target = "aten.arange.start";
+};
+struct arange_start_step {
+  static constexpr std::string_view target = "aten.arange.start_step";
+};
+struct zeros_like {
+  static constexpr std::string_view target = "aten.zeros_like.default";
+};
+struct ones_like {
+  static constexpr std::string_view target = "aten.ones_like.default";
+};
+struct full_like {
+  static constexpr std::string_view target = "aten.full_like.default";
+};
+}  // namespace aten
 
 // Where a factory makes its tensor: now, on the host (host_device, the default), or where `like`
 // lives (device_of(x)): into x's graph while x is traced.
@@ -93,7 +126,7 @@ template <int Kind, class DT, class S, class V = double>
 struct fill_op {
   static_assert(dtype_tag_type<DT>, "typex: a factory's first template argument is a dtype (typex::f32, typex::i64, ...)");
   static constexpr std::string_view target =
-      Kind == 0 ? std::string_view("aten.zeros.default") : Kind == 1 ? std::string_view("aten.ones.default") : std::string_view("aten.full.default");
+      Kind == 0 ? aten::zeros::target : Kind == 1 ? aten::ones::target : aten::full::target;
   static constexpr bool traceable = true;
   S sizes;
   V value{};
@@ -127,9 +160,9 @@ auto full(const shape<D...>& sizes, V value, const Device& device = {},
 template <class DT, class Len, class... Bounds>
 struct arange_op {
   static_assert(dtype_tag_type<DT>, "typex::arange: the first template argument is a dtype (typex::i64, typex::f32, ...)");
-  static constexpr std::string_view target = sizeof...(Bounds) == 1   ? std::string_view("aten.arange.default")
-                                             : sizeof...(Bounds) == 2 ? std::string_view("aten.arange.start")
-                                                                      : std::string_view("aten.arange.start_step");
+  static constexpr std::string_view target = sizeof...(Bounds) == 1   ? aten::arange::target
+                                             : sizeof...(Bounds) == 2 ? aten::arange_start::target
+                                                                      : aten::arange_start_step::target;
   static constexpr bool traceable = (dim<Bounds> && ...);  // (number bounds: made now only)
   std::tuple<Bounds...> bounds;
   Len length;
@@ -266,9 +299,9 @@ auto arange(const S& start, const E& end, const P& step, const Device& device = 
 // so they follow x's symbols).
 template <int Kind, class V = double>
 struct fill_like_op {
-  static constexpr std::string_view target = Kind == 0   ? std::string_view("aten.zeros_like.default")
-                                             : Kind == 1 ? std::string_view("aten.ones_like.default")
-                                                         : std::string_view("aten.full_like.default");
+  static constexpr std::string_view target = Kind == 0   ? aten::zeros_like::target
+                                             : Kind == 1 ? aten::ones_like::target
+                                                         : aten::full_like::target;
   V value{};
   template <class X>
   static constexpr auto result(const X& x) {
@@ -292,5 +325,9 @@ auto full_like(const X& x, V value, const std::source_location& loc = std::sourc
   const auto v = detail::fill_scalar<typename X::dtype_type>(value);
   return apply_op(fill_like_op<2, decltype(v)>{v}, &loc, x);
 }
+
+// This header's ops, for the registry (ops/all.hpp).
+using factory_ops = op_list<aten::zeros, aten::ones, aten::full, aten::zeros_like, aten::ones_like, aten::full_like,
+                           aten::arange, aten::arange_start, aten::arange_start_step>;
 
 }  // namespace typex

@@ -10,6 +10,7 @@
 // against the extent they index at run time, with the op, the index and the extent in the message.
 #pragma once
 
+#include <typex/ops/op.hpp>
 #include <typex/core/rules/expand.hpp>
 #include <typex/ops/apply.hpp>
 #include <typex/ops/tensor_like.hpp>
@@ -18,6 +19,29 @@
 #include <string_view>
 
 namespace typex {
+
+// The registry's tags for this header's ATen overloads (torch.ops.aten.<op>.<overload>): the op
+// types below are templates over static attributes, and every instantiation records one of these.
+namespace aten {
+struct index_select {
+  static constexpr std::string_view target = "aten.index_select.default";
+};
+struct gather {
+  static constexpr std::string_view target = "aten.gather.default";
+};
+struct tril {
+  static constexpr std::string_view target = "aten.tril.default";
+};
+struct triu {
+  static constexpr std::string_view target = "aten.triu.default";
+};
+struct nonzero {
+  static constexpr std::string_view target = "aten.nonzero.default";
+};
+struct masked_select {
+  static constexpr std::string_view target = "aten.masked_select.default";
+};
+}  // namespace aten
 
 // cond ? x : y elementwise; the three broadcast together, x and y promote.
 struct where_op {
@@ -54,7 +78,7 @@ struct masked_fill_op {
 // Rows (slices along Dim) of x at the positions in a 1-d index: that dim becomes the index's length.
 template <long long Dim>
 struct index_select_op {
-  static constexpr std::string_view target = "aten.index_select.default";
+  static constexpr std::string_view target = aten::index_select::target;
   static constexpr std::size_t attributes_at = 1;  // (input, dim, index)
   template <class X, class I>
   static constexpr auto result(const X& x, const I& index) {
@@ -76,7 +100,7 @@ struct index_select_op {
 // index's shape; the index has x's rank and, off Dim, extents no larger than x's (as torch).
 template <long long Dim>
 struct gather_op {
-  static constexpr std::string_view target = "aten.gather.default";
+  static constexpr std::string_view target = aten::gather::target;
   static constexpr std::size_t attributes_at = 1;  // (input, dim, index)
   template <class X, class I>
   static constexpr auto result(const X&, const I& index) {
@@ -95,7 +119,7 @@ struct gather_op {
 // diagonal; k > 0 above it, k < 0 below it); the rest is zero.
 template <bool Lower>
 struct triangle_op {
-  static constexpr std::string_view target = Lower ? "aten.tril.default" : "aten.triu.default";
+  static constexpr std::string_view target = Lower ? aten::tril::target : aten::triu::target;
   index_t diagonal = 0;
   template <class X>
   static constexpr X result(const X& x) {
@@ -135,7 +159,7 @@ constexpr index_t trace_hint(index_t hi) noexcept { return hi < 2 ? hi : 2; }
 
 template <fixed_string Name>
 struct nonzero_op {
-  static constexpr std::string_view target = "aten.nonzero.default";
+  static constexpr std::string_view target = aten::nonzero::target;
   static constexpr bool data_dependent = true;  // (dim 0 of the result)
   template <class X>
   static constexpr auto result(const X&) {
@@ -147,7 +171,7 @@ struct nonzero_op {
 
 template <fixed_string Name>
 struct masked_select_op {
-  static constexpr std::string_view target = "aten.masked_select.default";
+  static constexpr std::string_view target = aten::masked_select::target;
   static constexpr bool data_dependent = true;
   template <class X, class M>
   static constexpr auto result(const X& x, const M& mask) {
@@ -191,5 +215,9 @@ template <tensor_like X>
 auto triu(const X& x, index_t diagonal = 0, const std::source_location& loc = std::source_location::current()) {
   return apply_op(triu_op{.diagonal = diagonal}, &loc, x);
 }
+
+// This header's ops, for the registry (ops/all.hpp).
+using indexing_ops = op_list<where_op, masked_fill_op, aten::index_select, aten::gather, aten::tril, aten::triu,
+                            aten::nonzero, aten::masked_select>;
 
 }  // namespace typex

@@ -5,6 +5,7 @@
 // bias must fit: a compile error naming "linear" and the shapes when static, checked otherwise.
 #pragma once
 
+#include <typex/ops/op.hpp>
 #include <typex/core/rules/matmul.hpp>
 #include <typex/core/rules/permute.hpp>
 #include <typex/ops/apply.hpp>
@@ -14,6 +15,17 @@
 #include <string_view>
 
 namespace typex {
+
+// The registry's tags for this header's ATen overloads (torch.ops.aten.<op>.<overload>): the op
+// types below are templates over static attributes, and every instantiation records one of these.
+namespace aten {
+struct mm {
+  static constexpr std::string_view target = "aten.mm.default";
+};
+struct bmm {
+  static constexpr std::string_view target = "aten.bmm.default";
+};
+}  // namespace aten
 
 struct linear_op {
   static constexpr std::string_view target = "aten.linear.default";
@@ -60,7 +72,7 @@ inline constexpr auto mm_name = [] {
 
 template <std::size_t Rank>
 struct mm_op {
-  static constexpr std::string_view target = Rank == 2 ? "aten.mm.default" : "aten.bmm.default";
+  static constexpr std::string_view target = Rank == 2 ? aten::mm::target : aten::bmm::target;
   template <class A, class B>
   static constexpr auto result(const A& a, const B& b) {
     static_assert(A::shape_type::rank == Rank && B::shape_type::rank == Rank,
@@ -116,5 +128,8 @@ template <tensor_like X, tensor_like W, tensor_like B>
 auto linear(const X& x, const W& weight, const B& bias, const std::source_location& loc = std::source_location::current()) {
   return apply_op(linear_op{}, &loc, x, weight, bias);
 }
+
+// This header's ops, for the registry (ops/all.hpp).
+using linear_ops = op_list<linear_op, matmul_op, aten::mm, aten::bmm, addmm_op>;
 
 }  // namespace typex

@@ -13,6 +13,7 @@
 // with the uniform distribution, as PyTorch.
 #pragma once
 
+#include <typex/ops/op.hpp>
 #include <typex/core/rules/broadcast.hpp>
 #include <typex/ops/apply.hpp>
 #include <typex/ops/tensor_like.hpp>
@@ -21,6 +22,20 @@
 #include <string_view>
 
 namespace typex {
+
+// The registry's tags for this header's ATen overloads (torch.ops.aten.<op>.<overload>): the op
+// types below are templates over static attributes, and every instantiation records one of these.
+namespace aten {
+struct nll_loss {
+  static constexpr std::string_view target = "aten.nll_loss.default";
+};
+struct cross_entropy_loss {
+  static constexpr std::string_view target = "aten.cross_entropy_loss.default";
+};
+struct mse_loss {
+  static constexpr std::string_view target = "aten.mse_loss.default";
+};
+}  // namespace aten
 
 // ATen's reduction enum (at::Reduction): the values graphs record.
 enum class loss_reduction : int { none = 0, mean = 1, sum = 2 };
@@ -56,7 +71,7 @@ constexpr auto class_target_shape(const X& x, const T& t) {
 
 template <loss_reduction R>
 struct nll_loss_op {
-  static constexpr std::string_view target = "aten.nll_loss.default";
+  static constexpr std::string_view target = aten::nll_loss::target;
   static constexpr std::size_t attributes_at = 3;  // (self, target, weight, reduction, ignore_index)
   index_t ignore_index = -100;
   template <class X, class T, class W>
@@ -74,7 +89,7 @@ struct nll_loss_op {
 
 template <loss_reduction R>
 struct cross_entropy_op {
-  static constexpr std::string_view target = "aten.cross_entropy_loss.default";
+  static constexpr std::string_view target = aten::cross_entropy_loss::target;
   static constexpr std::size_t attributes_at = 3;  // (self, target, weight, reduction, ignore_index, label_smoothing)
   loss_options options;
   template <class X, class T, class W>
@@ -102,7 +117,7 @@ struct cross_entropy_op {
 
 template <loss_reduction R>
 struct mse_loss_op {
-  static constexpr std::string_view target = "aten.mse_loss.default";
+  static constexpr std::string_view target = aten::mse_loss::target;
   template <class X, class Y>
   static constexpr auto result(const X& x, const Y& y) {
     static_assert(is_floating_point(X::dtype_type::value), "typex::mse_loss: the input must be floating-point");
@@ -144,5 +159,8 @@ template <loss_reduction R = loss_reduction::mean, tensor_like X, tensor_like Y>
 auto mse_loss(const X& x, const Y& y, const std::source_location& loc = std::source_location::current()) {
   return apply_op(mse_loss_op<R>{}, &loc, x, y);
 }
+
+// This header's ops, for the registry (ops/all.hpp).
+using loss_ops = op_list<aten::cross_entropy_loss, aten::nll_loss, aten::mse_loss>;
 
 }  // namespace typex

@@ -14,6 +14,7 @@
 // and writes dst (as_traced(t, x) makes the source part of the graph).
 #pragma once
 
+#include <typex/ops/op.hpp>
 #include <typex/core/rules/expand.hpp>
 #include <typex/core/static_error.hpp>
 #include <typex/ops/apply.hpp>
@@ -61,5 +62,8 @@ decltype(auto) copy_(const D& dst, const S& src, const std::source_location& loc
     return (dst);
   }
 }
+
+// This header's ops, for the registry (ops/all.hpp).
+using mutation_ops = op_list<copy_op>;
 
 }  // namespace typex

@@ -9,6 +9,7 @@
 // batch's statistics and updates the running ones in place.
 #pragma once
 
+#include <typex/ops/op.hpp>
 #include <typex/core/rules/broadcast.hpp>
 #include <typex/ops/apply.hpp>
 #include <typex/ops/tensor_like.hpp>
@@ -18,6 +19,20 @@
 #include <string_view>
 
 namespace typex {
+
+// The registry's tags for this header's ATen overloads (torch.ops.aten.<op>.<overload>): the op
+// types below are templates over static attributes, and every instantiation records one of these.
+namespace aten {
+struct softmax_int {
+  static constexpr std::string_view target = "aten.softmax.int";
+};
+struct log_softmax_int {
+  static constexpr std::string_view target = "aten.log_softmax.int";
+};
+struct group_norm {
+  static constexpr std::string_view target = "aten.group_norm.default";
+};
+}  // namespace aten
 
 template <long long Dim, fixed_string Name>
 struct softmax_like {
@@ -34,11 +49,11 @@ struct softmax_like {
 };
 template <long long Dim>
 struct softmax_op : softmax_like<Dim, "softmax"> {
-  static constexpr std::string_view target = "aten.softmax.int";
+  static constexpr std::string_view target = aten::softmax_int::target;
 };
 template <long long Dim>
 struct log_softmax_op : softmax_like<Dim, "log_softmax"> {
-  static constexpr std::string_view target = "aten.log_softmax.int";
+  static constexpr std::string_view target = aten::log_softmax_int::target;
 };
 
 namespace detail {
@@ -102,7 +117,7 @@ struct batch_norm_op {
 // eps, cudnn_enabled)). C must be divisible by G: a compile error when C is static.
 template <index_t G>
 struct group_norm_op {
-  static constexpr std::string_view target = "aten.group_norm.default";
+  static constexpr std::string_view target = aten::group_norm::target;
   static constexpr std::size_t attributes_at = 1;  // (input, num_groups, weight, bias, eps, cudnn_enabled)
   template <class X, class W, class B>
   static constexpr X result(const X& x, const W& w, const B&, double /*eps*/, bool /*cudnn*/) {
@@ -173,5 +188,8 @@ auto group_norm(const X& x, const W& weight, const B& bias, double eps = 1e-5,
                 const std::source_location& loc = std::source_location::current()) {
   return apply_op(group_norm_op<G>{}, &loc, x, weight, bias, eps, true);
 }
+
+// This header's ops, for the registry (ops/all.hpp).
+using normalization_ops = op_list<aten::softmax_int, aten::log_softmax_int, layer_norm_op, batch_norm_op, aten::group_norm>;
 
 }  // namespace typex

@@ -15,6 +15,7 @@
 // ATen; typex records them positionally, in the schema's order.)
 #pragma once
 
+#include <typex/ops/op.hpp>
 #include <typex/core/rules/reduce.hpp>
 #include <typex/ops/apply.hpp>
 #include <typex/ops/tensor_like.hpp>
@@ -24,6 +25,35 @@
 #include <string_view>
 
 namespace typex {
+
+// The registry's tags for this header's ATen overloads (torch.ops.aten.<op>.<overload>): the op
+// types below are templates over static attributes, and every instantiation records one of these.
+namespace aten {
+struct sum_dim_IntList {
+  static constexpr std::string_view target = "aten.sum.dim_IntList";
+};
+struct mean_dim {
+  static constexpr std::string_view target = "aten.mean.dim";
+};
+struct amax {
+  static constexpr std::string_view target = "aten.amax.default";
+};
+struct amin {
+  static constexpr std::string_view target = "aten.amin.default";
+};
+struct logsumexp {
+  static constexpr std::string_view target = "aten.logsumexp.default";
+};
+struct argmax {
+  static constexpr std::string_view target = "aten.argmax.default";
+};
+struct var_correction {
+  static constexpr std::string_view target = "aten.var.correction";
+};
+struct std_correction {
+  static constexpr std::string_view target = "aten.std.correction";
+};
+}  // namespace aten
 
 // Pass `typex::keepdim` to keep the reduced dims as extent 1.
 struct keepdim_t {
@@ -36,14 +66,14 @@ enum class reduction : unsigned char { sum, mean, amax, amin, logsumexp, argmax,
 namespace detail {
 constexpr std::string_view reduction_target(reduction r) noexcept {
   switch (r) {
-    case reduction::sum: return "aten.sum.dim_IntList";
-    case reduction::mean: return "aten.mean.dim";
-    case reduction::amax: return "aten.amax.default";
-    case reduction::amin: return "aten.amin.default";
-    case reduction::logsumexp: return "aten.logsumexp.default";
-    case reduction::argmax: return "aten.argmax.default";
-    case reduction::var: return "aten.var.correction";
-    case reduction::std: return "aten.std.correction";
+    case reduction::sum: return aten::sum_dim_IntList::target;
+    case reduction::mean: return aten::mean_dim::target;
+    case reduction::amax: return aten::amax::target;
+    case reduction::amin: return aten::amin::target;
+    case reduction::logsumexp: return aten::logsumexp::target;
+    case reduction::argmax: return aten::argmax::target;
+    case reduction::var: return aten::var_correction::target;
+    case reduction::std: return aten::std_correction::target;
   }
   return "";
 }
@@ -176,5 +206,9 @@ template <long long... Dims, tensor_like X>
 auto stddev(const X& x, double correction, keepdim_t, const std::source_location& loc = std::source_location::current()) {
   return detail::reduce<reduction::std, true, Dims...>(x, loc, correction);
 }
+
+// This header's ops, for the registry (ops/all.hpp).
+using reduce_ops = op_list<aten::sum_dim_IntList, aten::mean_dim, aten::amax, aten::amin, aten::logsumexp, aten::argmax,
+                          aten::var_correction, aten::std_correction>;
 
 }  // namespace typex

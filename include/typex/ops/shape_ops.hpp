@@ -11,6 +11,7 @@
 // compile error; element counts are checked as reshape_shape documents.
 #pragma once
 
+#include <typex/ops/op.hpp>
 #include <typex/core/rules/expand.hpp>
 #include <typex/core/rules/permute.hpp>
 #include <typex/core/rules/reshape.hpp>
@@ -24,6 +25,41 @@
 #include <string_view>
 
 namespace typex {
+
+// The registry's tags for this header's ATen overloads (torch.ops.aten.<op>.<overload>): the op
+// types below are templates over static attributes, and every instantiation records one of these.
+namespace aten {
+struct reshape {
+  static constexpr std::string_view target = "aten.reshape.default";
+};
+struct view {
+  static constexpr std::string_view target = "aten.view.default";
+};
+struct flatten_using_ints {
+  static constexpr std::string_view target = "aten.flatten.using_ints";
+};
+struct permute {
+  static constexpr std::string_view target = "aten.permute.default";
+};
+struct transpose_int {
+  static constexpr std::string_view target = "aten.transpose.int";
+};
+struct unsqueeze {
+  static constexpr std::string_view target = "aten.unsqueeze.default";
+};
+struct squeeze_dim {
+  static constexpr std::string_view target = "aten.squeeze.dim";
+};
+struct expand {
+  static constexpr std::string_view target = "aten.expand.default";
+};
+struct select_int {
+  static constexpr std::string_view target = "aten.select.int";
+};
+struct slice_Tensor {
+  static constexpr std::string_view target = "aten.slice.Tensor";
+};
+}  // namespace aten
 
 // A list of sizes, possibly symbolic, one of which may be PyTorch's -1 (at infer_at; -1: none).
 // A reshape's anonymous (dyn) size is recorded as a fresh symbol, which the runner infers from the
@@ -78,16 +114,16 @@ struct reshape_like {
 
 template <class... T>
 struct reshape_op : detail::reshape_like<"reshape", T...> {
-  static constexpr std::string_view target = "aten.reshape.default";
+  static constexpr std::string_view target = aten::reshape::target;
 };
 template <class... T>
 struct view_op : detail::reshape_like<"view", T...> {
-  static constexpr std::string_view target = "aten.view.default";
+  static constexpr std::string_view target = aten::view::target;
 };
 
 template <long long Start, long long End>
 struct flatten_op {
-  static constexpr std::string_view target = "aten.flatten.using_ints";
+  static constexpr std::string_view target = aten::flatten_using_ints::target;
   template <class X>
   static constexpr auto result(const X& x) {
     const auto s = flatten_shape<Start, End>(x.shape, op_name<"flatten">);
@@ -102,7 +138,7 @@ struct flatten_op {
 
 template <long long... P>
 struct permute_op {
-  static constexpr std::string_view target = "aten.permute.default";
+  static constexpr std::string_view target = aten::permute::target;
   template <class X>
   static constexpr auto result(const X& x) {
     const auto s = permute_shape<P...>(x.shape, op_name<"permute">);
@@ -116,7 +152,7 @@ struct permute_op {
 
 template <long long D0, long long D1>
 struct transpose_op {
-  static constexpr std::string_view target = "aten.transpose.int";
+  static constexpr std::string_view target = aten::transpose_int::target;
   template <class X>
   static constexpr auto result(const X& x) {
     const auto s = transpose_shape<D0, D1>(x.shape, op_name<"transpose">);
@@ -131,7 +167,7 @@ struct transpose_op {
 
 template <long long D>
 struct unsqueeze_op {
-  static constexpr std::string_view target = "aten.unsqueeze.default";
+  static constexpr std::string_view target = aten::unsqueeze::target;
   template <class X>
   static constexpr auto result(const X& x) {
     const auto s = unsqueeze_shape<D>(x.shape, op_name<"unsqueeze">);
@@ -147,7 +183,7 @@ struct unsqueeze_op {
 // is an error rather than PyTorch's silent no-op).
 template <long long D>
 struct squeeze_op {
-  static constexpr std::string_view target = "aten.squeeze.dim";
+  static constexpr std::string_view target = aten::squeeze_dim::target;
   template <class X>
   static constexpr auto result(const X& x) {
     const auto s = squeeze_shape<D>(x.shape, op_name<"squeeze">);
@@ -162,7 +198,7 @@ struct squeeze_op {
 // x repeated along its dims of extent 1 (and new leading dims) to the target sizes.
 template <class... T>
 struct expand_op {
-  static constexpr std::string_view target = "aten.expand.default";
+  static constexpr std::string_view target = aten::expand::target;
   reshape_target<T...> to;
   template <class X>
   constexpr auto result(const X& x) const {
@@ -178,7 +214,7 @@ struct expand_op {
 // x's slice at `index` along Dim, that dim removed (negative index from the end, as Python).
 template <long long Dim>
 struct select_op {
-  static constexpr std::string_view target = "aten.select.int";
+  static constexpr std::string_view target = aten::select_int::target;
   index_t index = 0;
   template <class X>
   constexpr auto result(const X& x) const {
@@ -207,7 +243,7 @@ struct select_op {
 // x[start:end:step] along Dim (Python's bounds: negative from the end, clamped).
 template <long long Dim, index_t Start, index_t End, index_t Step>
 struct slice_op {
-  static constexpr std::string_view target = "aten.slice.Tensor";
+  static constexpr std::string_view target = aten::slice_Tensor::target;
   template <class X>
   static constexpr auto result(const X& x) {
     const auto s = slice_shape<Dim, Start, End, Step>(x.shape, op_name<"slice">);
@@ -231,7 +267,7 @@ auto slice(const X& x, const std::source_location& loc = std::source_location::c
 // slice<1>(x, 0_c, seq) keeps the first seq rows; the result's dim is end - start.
 template <long long Dim, class B, class E>
 struct slice_dims_op {
-  static constexpr std::string_view target = "aten.slice.Tensor";
+  static constexpr std::string_view target = aten::slice_Tensor::target;
   B start;
   E end;
   template <class X>
@@ -303,5 +339,9 @@ template <long long Dim, tensor_like X>
 auto select(const X& x, index_t index, const std::source_location& loc = std::source_location::current()) {
   return apply_op(select_op<Dim>{.index = index}, &loc, x);
 }
+
+// This header's ops, for the registry (ops/all.hpp).
+using shape_ops = op_list<aten::reshape, aten::view, aten::flatten_using_ints, aten::unsqueeze, aten::permute,
+                         aten::transpose_int, aten::slice_Tensor, aten::select_int, aten::squeeze_dim, aten::expand>;
 
 }  // namespace typex

@@ -1,11 +1,12 @@
 // typex/ops/unary.hpp — pointwise unary ops: neg, abs, exp, log, log1p, sqrt, rsqrt, sin, cos,
-// erf, reciprocal, relu, gelu, silu, tanh, sigmoid, pow with a number, clamp (and unary minus on
+// erf, reciprocal, relu, gelu, silu, hardswish, tanh, sigmoid, pow with a number, clamp (and unary minus on
 // tensor-like values).
 //
 // Each op names its ATen target, keeps its argument's dtype and shape, and carries the scalar math
 // that backends share (computed in the argument's type; backends compute f16/bf16 in f32).
 #pragma once
 
+#include <typex/ops/op.hpp>
 #include <typex/ops/apply.hpp>
 #include <typex/ops/tensor_like.hpp>
 
@@ -16,6 +17,37 @@
 
 namespace typex {
 
+// The registry's tags for this header's ATen overloads (torch.ops.aten.<op>.<overload>): the op
+// types below are templates over static attributes, and every instantiation records one of these.
+namespace aten {
+struct _to_copy {
+  static constexpr std::string_view target = "aten._to_copy.default";
+};
+}  // namespace aten
+
+// Pointwise math is written once per op, over a math policy M: op.math(m, x, y) sets y to the op
+// of x, with M's functions (m.exp(x), m.max(x, m.k(0)), ...) and constants (m.k(0.5) is 0.5 in M's
+// scalar type). scalar_math<T> below runs it on one number; a backend runs the same expression on
+// vectors (the Eigen backend's array_math: packets, in a GEMM epilogue or a pointwise pass), so
+// eager calls, fused epilogues and every backend compute one formula.
+template <class T>
+struct scalar_math {
+  using scalar_type = T;
+  static constexpr T k(double v) noexcept { return static_cast<T>(v); }
+  static T exp(T x) { return std::exp(x); }
+  static T log(T x) { return std::log(x); }
+  static T log1p(T x) { return std::log1p(x); }
+  static T sqrt(T x) { return std::sqrt(x); }
+  static T sin(T x) { return std::sin(x); }
+  static T cos(T x) { return std::cos(x); }
+  static T tanh(T x) { return std::tanh(x); }
+  static T erf(T x) { return std::erf(x); }
+  static constexpr T abs(T x) { return x < T(0) ? T(-x) : x; }
+  // max(x, c) / min(x, c) that keep a NaN x (as torch's relu, hardswish, clamp do)
+  static constexpr T max(T x, T c) { return x < c ? c : x; }
+  static constexpr T min(T x, T c) { return c < x ? c : x; }
+};
+
 namespace detail {
 struct unary_pointwise {
   template <class A>
@@ -23,87 +55,128 @@ struct unary_pointwise {
     return a;
   }
 };
+
+// PyTorch's rule for the ops whose values are not integers (exp, sin, sigmoid, ...): an integer
+// or bool input gives the default floating dtype (f32); a floating input keeps its dtype.
+struct unary_floating_result {
+  template <class A>
+  static constexpr auto result(const A& a) {
+    if constexpr (is_floating_point(A::dtype_type::value)) return a;
+    else return tensor_spec<f32, typename A::shape_type>(a.shape);
+  }
+};
+
+// The activations PyTorch defines on floating dtypes only (silu, gelu, hardswish on an i64 tensor:
+// "not implemented for 'Long'"); typex says so at compile time.
+struct unary_floating_only {
+  template <class A>
+  static constexpr A result(const A& a) {
+    static_assert(is_floating_point(A::dtype_type::value),
+                  "typex: this activation (silu, gelu, hardswish) is defined on floating-point tensors only, as in "
+                  "PyTorch: convert the input first (typex::to<typex::f32>(x))");
+    return a;
+  }
+};
 }  // namespace detail
 
 struct neg_op : detail::unary_pointwise {
   static constexpr std::string_view target = "aten.neg.default";
-  template <class T> static constexpr T scalar(T x) { return -x; }
+  template <class M, class X, class Y> void math(M, const X& x, Y& y) const { y = -x; }
 };
 struct abs_op : detail::unary_pointwise {
   static constexpr std::string_view target = "aten.abs.default";
-  template <class T> static constexpr T scalar(T x) { return x < T(0) ? -x : x; }
+  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.abs(x); }
 };
-struct exp_op : detail::unary_pointwise {
+struct exp_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.exp.default";
-  template <class T> static T scalar(T x) { return std::exp(x); }
+  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.exp(x); }
 };
-struct log_op : detail::unary_pointwise {
+struct log_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.log.default";
-  template <class T> static T scalar(T x) { return std::log(x); }
+  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.log(x); }
 };
-struct sqrt_op : detail::unary_pointwise {
+struct sqrt_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.sqrt.default";
-  template <class T> static T scalar(T x) { return std::sqrt(x); }
+  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.sqrt(x); }
 };
-struct rsqrt_op : detail::unary_pointwise {
+struct rsqrt_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.rsqrt.default";
-  template <class T> static T scalar(T x) { return T(1) / std::sqrt(x); }
+  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.k(1) / m.sqrt(x); }
 };
-struct log1p_op : detail::unary_pointwise {
+struct log1p_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.log1p.default";
-  template <class T> static T scalar(T x) { return std::log1p(x); }
+  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.log1p(x); }
 };
-struct sin_op : detail::unary_pointwise {
+struct sin_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.sin.default";
-  template <class T> static T scalar(T x) { return std::sin(x); }
+  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.sin(x); }
 };
-struct cos_op : detail::unary_pointwise {
+struct cos_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.cos.default";
-  template <class T> static T scalar(T x) { return std::cos(x); }
+  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.cos(x); }
 };
-struct erf_op : detail::unary_pointwise {
+struct erf_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.erf.default";
-  template <class T> static T scalar(T x) { return std::erf(x); }
+  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.erf(x); }
 };
-struct reciprocal_op : detail::unary_pointwise {
+struct reciprocal_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.reciprocal.default";
-  template <class T> static T scalar(T x) { return T(1) / x; }
+  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.k(1) / x; }
 };
 struct relu_op : detail::unary_pointwise {
   static constexpr std::string_view target = "aten.relu.default";
-  template <class T> static constexpr T scalar(T x) { return x > T(0) ? x : T(0); }
+  static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
+  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.max(x, m.k(0)); }
 };
-struct tanh_op : detail::unary_pointwise {
+struct tanh_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.tanh.default";
-  template <class T> static T scalar(T x) { return std::tanh(x); }
+  static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
+  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.tanh(x); }
 };
-struct sigmoid_op : detail::unary_pointwise {
+struct sigmoid_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.sigmoid.default";
-  template <class T> static T scalar(T x) { return T(1) / (T(1) + std::exp(-x)); }
+  static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
+  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.k(1) / (m.k(1) + m.exp(-x)); }
 };
-struct silu_op : detail::unary_pointwise {
+struct silu_op : detail::unary_floating_only {
   static constexpr std::string_view target = "aten.silu.default";
-  template <class T> static T scalar(T x) { return x / (T(1) + std::exp(-x)); }
+  static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
+  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = x / (m.k(1) + m.exp(-x)); }
+};
+// x * relu6(x + 3) / 6 (torch.nn.functional.hardswish)
+struct hardswish_op : detail::unary_floating_only {
+  static constexpr std::string_view target = "aten.hardswish.default";
+  static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
+  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = x * m.min(m.max(x + m.k(3), m.k(0)), m.k(6)) / m.k(6); }
 };
 
 // torch.nn.functional.gelu's `approximate`: "none" (the exact erf form) or "tanh".
 enum class gelu_approximation : unsigned char { none, tanh };
 
-struct gelu_op : detail::unary_pointwise {
+struct gelu_op : detail::unary_floating_only {
   static constexpr std::string_view target = "aten.gelu.default";
+  static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
   gelu_approximation approximate = gelu_approximation::none;
 
   template <class V>
   void attributes(V&& v) const {
     if (approximate == gelu_approximation::tanh) v(std::string_view("tanh"));  // the default is not spelled
   }
-  template <class T>
-  static T scalar(T x, gelu_approximation a) {
-    if (a == gelu_approximation::tanh) {
-      constexpr T k = T(0.7978845608028654);  // sqrt(2/pi)
-      return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
-    }
-    return T(0.5) * x * (T(1) + std::erf(x * T(0.7071067811865476)));
+  // The inverse of attributes(): the op of a recorded call (args: its arguments, as a kernel reads them).
+  template <class Args>
+  static gelu_op from_arguments(const Args& args) {
+    gelu_op op;
+    const std::string_view a = args.text(1, "none");
+    if (a == "tanh") op.approximate = gelu_approximation::tanh;
+    else if (a != "none") args.fail_text(1, "is not a gelu approximation (\"none\" or \"tanh\")");
+    return op;
+  }
+  template <class M, class X, class Y>
+  void math(M m, const X& x, Y& y) const {
+    if (approximate == gelu_approximation::tanh)
+      y = m.k(0.5) * x * (m.k(1) + m.tanh(m.k(0.7978845608028654) * (x + m.k(0.044715) * x * x * x)));  // sqrt(2/pi)
+    else
+      y = m.k(0.5) * x * (m.k(1) + m.erf(x * m.k(0.7071067811865476)));  // 1/sqrt(2)
   }
 };
 
@@ -127,6 +200,10 @@ template <tensor_like X>
 auto sigmoid(const X& x, const std::source_location& loc = std::source_location::current()) { return apply_op(sigmoid_op{}, &loc, x); }
 template <tensor_like X>
 auto silu(const X& x, const std::source_location& loc = std::source_location::current()) { return apply_op(silu_op{}, &loc, x); }
+template <tensor_like X>
+auto hardswish(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(hardswish_op{}, &loc, x);
+}
 template <tensor_like X>
 auto gelu(const X& x, gelu_approximation approximate = gelu_approximation::none,
           const std::source_location& loc = std::source_location::current()) {
@@ -209,7 +286,7 @@ auto logical_not(const X& x, const std::source_location& loc = std::source_locat
 // x.to(dtype)): floating to integer truncates toward zero, anything to bool is x != 0, as torch.
 template <class DT>
 struct to_copy_op {
-  static constexpr std::string_view target = "aten._to_copy.default";
+  static constexpr std::string_view target = aten::_to_copy::target;
   template <class A>
   static constexpr auto result(const A& a) {
     return tensor_spec<DT, typename A::shape_type>(a.shape);
@@ -229,5 +306,10 @@ auto to(const X& x, const std::source_location& loc = std::source_location::curr
 template <tensor_like X>
   requires(!tensor_spec_type<X>)
 auto operator-(const X& x) { return apply_op(neg_op{}, nullptr, x); }
+
+// This header's ops, for the registry (ops/all.hpp).
+using unary_ops = op_list<neg_op, abs_op, relu_op, exp_op, log_op, sqrt_op, rsqrt_op, tanh_op, log1p_op, sin_op, cos_op, erf_op,
+                         reciprocal_op, pow_scalar_op, clamp_op, sigmoid_op, silu_op, gelu_op, hardswish_op, logical_not_op,
+                         aten::_to_copy>;
 
 }  // namespace typex

@@ -192,9 +192,9 @@ class tracing_context final : public requirement_recorder {
   const std::vector<module_call_record>& module_calls() const noexcept { return module_calls_; }
 
   // Records a call and returns its (first) value. `loc` may be null (operators have no location).
-  ir::value_ref call(std::string target, std::vector<ir::argument> args, std::vector<ir::tensor_meta> vals,
+  ir::value_ref call(op_id target, std::vector<ir::argument> args, std::vector<ir::tensor_meta> vals,
                      std::vector<std::pair<std::string, ir::argument>> kwargs, const std::source_location* loc) {
-    const ir::node_id n = graph_.add_call({.target = std::move(target),
+    const ir::node_id n = graph_.add_call({.target = target,
                                            .args = std::move(args),
                                            .kwargs = std::move(kwargs),
                                            .vals = std::move(vals),

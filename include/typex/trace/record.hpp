@@ -96,7 +96,7 @@ struct op_runner<trace_mode> {
     using R = std::remove_cvref_t<decltype(spec)>;
     std::vector<ir::argument> ir_args =
         ir::op_arguments(op, &ctx.namer(), [&](const auto& a) { return detail::to_ir_argument(ctx, a); }, args...);
-    const ir::value_ref v = ctx.call(std::string(Op::target), std::move(ir_args),
+    const ir::value_ref v = ctx.call(op_id_of<Op>, std::move(ir_args),
                                      {ctx.meta_of_type<typename R::dtype_type, typename R::shape_type>()}, {}, loc);
     ctx.attribute_requirements(facts, v);  // (the facts the rule needed: their node and source line)
     if constexpr (requires { Op::data_dependent; }) {  // dim 0 of the result is a data-dependent size

@@ -71,7 +71,7 @@ TEST_CASE("eigen kernels: conv2d equals its definition through every path of the
     const std::vector<const any_tensor*> tensors{&x, &w, &b, nullptr, nullptr, nullptr, nullptr};
     for (int threads : {1, 2}) {
       const int before = eigen::set_num_threads(threads);
-      const any_tensor out = eigen::run_kernel(eigen::kernel_args("aten.conv2d.default", args, tensors, nullptr));
+      const any_tensor out = eigen::run_kernel(eigen::kernel_args(op_id_of<aten::conv2d>, args, tensors, nullptr));
       eigen::set_num_threads(before);
       REQUIRE(out.extents() == std::vector<index_t>{q.n, q.oc, oh, ow});
       double worst = 0;

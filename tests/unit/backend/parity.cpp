@@ -9,6 +9,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -168,7 +169,7 @@ TEST_CASE("parity: every kernel case matches PyTorch within its tolerance") {
     for (const auto& t : c.list) list.push_back(&t);
     std::string problem;
     try {
-      problem = compare(c, eigen::run_kernel(eigen::kernel_args(c.target, c.args, tensors, nullptr, list)));
+      problem = compare(c, eigen::run_kernel(eigen::kernel_args(typex::find_op(c.target), c.args, tensors, nullptr, list)));
     } catch (const std::exception& e) {
       problem = std::string("threw: ") + e.what();
     }
@@ -176,15 +177,28 @@ TEST_CASE("parity: every kernel case matches PyTorch within its tolerance") {
   }
 }
 
-TEST_CASE("parity: every target the Eigen backend registers has a PyTorch case") {
+TEST_CASE("registry: every op has a parity case, an Eigen kernel and a printed name") {
   std::set<std::string> covered;
   for (const parity_case& c : read_cases()) covered.insert(c.target);
-  const auto targets = eigen::kernel_targets();
-  REQUIRE(targets.size() >= 40);
-  for (std::string_view t : targets) CHECK_MESSAGE(covered.contains(std::string(t)), "no parity case for " << t);
-  // and every case names a registered target (a renamed kernel must not leave its cases unrun)
-  for (const std::string& t : covered) {
-    const bool known = eigen::find_kernel(t) != nullptr;
-    CHECK_MESSAGE(known, "parity cases for unknown " << t);
-  }
+  std::size_t ops = 0;
+  typex::for_each_op(typex::builtin_ops{}, [&](auto type) {
+    using Op = typename decltype(type)::type;
+    constexpr typex::op_id id = typex::op_id_of<Op>;
+    const std::string name(id.name());
+    ++ops;
+    CHECK_MESSAGE(covered.contains(name), "no parity case for " << name);
+    CHECK_MESSAGE(eigen::find_kernel(id) != nullptr, "no Eigen kernel registered for " << name);
+    // printed as torch.export prints it: aten.<op>.<overload>, and found again by that name
+    CHECK_MESSAGE(std::count(name.begin(), name.end(), '.') == 2, name);
+    CHECK_MESSAGE(name.starts_with("aten."), name);
+    CHECK(!id.short_name().empty());
+    CHECK(typex::find_op(name) == id);
+  });
+  CHECK(ops == typex::builtin_ops::size);
+  REQUIRE(ops >= 95);
+  // the backend runs exactly the registry's ops (no kernel keyed by a name the registry lacks)
+  const auto kernels = eigen::kernel_ops();
+  CHECK(kernels.size() == ops);
+  // and every case names a registered op (a renamed op must not leave its cases unrun)
+  for (const std::string& t : covered) CHECK_MESSAGE(typex::find_op(t), "parity cases for unknown " << t);
 }

@@ -23,7 +23,7 @@ struct thread_count {
 // C = act(alpha * A B + beta * C0 + bias) in double, A and B read through strides.
 std::vector<double> reference(index_t m, index_t n, index_t k, const std::vector<float>& a, index_t rsa, index_t csa,
                               const std::vector<float>& b, index_t rsb, index_t csb, const std::vector<float>& c0,
-                              const gemm_epilogue<float>& ep) {
+                              const gemm_epilogue<float>& ep, int act) {
   std::vector<double> c(static_cast<std::size_t>(m * n));
   for (index_t i = 0; i < m; ++i)
     for (index_t j = 0; j < n; ++j) {
@@ -31,7 +31,8 @@ std::vector<double> reference(index_t m, index_t n, index_t k, const std::vector
       for (index_t p = 0; p < k; ++p) s += double(a[std::size_t(i * rsa + p * csa)]) * double(b[std::size_t(p * rsb + j * csb)]);
       double v = ep.alpha * s + (ep.beta != 0 ? ep.beta * double(c0[std::size_t(i * n + j)]) : 0.0);
       if (ep.bias) v += ep.bias_per_row ? ep.bias[i] : ep.bias[j];
-      if (ep.act == activation::relu) v = std::max(v, 0.0);
+      if (act == 1) v = std::max(v, 0.0);
+      if (act == 2) v = v * std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0;  // hardswish: a generic (not in-register) epilogue
       c[std::size_t(i * n + j)] = v;
     }
   return c;
@@ -51,11 +52,12 @@ TEST_CASE("eigen gemm: sizes around the blocking edges, strided operands, epilog
       // A row-major [m, k] or stored transposed; B [k, n] or stored as [n, k] (a linear layer's weight)
       const index_t rsa = transposed ? 1 : k, csa = transposed ? m : 1;
       const index_t rsb = transposed ? 1 : n, csb = transposed ? k : 1;
-      for (int variant = 0; variant < 3; ++variant) {
+      for (int variant = 0; variant < 4; ++variant) {
         gemm_epilogue<float> ep;
-        if (variant == 1) { ep.bias = bias.data(); ep.act = activation::relu; }
+        if (variant == 1) { ep.bias = bias.data(); ep.act = activation::of(relu_op{}); }
+        if (variant == 3) { ep.bias = bias.data(); ep.act = activation::of(hardswish_op{}); }
         if (variant == 2) { ep.bias = bias.data(); ep.bias_per_row = true; ep.alpha = 0.5f; ep.beta = 2.0f; }
-        const auto want = reference(m, n, k, a, rsa, csa, b, rsb, csb, c0, ep);
+        const auto want = reference(m, n, k, a, rsa, csa, b, rsb, csb, c0, ep, variant == 1 ? 1 : variant == 3 ? 2 : 0);
         for (int threads : {1, 2}) {
           const thread_count tc(threads);
           std::vector<float> c = c0;

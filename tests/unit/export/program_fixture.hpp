@@ -3,6 +3,7 @@
 
 #include "../support.hpp"
 
+#include <typex/ops/all.hpp>
 #include <typex/export/exported_program.hpp>
 
 namespace export_test {
@@ -26,13 +27,13 @@ inline parts program_parts() {
   const node_id m = p.g.add_placeholder("b_bn_running_mean", {dtype::f32, {4}});
   const node_id k = p.g.add_placeholder("c_scale", {dtype::f32, {}});
   const node_id x = p.g.add_placeholder("x", {dtype::f32, {s0, 3}});
-  const node_id l = p.g.add_call({.target = "aten.linear.default",
+  const node_id l = p.g.add_call({.target = typex::op_id_of<typex::linear_op>,
                                   .args = {value_ref{x}, value_ref{w}, value_ref{b}},
                                   .vals = {{dtype::f32, {s0, 4}}},
                                   .nn_module_stack = {{"fc1", "typex::nn::linear"}},
                                   .stack_trace = "model.cpp:30 in forward"});
-  const node_id d = p.g.add_call({.target = "aten.sub.Tensor", .args = {value_ref{l}, value_ref{m}}, .vals = {{dtype::f32, {s0, 4}}}});
-  const node_id y = p.g.add_call({.target = "aten.mul.Tensor", .args = {value_ref{d}, value_ref{k}}, .vals = {{dtype::f32, {s0, 4}}}});
+  const node_id d = p.g.add_call({.target = typex::op_id_of<typex::sub_op>, .args = {value_ref{l}, value_ref{m}}, .vals = {{dtype::f32, {s0, 4}}}});
+  const node_id y = p.g.add_call({.target = typex::op_id_of<typex::mul_op>, .args = {value_ref{d}, value_ref{k}}, .vals = {{dtype::f32, {s0, 4}}}});
   p.g.set_output({value_ref{y}});
   p.sig = graph_signature({{input_kind::parameter, "p_fc1_weight", "fc1.weight"},
                            {input_kind::parameter, "p_fc1_bias", "fc1.bias"},

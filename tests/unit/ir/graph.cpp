@@ -21,15 +21,15 @@ TEST_CASE("graph: nodes in order, unique names, users, metadata") {
 TEST_CASE("graph: construction refuses what would break the order") {
   graph g;
   const node_id x = g.add_placeholder("x", {dtype::f32, {3}});
-  CHECK_THROWS_AS(g.add_call({.target = "aten.relu.default", .args = {value_ref{5}}, .vals = {{dtype::f32, {3}}}}),
+  CHECK_THROWS_AS(g.add_call({.target = typex::op_id_of<typex::relu_op>, .args = {value_ref{5}}, .vals = {{dtype::f32, {3}}}}),
                   graph_error);
-  CHECK_THROWS_AS(g.add_call({.target = "aten.relu.default", .args = {value_ref{x, 1}}, .vals = {{dtype::f32, {3}}}}),
+  CHECK_THROWS_AS(g.add_call({.target = typex::op_id_of<typex::relu_op>, .args = {value_ref{x, 1}}, .vals = {{dtype::f32, {3}}}}),
                   graph_error);
-  const node_id r = g.add_call({.target = "aten.relu.default", .args = {value_ref{x}}, .vals = {{dtype::f32, {3}}}});
+  const node_id r = g.add_call({.target = typex::op_id_of<typex::relu_op>, .args = {value_ref{x}}, .vals = {{dtype::f32, {3}}}});
   g.set_output({value_ref{r}});
   CHECK_THROWS_AS(g.add_placeholder("y", {dtype::f32, {3}}), graph_error);
   CHECK_THROWS_AS(g.set_output({value_ref{r}}), graph_error);
-  CHECK_THROWS_AS(g.add_call({.target = "aten.relu.default", .args = {value_ref{r}}, .vals = {{dtype::f32, {3}}}}),
+  CHECK_THROWS_AS(g.add_call({.target = typex::op_id_of<typex::relu_op>, .args = {value_ref{r}}, .vals = {{dtype::f32, {3}}}}),
                   graph_error);
 }
 
@@ -45,9 +45,9 @@ TEST_CASE("graph: names are identifiers and never collide") {
 TEST_CASE("graph: a placeholder found late is moved first by reorder") {
   graph g;
   const node_id x = g.add_placeholder("x", {dtype::f32, {3}});
-  const node_id n = g.add_call({.target = "aten.neg.default", .args = {value_ref{x}}, .vals = {{dtype::f32, {3}}}});
+  const node_id n = g.add_call({.target = typex::op_id_of<typex::neg_op>, .args = {value_ref{x}}, .vals = {{dtype::f32, {3}}}});
   const node_id c = g.add_placeholder("c_table", {dtype::f32, {3}});  // a constant met while tracing
-  const node_id a = g.add_call({.target = "aten.add.Tensor", .args = {value_ref{n}, value_ref{c}}, .vals = {{dtype::f32, {3}}}});
+  const node_id a = g.add_call({.target = typex::op_id_of<typex::add_op>, .args = {value_ref{n}, value_ref{c}}, .vals = {{dtype::f32, {3}}}});
   CHECK_THROWS_AS(g.reorder({a, n, c, x}), graph_error);  // would read before producing
   CHECK_THROWS_AS(g.reorder({c, x, n}), graph_error);     // not a permutation
   g.reorder({c, x, n, a});

@@ -49,7 +49,7 @@ struct op_runner<eager_mode> {
       if (const auto* l = std::get_if<std::vector<ir::value_ref>>(&ir_args[i]))
         for (const ir::value_ref& r : *l) list.push_back(&erased[r.node]);
     }
-    const any_tensor out = eigen::run_kernel(eigen::kernel_args(Op::target, ir_args, tensors, nullptr, list));
+    const any_tensor out = eigen::run_kernel(eigen::kernel_args(op_id_of<Op>, ir_args, tensors, nullptr, list));
     return host_tensor<typename R::dtype_type, typename R::shape_type>::bind(out, Op::target);
   }
 };

@@ -20,6 +20,7 @@
 
 #include <typex/backend/eigen/thread_pool.hpp>
 #include <typex/core/shape.hpp>
+#include <typex/ops/unary.hpp>
 
 #include <Eigen/Core>
 #include <unsupported/Eigen/SpecialFunctions>
@@ -27,33 +28,93 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstddef>
 #include <cstring>
 #include <new>
+#include <type_traits>
 #include <utility>
 
 namespace typex::eigen::detail {
 inline namespace TYPEX_SIMD_ABI {  // (config.hpp: one name per vector width)
 
-// The activations a GEMM, a convolution or a pointwise pass applies in place.
-enum class activation : unsigned char { none, relu, gelu, gelu_tanh, silu, sigmoid, tanh };
-
-// Applies `act` to p[0, n) (vectorised with Eigen's array math). The pointwise kernels of these
-// ops call this too, so that a fused program and eager calls give the same bits.
+// The op math of ops/ (op.math(m, x, y)) on Eigen arrays: one expression, vectorised with packets.
 template <class T>
-void activate(T* p, index_t n, activation act) {
-  using array = Eigen::Array<T, Eigen::Dynamic, 1>;
-  Eigen::Map<array> x(p, n);
-  switch (act) {
-    case activation::none: break;
-    case activation::relu: x = x.max(T(0)); break;  // Eigen orders the operands so that a NaN x stays NaN (as torch)
-    case activation::gelu: x = T(0.5) * x * (T(1) + (x * T(0.7071067811865476)).erf()); break;
-    case activation::gelu_tanh:
-      x = T(0.5) * x * (T(1) + (T(0.7978845608028654) * (x + T(0.044715) * x * x * x)).tanh());
-      break;
-    case activation::silu: x = x / (T(1) + (-x).exp()); break;
-    case activation::sigmoid: x = T(1) / (T(1) + (-x).exp()); break;
-    case activation::tanh: x = x.tanh(); break;
+struct array_math {
+  using scalar_type = T;
+  static constexpr T k(double v) noexcept { return static_cast<T>(v); }
+  template <class X> static auto exp(const X& x) { return x.exp(); }
+  template <class X> static auto log(const X& x) { return x.log(); }
+  template <class X> static auto log1p(const X& x) { return x.log1p(); }
+  template <class X> static auto sqrt(const X& x) { return x.sqrt(); }
+  template <class X> static auto sin(const X& x) { return x.sin(); }
+  template <class X> static auto cos(const X& x) { return x.cos(); }
+  template <class X> static auto tanh(const X& x) { return x.tanh(); }
+  template <class X> static auto erf(const X& x) { return x.erf(); }
+  template <class X> static auto abs(const X& x) { return x.abs(); }
+  // (Eigen orders pmax's / pmin's operands so that a NaN x stays NaN, as torch)
+  template <class X> static auto max(const X& x, T c) { return x.max(c); }
+  template <class X> static auto min(const X& x, T c) { return x.min(c); }
+};
+
+// Whether Op is an activation: a unary pointwise op (its math written once, ops/unary.hpp) that
+// says it may run in the epilogue of the op before it (`static constexpr bool epilogue = true`).
+// That one flag is the fusion rule: the planner fuses GEMM / convolution + activation, chains
+// activations after pointwise ops and gives them a vectorised step, for any such op, a user's too.
+template <class Op>
+concept activation_op = Op::epilogue && requires(const Op& op, Eigen::Map<Eigen::Array<float, Eigen::Dynamic, 1>>& x) {
+  op.math(array_math<float>{}, x, x);
+};
+
+// One activation (an op of activation_op, with its attributes) applied in place to rows of f32 or
+// f64 values: what a GEMM, a convolution, a pointwise pass or a chain link applies. The null
+// activation does nothing.
+class activation {
+ public:
+  activation() = default;
+
+  template <activation_op Op>
+  static activation of(const Op& op) {
+    static_assert(std::is_trivially_copyable_v<Op> && sizeof(Op) <= sizeof(storage_) && alignof(Op) <= alignof(std::max_align_t),
+                  "typex::eigen: an activation op must be a small trivially copyable struct (its attributes)");
+    activation a;
+    std::memcpy(a.storage_, &op, sizeof(Op));
+    a.f32_ = &rows<Op, float>;
+    a.f64_ = &rows<Op, double>;
+    a.relu_ = std::is_same_v<Op, relu_op>;
+    return a;
   }
+
+  explicit operator bool() const noexcept { return f32_ != nullptr; }
+  // ReLU: the GEMM's micro-kernel applies it in registers
+  bool is_relu() const noexcept { return relu_; }
+
+  template <class T>
+  void operator()(T* p, index_t n) const {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+    if constexpr (std::is_same_v<T, float>) f32_(storage_, p, n);
+    else f64_(storage_, p, n);
+  }
+
+ private:
+  template <class Op, class T>
+  static void rows(const unsigned char* storage, T* p, index_t n) {
+    Op op;
+    std::memcpy(&op, storage, sizeof(Op));
+    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> x(p, n);
+    op.math(array_math<T>{}, x, x);
+  }
+
+  alignas(std::max_align_t) unsigned char storage_[32] = {};
+  void (*f32_)(const unsigned char*, float*, index_t) = nullptr;
+  void (*f64_)(const unsigned char*, double*, index_t) = nullptr;
+  bool relu_ = false;
+};
+
+// Applies `act` to p[0, n). The pointwise kernels of these ops call this too, so that a fused
+// program and eager calls give the same bits.
+template <class T>
+void activate(T* p, index_t n, const activation& act) {
+  if (act) act(p, n);
 }
 
 // A buffer that grows and never shrinks (per thread for packing scratch).
@@ -221,7 +282,7 @@ struct gemm_epilogue {
   T beta = T(0);                  // C = beta * C + ...; 0: C is not read (may hold garbage)
   const T* bias = nullptr;        // added after the product
   bool bias_per_row = false;      // bias[i] (a convolution's channel) instead of bias[j]
-  activation act = activation::none;
+  activation act;
 };
 
 // The mr x nr micro-kernel: A micro-panel (kc x MR, packed) times B micro-panel (kc x nr), stored
@@ -327,8 +388,8 @@ void gemm_range(index_t i0, index_t i1, index_t j0, index_t j1, matrix_ref<T> a,
             T* dst = c + (ic + ir) * ldc + jr;
             const bool bias = last && ep.bias != nullptr;
             kernel(kcp, apanel, bpanel, dst, ldc, bias && !ep.bias_per_row ? ep.bias + jr : nullptr,
-                   bias && ep.bias_per_row ? ep.bias + ic + ir : nullptr, last && ep.act == activation::relu, !first);
-            if (last && ep.act != activation::none && ep.act != activation::relu)
+                   bias && ep.bias_per_row ? ep.bias + ic + ir : nullptr, last && ep.act.is_relu(), !first);
+            if (last && ep.act && !ep.act.is_relu())
               for (index_t ii = 0; ii < h; ++ii) activate(dst + ii * ldc, w, ep.act);
             continue;
           }
@@ -345,7 +406,7 @@ void gemm_range(index_t i0, index_t i1, index_t j0, index_t j1, matrix_ref<T> a,
               if (ep.bias_per_row) out += ep.bias[i];
               else out += Eigen::Map<const row>(ep.bias + jr, w);
             }
-            if (ep.act != activation::none) activate(out.data(), w, ep.act);
+            if (ep.act) activate(out.data(), w, ep.act);
           }
         }
       }

@@ -1,11 +1,15 @@
-// typex/backend/eigen/kernels.hpp — the Eigen backend's kernels, one per ATen target, on
-// type-erased tensors.
+// typex/backend/eigen/kernels.hpp — the Eigen backend's kernels, one per op, on type-erased tensors.
 //
 // A kernel reads the arguments of one call in the ATen schema's order (kernel_args: tensors,
 // scalars, int lists, sizes) and returns a new contiguous tensor; it checks what it relies on
 // (ranks, extents, index ranges) and throws a typex error naming the op otherwise. Eager calls and
 // the program runner use the same kernels: eager mode builds the arguments from a typed call,
-// the runner from a graph node. find_kernel(target) is the registry.
+// the runner from a graph node.
+//
+// Kernels are keyed by op type: typex::eigen::kernel<Op> (specialized per op, with
+// `static any_tensor run(const kernel_args&)`). The backend's table is built from the op registry
+// (ops/all.hpp: builtin_ops), so a registered op without a kernel is a build error that names it;
+// a user-defined op joins the same table with register_kernel<Op>(). find_kernel(op_id) looks up.
 //
 // This header declares them and does not include Eigen; kernels_impl.hpp defines them. Where the
 // definitions are compiled is the user's choice (see config.hpp, TYPEX_EIGEN_SEPARATE_COMPILATION):
@@ -15,6 +19,7 @@
 
 #include <typex/core/symbol_table.hpp>
 #include <typex/ir/graph.hpp>
+#include <typex/ops/all.hpp>
 #include <typex/tensor/host_tensor.hpp>
 
 #include <cstdint>
@@ -30,11 +35,13 @@ class kernel_args {
   // args: the call's arguments; tensors[i]: the tensor argument i names (nullptr for the others);
   // symbols: the bound symbols, to evaluate symbolic sizes (may be null); list: the tensors of the
   // call's tensor-list argument (cat's), in order (an ATen schema has at most one).
-  kernel_args(std::string_view target, std::span<const ir::argument> args, std::span<const any_tensor* const> tensors,
+  kernel_args(op_id target, std::span<const ir::argument> args, std::span<const any_tensor* const> tensors,
               const symbol_table* symbols = nullptr, std::span<const any_tensor* const> list = {})
       : target_(target), args_(args), tensors_(tensors), list_(list), symbols_(symbols) {}
 
-  std::string_view target() const noexcept { return target_; }
+  // the op's name ("aten.linear.default"), for messages
+  std::string_view target() const noexcept { return target_.name(); }
+  op_id op() const noexcept { return target_; }
   std::size_t size() const noexcept { return args_.size(); }
   bool has(std::size_t i) const noexcept { return i < args_.size() && !std::holds_alternative<ir::none_t>(args_[i]); }
   bool is_tensor(std::size_t i) const noexcept { return i < tensors_.size() && tensors_[i] != nullptr; }
@@ -129,7 +136,7 @@ class kernel_args {
 
   [[noreturn]] void fail_text(std::size_t i, std::string_view what) const {
     typex::detail::raise<shape_error>([&](auto& w) {
-      w.put(target_); w.put(": argument "); w.put_int(static_cast<long long>(i)); w.put(' '); w.put(what);
+      w.put(target_.name()); w.put(": argument "); w.put_int(static_cast<long long>(i)); w.put(' '); w.put(what);
     });
   }
 
@@ -149,11 +156,11 @@ class kernel_args {
   }
   [[noreturn]] void fail(std::size_t i, std::string_view expected) const {
     typex::detail::raise<argument_error>([&](auto& w) {
-      w.put(target_); w.put(": argument "); w.put_int(static_cast<long long>(i)); w.put(" should be "); w.put(expected);
+      w.put(target_.name()); w.put(": argument "); w.put_int(static_cast<long long>(i)); w.put(" should be "); w.put(expected);
     });
   }
 
-  std::string_view target_;
+  op_id target_;
   std::span<const ir::argument> args_;
   std::span<const any_tensor* const> tensors_;
   std::span<const any_tensor* const> list_;
@@ -162,12 +169,40 @@ class kernel_args {
 
 using kernel_fn = any_tensor (*)(const kernel_args&);
 
-// The kernel for an ATen target, or nullptr.
-TYPEX_EIGEN_API kernel_fn find_kernel(std::string_view target);
+// The Eigen backend's kernel for op type Op. A specialization provides
+//   static any_tensor run(const kernel_args& args);
+// (the built-in ones are in kernels_impl.hpp). An error here means: this op has no Eigen kernel —
+// the op type is in the instantiation context just above. Specialize typex::eigen::kernel<YourOp>
+// (docs/ops_and_backends.md, "Adding an op"), or, for an op of the registry, write its kernel
+// next to its family's in backend/eigen/kernels_impl.hpp.
+template <class Op>
+struct kernel {
+  static_assert(sizeof(Op) == 0,
+                "typex::eigen: no kernel for this op: specialize typex::eigen::kernel<Op> with "
+                "`static any_tensor run(const typex::eigen::kernel_args&)` (see the op type below)");
+};
 
-// Every target the backend runs, in registration order: the op registry that the parity test
-// (tests/unit/backend/parity.cpp) iterates, so that no kernel goes without a PyTorch reference.
-TYPEX_EIGEN_API std::vector<std::string_view> kernel_targets();
+// The kernel for an op, or nullptr.
+TYPEX_EIGEN_API kernel_fn find_kernel(op_id op);
+
+// Every op the backend runs: the registry's, in its order, then the ones users registered. The
+// parity test (tests/unit/backend/parity.cpp) iterates it, so that no kernel goes without a
+// PyTorch reference.
+TYPEX_EIGEN_API std::vector<op_id> kernel_ops();
+
+namespace detail {
+TYPEX_EIGEN_API void add_kernel(op_id op, kernel_fn fn);
+}  // namespace detail
+
+// Gives a user-defined op its Eigen kernel (kernel<Op>::run) and makes it known by name
+// (register_op<Op>): eager calls and programs then run it like a built-in op. Idempotent and
+// thread-safe; call it before the first program that uses the op is compiled. The built-in ops go
+// through the same table, from the registry.
+template <op_type Op>
+void register_kernel() {
+  register_op<Op>();
+  detail::add_kernel(op_id_of<Op>, &kernel<Op>::run);
+}
 
 // Seeds the calling thread's generator, which dropout draws from (each thread has its own; the
 // default seed is fixed, so runs repeat).

@@ -30,6 +30,7 @@
 #include <optional>
 #include <random>
 #include <type_traits>
+#include <mutex>
 #include <unordered_map>
 
 namespace typex::eigen {
@@ -183,37 +184,53 @@ any_tensor unary_map(const kernel_args& a, F&& f) {
   return to_dtype(out, x.scalar_type());
 }
 
-// The unary ops; Floating: only on floating dtypes (the transcendental ones).
-// The unary ops that are also GEMM epilogues (activation::none for the others).
+// The op of a recorded call: its attributes decoded (Op::from_arguments), or Op{} for an op without any.
 template <class Op>
-activation activation_of(const kernel_args& a) {
-  if constexpr (std::is_same_v<Op, relu_op>) return activation::relu;
-  else if constexpr (std::is_same_v<Op, gelu_op>) return a.text(1, "none") == "tanh" ? activation::gelu_tanh : activation::gelu;
-  else if constexpr (std::is_same_v<Op, silu_op>) return activation::silu;
-  else if constexpr (std::is_same_v<Op, sigmoid_op>) return activation::sigmoid;
-  else if constexpr (std::is_same_v<Op, tanh_op>) return activation::tanh;
-  else return activation::none;
+Op decode_op(const kernel_args& a) {
+  if constexpr (requires { Op::from_arguments(a); }) return Op::from_arguments(a);
+  else return Op{};
 }
 
-template <class Op, bool Floating>
+// A unary pointwise op (ops/unary.hpp: its math written once over a math policy). The result dtype
+// is the op's rule, as PyTorch's: the input's, or f32 for an integer or bool input of an op whose
+// values are not integers (exp, sin, sigmoid, ...). Activations (activation_op) run on Eigen
+// arrays, exactly as in a fused GEMM epilogue; the other ops one number at a time (std::exp, ...),
+// in the compute type.
+template <class Op>
 any_tensor unary(const kernel_args& a) {
-  if (Floating && !is_floating_point(a.tensor(0).scalar_type())) unsupported_dtype(a.target(), a.tensor(0).scalar_type());
-  if (const activation act = activation_of<Op>(a); act != activation::none) {
-    const dtype d = a.tensor(0).scalar_type();
-    if (d == dtype::f32 || d == dtype::f64) {  // vectorised, and the same bits as a fused epilogue
-      any_tensor out = a.tensor(0).clone();
-      dispatch_gemm(d, a.target(), [&](auto tag) { activate(out.data<decltype(tag)>(), out.numel(), act); });
-      return out;
+  const Op op = decode_op<Op>(a);
+  const any_tensor& x = a.tensor(0);
+  const dtype in = x.scalar_type();
+  constexpr bool floating_only = std::is_base_of_v<typex::detail::unary_floating_only, Op>;
+  constexpr bool floating_result = std::is_base_of_v<typex::detail::unary_floating_result, Op>;
+  if (floating_only && !is_floating_point(in)) unsupported_dtype(a.target(), in);
+  const dtype out_dt = floating_result && !is_floating_point(in) ? dtype::f32 : in;
+  if constexpr (activation_op<Op>) {
+    if (is_floating_point(in)) {  // (f16 / bf16 in f32)
+      const dtype cd = compute_dtype(in);
+      any_tensor out = to_dtype(x, cd).clone();
+      dispatch_gemm(cd, a.target(), [&](auto tag) { activate(out.data<decltype(tag)>(), out.numel(), activation::of(op)); });
+      return to_dtype(out, out_dt);
     }
   }
-  const auto approx = std::is_same_v<Op, gelu_op> && a.text(1, "none") == "tanh" ? gelu_approximation::tanh
-                                                                                   : gelu_approximation::none;
-  return unary_map(a, [&](auto v) {
-    using T = decltype(v);
-    if constexpr (Floating && !std::is_floating_point_v<T>) return v;  // (rejected above)
-    else if constexpr (std::is_same_v<Op, gelu_op>) return gelu_op::scalar(v, approx);
-    else return static_cast<T>(Op::scalar(v));
+  const dtype cd = compute_dtype(out_dt);
+  const any_tensor X = to_dtype(x, cd);
+  any_tensor out(cd, x.extents());
+  dispatch_compute(cd, [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = X.data<T>();
+    T* po = out.data<T>();
+    for (index_t i = 0, n = x.numel(); i < n; ++i) op.math(scalar_math<T>{}, px[i], po[i]);
   });
+  return to_dtype(out, out_dt);
+}
+
+// The activation a node computes (the null activation for an op that is not one): the fusion
+// rule's table, keyed by op id, made from every registered op of activation_op.
+using activation_decoder = activation (*)(const kernel_args&);
+template <class Op>
+activation decode_activation(const kernel_args& a) {
+  return activation::of(decode_op<Op>(a));
 }
 
 // x ** e (aten.pow.Tensor_Scalar) and clamp(x, min?, max?): pointwise with numbers from the call.
@@ -1384,7 +1401,7 @@ inline any_tensor conv2d(const kernel_args& a) {
     std::vector<T> scratch(static_cast<std::size_t>(conv_scratch<T>(g, threads)));
     std::vector<T> wpacked(static_cast<std::size_t>(conv_packed_weights<T>(g)));
     conv_pack_weights(g, W.data<T>(), wpacked.data());
-    conv2d_into<T>(g, X.data<T>(), wpacked.data(), b != nullptr ? B.data<T>() : nullptr, activation::none, out.data<T>(),
+    conv2d_into<T>(g, X.data<T>(), wpacked.data(), b != nullptr ? B.data<T>() : nullptr, activation{}, out.data<T>(),
                    scratch.data(), threads);
   });
   return out;
@@ -1901,7 +1918,7 @@ inline any_tensor stack(const kernel_args& a) {
   for (const any_tensor& p : parts) ptrs.push_back(&p);
   const std::vector<ir::argument> args{std::vector<ir::value_ref>(parts.size()), static_cast<std::int64_t>(d)};
   const std::array<const any_tensor*, 2> none{nullptr, nullptr};
-  return cat(kernel_args(a.target(), args, none, nullptr, ptrs));
+  return cat(kernel_args(a.op(), args, none, nullptr, ptrs));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2200,128 +2217,168 @@ any_tensor arange(const kernel_args& a) {
   return out;
 }
 
-struct kernel_entry {
-  std::string_view target;
-  kernel_fn fn;
-};
-inline constexpr kernel_entry kernel_table[] = {
-    {neg_op::target, &detail::unary<neg_op, false>},
-    {abs_op::target, &detail::unary<abs_op, false>},
-    {relu_op::target, &detail::unary<relu_op, false>},
-    {exp_op::target, &detail::unary<exp_op, true>},
-    {log_op::target, &detail::unary<log_op, true>},
-    {sqrt_op::target, &detail::unary<sqrt_op, true>},
-    {rsqrt_op::target, &detail::unary<rsqrt_op, true>},
-    {tanh_op::target, &detail::unary<tanh_op, true>},
-    {log1p_op::target, &detail::unary<log1p_op, true>},
-    {sin_op::target, &detail::unary<sin_op, true>},
-    {cos_op::target, &detail::unary<cos_op, true>},
-    {erf_op::target, &detail::unary<erf_op, true>},
-    {reciprocal_op::target, &detail::unary<reciprocal_op, true>},
-    {pow_scalar_op::target, &detail::pow_scalar},
-    {clamp_op::target, &detail::clamp},
-    {sigmoid_op::target, &detail::unary<sigmoid_op, true>},
-    {silu_op::target, &detail::unary<silu_op, true>},
-    {gelu_op::target, &detail::unary<gelu_op, true>},
-    {add_op::target, &detail::binary<add_op, false>},
-    {sub_op::target, &detail::binary<sub_op, false>},
-    {mul_op::target, &detail::binary<mul_op, false>},
-    {div_op::target, &detail::binary<div_op, false>},
-    {maximum_op::target, &detail::binary<maximum_op, false>},
-    {minimum_op::target, &detail::binary<minimum_op, false>},
-    {eq_op::target, &detail::binary<eq_op, true>},
-    {ne_op::target, &detail::binary<ne_op, true>},
-    {lt_op::target, &detail::binary<lt_op, true>},
-    {le_op::target, &detail::binary<le_op, true>},
-    {gt_op::target, &detail::binary<gt_op, true>},
-    {ge_op::target, &detail::binary<ge_op, true>},
-    {"aten.sum.dim_IntList", &detail::reduce<reduction::sum>},
-    {"aten.mean.dim", &detail::reduce<reduction::mean>},
-    {"aten.amax.default", &detail::reduce<reduction::amax>},
-    {"aten.amin.default", &detail::reduce<reduction::amin>},
-    {"aten.logsumexp.default", &detail::reduce<reduction::logsumexp>},
-    {"aten.argmax.default", &detail::reduce<reduction::argmax>},
-    {"aten.var.correction", &detail::reduce<reduction::var>},
-    {"aten.std.correction", &detail::reduce<reduction::std>},
-    {"aten.linear.default", &detail::linear},
-    {"aten.matmul.default", &detail::matmul},
-    {"aten.mm.default", &detail::mm<2>},
-    {"aten.bmm.default", &detail::mm<3>},
-    {"aten.addmm.default", &detail::addmm},
-    {"aten.reshape.default", &detail::reshape},
-    {"aten.view.default", &detail::reshape},
-    {"aten.flatten.using_ints", &detail::flatten},
-    {"aten.unsqueeze.default", &detail::unsqueeze},
-    {"aten.permute.default", &detail::permute},
-    {"aten.transpose.int", &detail::transpose},
-    {"aten.slice.Tensor", &detail::slice},
-    {"aten.nonzero.default", &detail::nonzero},
-    {"aten.masked_select.default", &detail::masked_select},
-    {"aten.softmax.int", &detail::softmax<false>},
-    {"aten.log_softmax.int", &detail::softmax<true>},
-    {"aten.layer_norm.default", &detail::layer_norm},
-    {"aten.batch_norm.default", &detail::batch_norm},
-    {"aten.conv2d.default", &detail::conv2d},
-    {"aten.max_pool2d.default", &detail::pool2d<true>},
-    {"aten.avg_pool2d.default", &detail::pool2d<false>},
-    {"aten.adaptive_avg_pool2d.default", &detail::adaptive_avg_pool2d},
-    {"aten.embedding.default", &detail::embedding},
-    {pow_op::target, &detail::binary<pow_op, false>},
-    {logical_and_op::target, &detail::binary<logical_and_op, true>},
-    {logical_or_op::target, &detail::binary<logical_or_op, true>},
-    {logical_xor_op::target, &detail::binary<logical_xor_op, true>},
-    {logical_not_op::target, &detail::logical_not},
-    {"aten._to_copy.default", &detail::to_copy},
-    {where_op::target, &detail::where},
-    {masked_fill_op::target, &detail::masked_fill},
-    {"aten.select.int", &detail::select},
-    {"aten.squeeze.dim", &detail::squeeze},
-    {"aten.expand.default", &detail::expand},
-    {"aten.index_select.default", &detail::index_select},
-    {"aten.gather.default", &detail::gather},
-    {tril_op::target, &detail::triangle<true>},
-    {triu_op::target, &detail::triangle<false>},
-    {"aten.cat.default", &detail::cat},
-    {"aten.stack.default", &detail::stack},
-    {"aten.group_norm.default", &detail::group_norm},
-    {"aten.dropout.default", &detail::dropout},
-    {"aten.scaled_dot_product_attention.default", &detail::scaled_dot_product_attention},
-    {"aten.cross_entropy_loss.default", &detail::cross_entropy},
-    {"aten.nll_loss.default", &detail::nll_loss},
-    {"aten.mse_loss.default", &detail::mse_loss},
-    {copy_op::target, &detail::copy},
-    {"aten.zeros.default", &detail::fill<0>},
-    {"aten.ones.default", &detail::fill<1>},
-    {"aten.full.default", &detail::fill<2>},
-    {"aten.zeros_like.default", &detail::fill_like<0>},
-    {"aten.ones_like.default", &detail::fill_like<1>},
-    {"aten.full_like.default", &detail::fill_like<2>},
-    {"aten.arange.default", &detail::arange<1>},
-    {"aten.arange.start", &detail::arange<2>},
-    {"aten.arange.start_step", &detail::arange<3>},
-};
 }  // namespace detail
 
-TYPEX_EIGEN_API kernel_fn find_kernel(std::string_view target) {
-  static const std::unordered_map<std::string_view, kernel_fn> index = [] {
-    std::unordered_map<std::string_view, kernel_fn> m;
-    for (const detail::kernel_entry& e : detail::kernel_table) m.emplace(e.target, e.fn);
-    return m;
-  }();
-  const auto it = index.find(target);
-  return it == index.end() ? nullptr : it->second;
+// The kernels of the registry's ops (ops/all.hpp), one line each: kernel<Op> runs the function.
+#define TYPEX_EIGEN_KERNEL(OP, ...) \
+  template <>                     \
+  struct kernel<OP> {             \
+    static any_tensor run(const kernel_args& a) { return __VA_ARGS__(a); } \
+  }
+TYPEX_EIGEN_KERNEL(neg_op, detail::unary<neg_op>);
+TYPEX_EIGEN_KERNEL(abs_op, detail::unary<abs_op>);
+TYPEX_EIGEN_KERNEL(relu_op, detail::unary<relu_op>);
+TYPEX_EIGEN_KERNEL(exp_op, detail::unary<exp_op>);
+TYPEX_EIGEN_KERNEL(log_op, detail::unary<log_op>);
+TYPEX_EIGEN_KERNEL(sqrt_op, detail::unary<sqrt_op>);
+TYPEX_EIGEN_KERNEL(rsqrt_op, detail::unary<rsqrt_op>);
+TYPEX_EIGEN_KERNEL(tanh_op, detail::unary<tanh_op>);
+TYPEX_EIGEN_KERNEL(log1p_op, detail::unary<log1p_op>);
+TYPEX_EIGEN_KERNEL(sin_op, detail::unary<sin_op>);
+TYPEX_EIGEN_KERNEL(cos_op, detail::unary<cos_op>);
+TYPEX_EIGEN_KERNEL(erf_op, detail::unary<erf_op>);
+TYPEX_EIGEN_KERNEL(reciprocal_op, detail::unary<reciprocal_op>);
+TYPEX_EIGEN_KERNEL(sigmoid_op, detail::unary<sigmoid_op>);
+TYPEX_EIGEN_KERNEL(silu_op, detail::unary<silu_op>);
+TYPEX_EIGEN_KERNEL(gelu_op, detail::unary<gelu_op>);
+TYPEX_EIGEN_KERNEL(hardswish_op, detail::unary<hardswish_op>);
+TYPEX_EIGEN_KERNEL(pow_scalar_op, detail::pow_scalar);
+TYPEX_EIGEN_KERNEL(clamp_op, detail::clamp);
+TYPEX_EIGEN_KERNEL(logical_not_op, detail::logical_not);
+TYPEX_EIGEN_KERNEL(aten::_to_copy, detail::to_copy);
+TYPEX_EIGEN_KERNEL(add_op, detail::binary<add_op, false>);
+TYPEX_EIGEN_KERNEL(sub_op, detail::binary<sub_op, false>);
+TYPEX_EIGEN_KERNEL(mul_op, detail::binary<mul_op, false>);
+TYPEX_EIGEN_KERNEL(div_op, detail::binary<div_op, false>);
+TYPEX_EIGEN_KERNEL(maximum_op, detail::binary<maximum_op, false>);
+TYPEX_EIGEN_KERNEL(minimum_op, detail::binary<minimum_op, false>);
+TYPEX_EIGEN_KERNEL(pow_op, detail::binary<pow_op, false>);
+TYPEX_EIGEN_KERNEL(eq_op, detail::binary<eq_op, true>);
+TYPEX_EIGEN_KERNEL(ne_op, detail::binary<ne_op, true>);
+TYPEX_EIGEN_KERNEL(lt_op, detail::binary<lt_op, true>);
+TYPEX_EIGEN_KERNEL(le_op, detail::binary<le_op, true>);
+TYPEX_EIGEN_KERNEL(gt_op, detail::binary<gt_op, true>);
+TYPEX_EIGEN_KERNEL(ge_op, detail::binary<ge_op, true>);
+TYPEX_EIGEN_KERNEL(logical_and_op, detail::binary<logical_and_op, true>);
+TYPEX_EIGEN_KERNEL(logical_or_op, detail::binary<logical_or_op, true>);
+TYPEX_EIGEN_KERNEL(logical_xor_op, detail::binary<logical_xor_op, true>);
+TYPEX_EIGEN_KERNEL(aten::sum_dim_IntList, detail::reduce<reduction::sum>);
+TYPEX_EIGEN_KERNEL(aten::mean_dim, detail::reduce<reduction::mean>);
+TYPEX_EIGEN_KERNEL(aten::amax, detail::reduce<reduction::amax>);
+TYPEX_EIGEN_KERNEL(aten::amin, detail::reduce<reduction::amin>);
+TYPEX_EIGEN_KERNEL(aten::logsumexp, detail::reduce<reduction::logsumexp>);
+TYPEX_EIGEN_KERNEL(aten::argmax, detail::reduce<reduction::argmax>);
+TYPEX_EIGEN_KERNEL(aten::var_correction, detail::reduce<reduction::var>);
+TYPEX_EIGEN_KERNEL(aten::std_correction, detail::reduce<reduction::std>);
+TYPEX_EIGEN_KERNEL(linear_op, detail::linear);
+TYPEX_EIGEN_KERNEL(matmul_op, detail::matmul);
+TYPEX_EIGEN_KERNEL(aten::mm, detail::mm<2>);
+TYPEX_EIGEN_KERNEL(aten::bmm, detail::mm<3>);
+TYPEX_EIGEN_KERNEL(addmm_op, detail::addmm);
+TYPEX_EIGEN_KERNEL(aten::reshape, detail::reshape);
+TYPEX_EIGEN_KERNEL(aten::view, detail::reshape);
+TYPEX_EIGEN_KERNEL(aten::flatten_using_ints, detail::flatten);
+TYPEX_EIGEN_KERNEL(aten::unsqueeze, detail::unsqueeze);
+TYPEX_EIGEN_KERNEL(aten::permute, detail::permute);
+TYPEX_EIGEN_KERNEL(aten::transpose_int, detail::transpose);
+TYPEX_EIGEN_KERNEL(aten::slice_Tensor, detail::slice);
+TYPEX_EIGEN_KERNEL(aten::select_int, detail::select);
+TYPEX_EIGEN_KERNEL(aten::squeeze_dim, detail::squeeze);
+TYPEX_EIGEN_KERNEL(aten::expand, detail::expand);
+TYPEX_EIGEN_KERNEL(where_op, detail::where);
+TYPEX_EIGEN_KERNEL(masked_fill_op, detail::masked_fill);
+TYPEX_EIGEN_KERNEL(aten::index_select, detail::index_select);
+TYPEX_EIGEN_KERNEL(aten::gather, detail::gather);
+TYPEX_EIGEN_KERNEL(aten::tril, detail::triangle<true>);
+TYPEX_EIGEN_KERNEL(aten::triu, detail::triangle<false>);
+TYPEX_EIGEN_KERNEL(aten::nonzero, detail::nonzero);
+TYPEX_EIGEN_KERNEL(aten::masked_select, detail::masked_select);
+TYPEX_EIGEN_KERNEL(aten::softmax_int, detail::softmax<false>);
+TYPEX_EIGEN_KERNEL(aten::log_softmax_int, detail::softmax<true>);
+TYPEX_EIGEN_KERNEL(layer_norm_op, detail::layer_norm);
+TYPEX_EIGEN_KERNEL(batch_norm_op, detail::batch_norm);
+TYPEX_EIGEN_KERNEL(aten::group_norm, detail::group_norm);
+TYPEX_EIGEN_KERNEL(aten::conv2d, detail::conv2d);
+TYPEX_EIGEN_KERNEL(aten::max_pool2d, detail::pool2d<true>);
+TYPEX_EIGEN_KERNEL(aten::avg_pool2d, detail::pool2d<false>);
+TYPEX_EIGEN_KERNEL(aten::adaptive_avg_pool2d, detail::adaptive_avg_pool2d);
+TYPEX_EIGEN_KERNEL(aten::cat, detail::cat);
+TYPEX_EIGEN_KERNEL(aten::stack, detail::stack);
+TYPEX_EIGEN_KERNEL(embedding_op, detail::embedding);
+TYPEX_EIGEN_KERNEL(scaled_dot_product_attention_op, detail::scaled_dot_product_attention);
+TYPEX_EIGEN_KERNEL(dropout_op, detail::dropout);
+TYPEX_EIGEN_KERNEL(aten::cross_entropy_loss, detail::cross_entropy);
+TYPEX_EIGEN_KERNEL(aten::nll_loss, detail::nll_loss);
+TYPEX_EIGEN_KERNEL(aten::mse_loss, detail::mse_loss);
+TYPEX_EIGEN_KERNEL(copy_op, detail::copy);
+TYPEX_EIGEN_KERNEL(aten::zeros, detail::fill<0>);
+TYPEX_EIGEN_KERNEL(aten::ones, detail::fill<1>);
+TYPEX_EIGEN_KERNEL(aten::full, detail::fill<2>);
+TYPEX_EIGEN_KERNEL(aten::zeros_like, detail::fill_like<0>);
+TYPEX_EIGEN_KERNEL(aten::ones_like, detail::fill_like<1>);
+TYPEX_EIGEN_KERNEL(aten::full_like, detail::fill_like<2>);
+TYPEX_EIGEN_KERNEL(aten::arange, detail::arange<1>);
+TYPEX_EIGEN_KERNEL(aten::arange_start, detail::arange<2>);
+TYPEX_EIGEN_KERNEL(aten::arange_start_step, detail::arange<3>);
+#undef TYPEX_EIGEN_KERNEL
+
+namespace detail {
+// The kernel table: every op of the registry (a missing kernel<Op> fails to compile here, naming
+// the op), then those registered by users. Activations (activation_op) also get the fusion
+// rule's entry: how to make their activation from a call.
+struct kernel_table {
+  std::mutex mutex;  // (registrations only; built-ins are there before the first look-up)
+  std::unordered_map<op_id, kernel_fn> kernels;
+  std::unordered_map<op_id, activation_decoder> activations;
+  std::vector<op_id> order;
+
+  kernel_table() {
+    for_each_op(builtin_ops{}, [&](auto type) {
+      using Op = typename decltype(type)::type;
+      add(op_id_of<Op>, &kernel<Op>::run);
+      if constexpr (activation_op<Op>) activations.emplace(op_id_of<Op>, &decode_activation<Op>);
+    });
+  }
+  void add(op_id op, kernel_fn fn) {
+    if (kernels.emplace(op, fn).second) order.push_back(op);
+  }
+};
+inline kernel_table& kernels() {
+  static kernel_table t;
+  return t;
+}
+
+// The activation node `args` calls (the null activation where its op is not one).
+inline activation activation_of(const kernel_args& args) {
+  const auto& acts = kernels().activations;
+  const auto it = acts.find(args.op());
+  return it == acts.end() ? activation{} : it->second(args);
+}
+
+TYPEX_EIGEN_API void add_kernel(op_id op, kernel_fn fn) {
+  kernel_table& t = kernels();
+  const std::lock_guard lock(t.mutex);
+  t.add(op, fn);
+}
+}  // namespace detail
+
+TYPEX_EIGEN_API kernel_fn find_kernel(op_id op) {
+  detail::kernel_table& t = detail::kernels();
+  const std::lock_guard lock(t.mutex);
+  const auto it = t.kernels.find(op);
+  return it == t.kernels.end() ? nullptr : it->second;
 }
 
 TYPEX_EIGEN_API void manual_seed(std::uint64_t seed) { detail::generator().seed(seed); }
 
-TYPEX_EIGEN_API std::vector<std::string_view> kernel_targets() {
-  std::vector<std::string_view> out;
-  for (const detail::kernel_entry& e : detail::kernel_table) out.push_back(e.target);
-  return out;
+TYPEX_EIGEN_API std::vector<op_id> kernel_ops() {
+  detail::kernel_table& t = detail::kernels();
+  const std::lock_guard lock(t.mutex);
+  return t.order;
 }
 
 TYPEX_EIGEN_API any_tensor run_kernel(const kernel_args& a) {
-  const kernel_fn k = find_kernel(a.target());
+  const kernel_fn k = find_kernel(a.op());
   if (k == nullptr) {
     typex::detail::raise<unsupported_error>([&](auto& w) {
       w.put("typex::eigen: no kernel for "); w.put(a.target());

@@ -187,7 +187,7 @@ enum class pointwise_fn : unsigned char { add, sub, mul, div, activate };
 template <class T>
 struct pointwise_link {
   pointwise_fn f = pointwise_fn::add;
-  activation act = activation::none;  // (activate)
+  activation act;  // (activate)
   operand b;                          // the other operand (none: a number)
   T number{};
   T alpha = T(1);
@@ -353,7 +353,7 @@ struct kernel_step final : step {
     const any_tensor r = fn(kernel_args(node->target, node->args, args.ptrs, symbols, list.ptrs));
     if (r.scalar_type() != dt || r.extents() != extents) {  // a bug in typex: reported, not computed on
       typex::detail::raise<ir::graph_error>([&](auto& w) {
-        w.put("typex::eigen: node '"); w.put(node->name); w.put("' ("); w.put(node->target); w.put(") produced ");
+        w.put("typex::eigen: node '"); w.put(node->name); w.put("' ("); w.put(node->target.name()); w.put(") produced ");
         w.put(r.to_string()); w.put(" where the program records "); w.put(tensor_shape(dt, extents).to_string());
       });
     }
@@ -409,25 +409,21 @@ class planned_engine final : public engine {
     std::size_t bytes, first, last;
   };
 
-  static bool is_view_op(std::string_view t) {
-    return t == "aten.reshape.default" || t == "aten.view.default" || t == "aten.flatten.using_ints" ||
-           t == "aten.unsqueeze.default" || t == "aten._unsafe_view.default" || t == "aten.alias.default";
+  // (the planner knows ops by their ids: op_id_of<Op> is a constant, each test a pointer comparison)
+  static bool is_view_op(op_id t) {
+    return t == op_id_of<aten::reshape> || t == op_id_of<aten::view> || t == op_id_of<aten::flatten_using_ints> ||
+           t == op_id_of<aten::unsqueeze>;
   }
-  static bool is_permute_op(std::string_view t) { return t == "aten.transpose.int" || t == "aten.permute.default"; }
-  static bool is_matmul_op(std::string_view t) {
-    return t == "aten.matmul.default" || t == "aten.bmm.default" || t == "aten.mm.default";
-  }
+  static bool is_permute_op(op_id t) { return t == op_id_of<aten::transpose_int> || t == op_id_of<aten::permute>; }
+  static bool is_matmul_op(op_id t) { return t == op_id_of<matmul_op> || t == op_id_of<aten::bmm> || t == op_id_of<aten::mm>; }
+  static bool is_gemm_op(op_id t) { return t == op_id_of<linear_op> || t == op_id_of<aten::conv2d>; }
   static bool gemm_dtype(dtype d) { return d == dtype::f32 || d == dtype::f64; }
-  // The activation a relu / gelu / silu / sigmoid / tanh node computes (none for other nodes).
+  // The activation a node computes (the null one for a node whose op is not an activation_op): the
+  // fusion rule, keyed by op id (kernels_impl.hpp's table).
   activation activation_node(const ir::node& u) const {
-    const kernel_fn f = find_kernel(u.target);
+    if (u.op != ir::node_op::call_function) return {};
     const std::vector<const any_tensor*> no_tensors(u.args.size(), nullptr);
-    if (f == &unary<relu_op, false>) return activation::relu;
-    if (f == &unary<gelu_op, true>) return activation_of<gelu_op>(kernel_args(u.target, u.args, no_tensors, &symbols_));
-    if (f == &unary<silu_op, true>) return activation::silu;
-    if (f == &unary<sigmoid_op, true>) return activation::sigmoid;
-    if (f == &unary<tanh_op, true>) return activation::tanh;
-    return activation::none;
+    return activation_of(kernel_args(u.target, u.args, no_tensors, &symbols_));
   }
   // Whether fast_step runs this matmul node (so it can read operands through strides).
   static bool strided_matmul(const ir::graph& g, const ir::node& u) {
@@ -441,7 +437,7 @@ class planned_engine final : public engine {
       if (m.scalar_type != d || m.rank() < 2) return false;
       ranks[k] = m.rank();
     }
-    return u.target == "aten.matmul.default" || ranks[0] == ranks[1];
+    return u.target == op_id_of<matmul_op> || ranks[0] == ranks[1];
   }
 
   // The geometry of a max_pool2d node reading conv output v, when a conv step can do it per image.
@@ -527,7 +523,6 @@ class planned_engine final : public engine {
     users_ = users;
     is_output_ = is_output;
     chained_to_.assign(g.size(), no_node);
-    std::vector<activation> fused_act(g.size(), activation::none);
     std::vector<bool> fused_into(g.size(), false);  // an activation done by its producer's epilogue
     std::vector<std::unique_ptr<step>> pending;
     std::vector<std::size_t> step_time;
@@ -574,14 +569,14 @@ class planned_engine final : public engine {
       }
       const kernel_fn fn = find_kernel(node.target);
       const kernel_args call(node.target, node.args, tensors, &symbols_, list);
-      if (node.target == "aten.batch_norm.default" && call.has(5) && call.flag(5)) {
+      if (node.target == op_id_of<batch_norm_op> && call.has(5) && call.flag(5)) {
         typex::detail::raise<unsupported_error>([&](auto& w) {
           w.put("typex::eigen: node '"); w.put(node.name);
           w.put("' is training-mode batch_norm, which updates its running statistics in place, behind the program's back; "
                 "use nn::BatchNorm2d (whose traced training mode writes them as buffer mutations) or export in eval mode");
         });
       }
-      const bool random = node.target == "aten.dropout.default" && call.flag(2);  // (never folded: a new draw per call)
+      const bool random = node.target == op_id_of<dropout_op> && call.flag(2);  // (never folded: a new draw per call)
       // 1. constant folding (a folded value that no symbol can change is kept for later plans, and
       //    so are the GEMM packings of it)
       if (all_constant && !random) {
@@ -613,11 +608,11 @@ class planned_engine final : public engine {
         std::vector<index_t> perm(x0->extents.size());
         for (std::size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<index_t>(d);
         const kernel_args a(node.target, node.args, tensors, &symbols_);
-        if (node.target == "aten.transpose.int") {
-          std::swap(perm[wrap_dim(node.target, a.integer(1), perm.size())], perm[wrap_dim(node.target, a.integer(2), perm.size())]);
+        if (node.target == op_id_of<aten::transpose_int>) {
+          std::swap(perm[wrap_dim(a.target(), a.integer(1), perm.size())], perm[wrap_dim(a.target(), a.integer(2), perm.size())]);
         } else {
           const auto p = a.ints(1);
-          for (std::size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<index_t>(wrap_dim(node.target, p[d], perm.size()));
+          for (std::size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<index_t>(wrap_dim(a.target(), p[d], perm.size()));
         }
         v.strided = true;
         v.at = x0->at;
@@ -629,24 +624,24 @@ class planned_engine final : public engine {
       // reads (extend lifetimes), then the output buffer
       ir::graph::for_each_ref(node, [&](ir::value_ref r) { read(values_[r.node], n); });
       // 3. a fused activation: the only reader of a linear / conv2d output
-      activation act = activation::none;
-      if (options_.fuse && (node.target == "aten.linear.default" || node.target == "aten.conv2d.default") && !is_output[n] &&
+      activation act;
+      if (options_.fuse && is_gemm_op(node.target) && !is_output[n] &&
           users[n].size() == 1 && gemm_dtype(v.dt)) {
         const ir::node& u = g[users[n].front()];
         act = activation_node(u);
-        if (act != activation::none && u.vals.front().scalar_type == v.dt) {
+        if (act && u.vals.front().scalar_type == v.dt) {
           fused_into[users[n].front()] = true;
           ++report_.fused;
         } else {
-          act = activation::none;
+          act = {};
         }
       }
       // 4. a max-pool that is the only reader of a conv2d's (activated) output: done per image in the
       // conv's step, while the image's convolution is in cache (the conv's buffer holds the pooled value)
       std::optional<pool_geometry> pool;
-      const ir::node_id last = act != activation::none ? users[n].front() : n;
-      if (options_.fuse && node.target == "aten.conv2d.default" && gemm_dtype(v.dt) && !is_output[n] && !is_output[last] &&
-          users[last].size() == 1 && g[users[last].front()].target == "aten.max_pool2d.default")
+      const ir::node_id last = act ? users[n].front() : n;
+      if (options_.fuse && node.target == op_id_of<aten::conv2d> && gemm_dtype(v.dt) && !is_output[n] && !is_output[last] &&
+          users[last].size() == 1 && g[users[last].front()].target == op_id_of<aten::max_pool2d>)
         pool = fusable_pool(g[users[last].front()], v);
       v.at = {operand::where::arena, new_buffer(pool ? pooled_numel(*pool) * itemsize(v.dt) : bytes, n), nullptr};
       auto fast = fast_step(node, n, tensors, act, pool ? &*pool : nullptr);
@@ -654,17 +649,17 @@ class planned_engine final : public engine {
         fused_into[users[last].front()] = true;
         ++report_.fused;
       }
-      if (!fast && act != activation::none) {  // (the kernel step below does the activation's node as its own step)
+      if (!fast && act) {  // (the kernel step below does the activation's node as its own step)
         fused_into[users[n].front()] = false;
         --report_.fused;
-        act = activation::none;
+        act = {};
       }
       if (!fast) buffers_[v.at.index].bytes = bytes;
       if (auto s = std::move(fast)) {
         pending.push_back(std::move(s));
       } else {
         pending.push_back(generic_step(node, n, fn));
-        report_.allocating_ops.emplace_back(node.target);
+        report_.allocating_ops.emplace_back(node.target.name());
       }
       step_time.push_back(n);
     }
@@ -780,10 +775,10 @@ class planned_engine final : public engine {
     const auto plain = [&](const value* a) { return a != nullptr && !a->strided && a->dt == v.dt; };
     const kernel_args ka(node.target, node.args, tensors, &symbols_);
     std::unique_ptr<step> out;
-    dispatch_gemm(v.dt, node.target, [&](auto tag) {
+    dispatch_gemm(v.dt, ka.target(), [&](auto tag) {
       using T = decltype(tag);
-      const std::string_view t = node.target;
-      if (t == "aten.linear.default") {
+      const op_id t = node.target;
+      if (t == op_id_of<linear_op>) {
         const value *x = arg(0), *w = arg(1), *b = arg(2);
         if (!plain(x) || !plain(w) || (node.args.size() > 2 && !std::holds_alternative<ir::none_t>(node.args[2]) && !plain(b))) return;
         // (shapes the eager kernel would reject: leave them to it, for its message)
@@ -795,7 +790,7 @@ class planned_engine final : public engine {
         s->in = w->extents[1], s->outs = w->extents[0], s->rows = s->in ? x->numel() / s->in : 0;
         s->prepare(packed_);
         out = std::move(s);
-      } else if (t == "aten.conv2d.default") {
+      } else if (t == op_id_of<aten::conv2d>) {
         const value *x = arg(0), *w = arg(1), *b = arg(2);
         if (!plain(x) || !plain(w) || (b != nullptr && !plain(b))) return;
         auto s = std::make_unique<conv_step<T>>();
@@ -810,7 +805,7 @@ class planned_engine final : public engine {
       } else if (is_matmul_op(t)) {
         const value *x = arg(0), *y = arg(1);
         if (x == nullptr || y == nullptr || x->dt != v.dt || y->dt != v.dt || x->extents.size() < 2 || y->extents.size() < 2) return;
-        if (t != "aten.matmul.default" && x->extents.size() != y->extents.size()) return;
+        if (t != op_id_of<matmul_op> && x->extents.size() != y->extents.size()) return;
         const std::size_t rx = x->extents.size(), ry = y->extents.size();
         if (x->extents[rx - 1] != y->extents[ry - 2]) return;
         const std::vector<index_t> sx = x->strided ? x->strides : contiguous_strides(x->extents);
@@ -823,19 +818,19 @@ class planned_engine final : public engine {
         s->ox = batch_offsets({x->extents.begin(), x->extents.end() - 2}, {sx.begin(), sx.end() - 2}, batch);
         s->oy = batch_offsets({y->extents.begin(), y->extents.end() - 2}, {sy.begin(), sy.end() - 2}, batch);
         out = std::move(s);
-      } else if (const activation a = activation_node(node); a != activation::none) {
+      } else if (const activation a = activation_node(node)) {
         const value* x = arg(0);
         if (!plain(x)) return;
         auto s = std::make_unique<activation_step<T>>();
         s->x = x->at, s->out = v.at, s->n = v.numel(), s->act = a;
         out = std::move(s);
-      } else if (t == add_op::target || t == sub_op::target || t == mul_op::target || t == div_op::target) {
+      } else if (t == op_id_of<add_op> || t == op_id_of<sub_op> || t == op_id_of<mul_op> || t == op_id_of<div_op>) {
         const value *a = arg(0), *b = arg(1);
         if (!plain(a)) return;
         auto s = std::make_unique<binary_step<T>>();
-        s->f = t == add_op::target ? binary_step<T>::fn::add
-             : t == sub_op::target ? binary_step<T>::fn::sub
-             : t == mul_op::target ? binary_step<T>::fn::mul
+        s->f = t == op_id_of<add_op> ? binary_step<T>::fn::add
+             : t == op_id_of<sub_op> ? binary_step<T>::fn::sub
+             : t == op_id_of<mul_op> ? binary_step<T>::fn::mul
                                    : binary_step<T>::fn::div;
         if (b == nullptr) {
           if (node.args.size() < 2 || !(std::holds_alternative<double>(node.args[1]) || std::holds_alternative<std::int64_t>(node.args[1]))) return;
@@ -859,14 +854,14 @@ class planned_engine final : public engine {
         s->sb = b ? broadcast_strides(b->extents, v.extents) : std::vector<index_t>(v.extents.size(), 0);
         extend_chain(*s, n);
         out = std::move(s);
-      } else if (t == "aten.softmax.int" || t == "aten.log_softmax.int") {
+      } else if (t == op_id_of<aten::softmax_int> || t == op_id_of<aten::log_softmax_int>) {
         const value* x = arg(0);
-        if (!plain(x) || x->extents.empty() || wrap_dim(t, ka.integer(1), x->extents.size()) + 1 != x->extents.size()) return;
+        if (!plain(x) || x->extents.empty() || wrap_dim(ka.target(), ka.integer(1), x->extents.size()) + 1 != x->extents.size()) return;
         auto s = std::make_unique<softmax_step<T>>();
         s->x = x->at, s->out = v.at, s->len = x->extents.back(), s->rows = s->len ? x->numel() / s->len : 0;
-        s->log = t == "aten.log_softmax.int";
+        s->log = t == op_id_of<aten::log_softmax_int>;
         out = std::move(s);
-      } else if (t == "aten.layer_norm.default") {
+      } else if (t == op_id_of<layer_norm_op>) {
         const value *x = arg(0), *w = arg(2), *b = arg(3);
         if (!plain(x) || (w && !plain(w)) || (b && !plain(b))) return;
         const auto normalized = ka.ints(1);
@@ -881,7 +876,7 @@ class planned_engine final : public engine {
         s->x = x->at, s->w = w ? w->at : operand{}, s->b = b ? b->at : operand{}, s->out = v.at;
         s->m = m, s->rows = m ? x->numel() / m : 0, s->eps = ka.has(4) ? ka.real(4) : 1e-5;
         out = std::move(s);
-      } else if (t == "aten.max_pool2d.default") {
+      } else if (t == op_id_of<aten::max_pool2d>) {
         const value* x = arg(0);
         if (!plain(x)) return;
         auto s = std::make_unique<max_pool_step<T>>();
@@ -895,10 +890,11 @@ class planned_engine final : public engine {
         std::vector<std::size_t> perm(x->extents.size());
         for (std::size_t d = 0; d < perm.size(); ++d) perm[d] = d;
         if (perm.empty()) return;
-        if (t == "aten.transpose.int") std::swap(perm[wrap_dim(t, ka.integer(1), perm.size())], perm[wrap_dim(t, ka.integer(2), perm.size())]);
+        if (t == op_id_of<aten::transpose_int>)
+          std::swap(perm[wrap_dim(ka.target(), ka.integer(1), perm.size())], perm[wrap_dim(ka.target(), ka.integer(2), perm.size())]);
         else {
           const auto p = ka.ints(1);
-          for (std::size_t d = 0; d < perm.size(); ++d) perm[d] = wrap_dim(t, p[d], perm.size());
+          for (std::size_t d = 0; d < perm.size(); ++d) perm[d] = wrap_dim(ka.target(), p[d], perm.size());
         }
         const std::vector<index_t> base = x->strided ? x->strides : contiguous_strides(x->extents);
         auto s = std::make_unique<copy_step<T>>();
@@ -936,17 +932,17 @@ class planned_engine final : public engine {
       pointwise_link<T> l;
       l.sb.assign(hv.extents.size(), 0);
       const value* other = nullptr;
-      const std::string_view t = un.target;
-      if (const activation a = activation_node(un); a != activation::none) {
+      const op_id t = un.target;
+      if (const activation a = activation_node(un)) {
         if (un.args.empty() || !is_ref_to(un.args[0], cur)) return;
         l.f = pointwise_fn::activate;
         l.act = a;
-      } else if (t == add_op::target || t == sub_op::target || t == mul_op::target || t == div_op::target) {
+      } else if (t == op_id_of<add_op> || t == op_id_of<sub_op> || t == op_id_of<mul_op> || t == op_id_of<div_op>) {
         if (un.args.size() < 2) return;
         const bool first = is_ref_to(un.args[0], cur), second = is_ref_to(un.args[1], cur);
         if (first == second) return;  // (x op x, or not a reader: not a chain)
-        l.f = t == add_op::target ? pointwise_fn::add : t == sub_op::target ? pointwise_fn::sub
-            : t == mul_op::target ? pointwise_fn::mul : pointwise_fn::div;
+        l.f = t == op_id_of<add_op> ? pointwise_fn::add : t == op_id_of<sub_op> ? pointwise_fn::sub
+            : t == op_id_of<mul_op> ? pointwise_fn::mul : pointwise_fn::div;
         l.chain_second = second;
         const ir::argument& o = un.args[first ? 1 : 0];
         if (const auto* r = std::get_if<ir::value_ref>(&o)) {
@@ -1066,7 +1062,7 @@ class stepwise_engine final : public engine {
     for (const ir::node& n : ep_->graph().nodes())
       if (n.op == ir::node_op::call_function && !ir::is_assertion(n)) {
         ++r.steps;
-        r.allocating_ops.push_back(n.target);
+        r.allocating_ops.emplace_back(n.target.name());
       }
     return r;
   }
@@ -1082,7 +1078,7 @@ class stepwise_engine final : public engine {
     }
     if (!same) {
       typex::detail::raise<ir::graph_error>([&](auto& w) {
-        w.put("typex::eigen: node '"); w.put(node.name); w.put("' ("); w.put(node.target); w.put(") produced ");
+        w.put("typex::eigen: node '"); w.put(node.name); w.put("' ("); w.put(node.target.name()); w.put(") produced ");
         w.put(out.to_string()); w.put(" where the program records "); w.put(m.to_string());
       });
     }

@@ -69,13 +69,13 @@ class program_module<eigen_backend> {
       if (node.op == ir::node_op::call_function && !ir::is_assertion(node)) {  // (assertions: bind_inputs)
         if (node.vals.size() != 1) {
           detail::raise<unsupported_error>([&](auto& w) {
-            w.put("typex::eigen: node '"); w.put(node.name); w.put("' ("); w.put(node.target);
+            w.put("typex::eigen: node '"); w.put(node.name); w.put("' ("); w.put(node.target.name());
             w.put(") has several results; the Eigen program runner runs single-result ops");
           });
         }
         if (eigen::find_kernel(node.target) == nullptr) {
           detail::raise<unsupported_error>([&](auto& w) {
-            w.put("typex::eigen: the program uses "); w.put(node.target); w.put(" (node '"); w.put(node.name);
+            w.put("typex::eigen: the program uses "); w.put(node.target.name()); w.put(" (node '"); w.put(node.name);
             w.put("'), which the Eigen backend does not run");
           });
         }

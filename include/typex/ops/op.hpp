@@ -1,0 +1,99 @@
+// typex/ops/op.hpp — what identifies an op: its ATen overload name, as a value (op_id).
+//
+// An op is a type with `static constexpr std::string_view target = "aten.relu.default"` (the
+// ATen overload it records; ops/apply.hpp lists what else an op type carries). op_id_of<Op> is its
+// identity as a value: the address of one op_info object per overload name, made at compile time
+// from the name itself (a template argument), so that
+//   - every type that records the same overload has the same id (conv2d_op<Opt> for any Opt and
+//     the registry's aten::conv2d tag);
+//   - an id is a constant expression: `node.target == op_id_of<linear_op>` is a pointer
+//     comparison, and a switch over ids needs no string;
+//   - a user-defined op gets its id the same way, with nothing to register for identity
+//     (registering it by name, for look-ups from text, is ops/all.hpp's register_op).
+// The IR stores op ids (ir::node::target); printing uses op_id::name().
+#pragma once
+
+#include <typex/core/fixed_string.hpp>
+
+#include <cstddef>
+#include <functional>
+#include <string_view>
+#include <type_traits>
+
+namespace typex {
+
+// One ATen overload. One object per name in a program (a variable template keyed by the name).
+struct op_info {
+  std::string_view name;  // "aten.linear.default"
+};
+
+class op_id {
+ public:
+  constexpr op_id() noexcept = default;
+  constexpr explicit op_id(const op_info* info) noexcept : info_(info) {}
+
+  // "aten.linear.default"; empty for the null id (placeholders and the output node carry it)
+  constexpr std::string_view name() const noexcept { return info_ != nullptr ? info_->name : std::string_view(); }
+  // "aten.linear.default" -> "linear" (torch.fx's default node name)
+  constexpr std::string_view short_name() const noexcept {
+    std::string_view t = name();
+    if (t.starts_with("aten.")) t.remove_prefix(5);
+    return t.substr(0, t.find('.'));
+  }
+  constexpr explicit operator bool() const noexcept { return info_ != nullptr; }
+  constexpr const op_info* info() const noexcept { return info_; }
+
+  friend constexpr bool operator==(op_id, op_id) noexcept = default;
+
+ private:
+  const op_info* info_ = nullptr;
+};
+
+// Whether Op is an op type: it names the ATen overload it records.
+template <class Op>
+concept op_type = requires {
+  { Op::target } -> std::convertible_to<std::string_view>;
+};
+
+namespace detail {
+template <class Op>
+constexpr auto op_target_string() {
+  constexpr std::string_view t = Op::target;
+  fixed_string<t.size()> s;
+  for (std::size_t i = 0; i < t.size(); ++i) s.data[i] = t[i];
+  return s;
+}
+// (the string_view points into the template argument object, which has static storage)
+template <fixed_string Name>
+inline constexpr op_info op_info_v{Name.view()};
+}  // namespace detail
+
+// The id of Op's overload. An error "constraints not satisfied" here means: the type given is not
+// an op (it has no `static constexpr std::string_view target = "aten.<op>.<overload>"`).
+template <op_type Op>
+inline constexpr op_id op_id_of{&detail::op_info_v<detail::op_target_string<Op>()>};
+
+// A list of op types (the registry, ops/all.hpp, is one).
+template <class... Ops>
+struct op_list {
+  static constexpr std::size_t size = sizeof...(Ops);
+};
+
+// The ops of several lists, in order: op_list_cat_t<unary_ops, binary_ops>.
+template <class... A, class... B>
+op_list<A..., B...> operator+(op_list<A...>, op_list<B...>);  // (declared only: for decltype)
+template <class... Lists>
+using op_list_cat_t = decltype((Lists{} + ... + op_list<>{}));
+
+// Calls f(std::type_identity<Op>{}) for each op of the list, in order.
+template <class... Ops, class F>
+constexpr void for_each_op(op_list<Ops...>, F&& f) {
+  (f(std::type_identity<Ops>{}), ...);
+}
+
+}  // namespace typex
+
+template <>
+struct std::hash<typex::op_id> {
+  std::size_t operator()(typex::op_id id) const noexcept { return std::hash<const typex::op_info*>{}(id.info()); }
+};
