@@ -131,7 +131,18 @@ struct pointwise_chain {
     return std::tuple{z, z3 + late};
   }
 };
+// hardswish: an activation that only says so in its own header (epilogue = true) fuses into the
+// GEMM before it, and chains after a pointwise op, like the built-in ones.
+struct hardswish_mlp {
+  nn::Linear<16, 32> fc1;
+  nn::Linear<32, 8> fc2;
+  template <class X>
+  auto operator()(const X& x) const {
+    return hardswish(hardswish(fc2(hardswish(fc1(x)))) * 0.5 + 1.0);
+  }
+};
 }  // namespace plan_models
+BOOST_HANA_ADAPT_STRUCT(plan_models::hardswish_mlp, fc1, fc2);
 BOOST_HANA_ADAPT_STRUCT(plan_models::cnn, conv1, conv2, pool, flatten, fc);
 BOOST_HANA_ADAPT_STRUCT(plan_models::conv_pools, a, b, c, fq, fr);
 BOOST_HANA_ADAPT_STRUCT(plan_models::linear_exp, fc);
@@ -279,4 +290,25 @@ TEST_CASE("eigen plan: a chain of pointwise ops runs in one pass, equal to one s
   CHECK(separate.report().chained == 0);
   CHECK(fused.report().steps + 5 == separate.report().steps);
   CHECK(fused.report().to_string().find("5 pointwise ops chained") != std::string::npos);
+}
+
+TEST_CASE("eigen plan: a new activation (hardswish) fuses into the GEMM epilogue and chains, by its op type") {
+  using namespace plan_models;
+  hardswish_mlp m;
+  init_module(m, 21);
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<batch, fix<16>>>(shape<batch, fix<16>>(batch(2), {}))));
+  const auto x = typex_test::random_tensor<tensor<f32, batch, fix<16>>>({6, 16}, 8);
+  for (int threads : {1, 2}) {
+    const thread_count tc(threads);
+    const auto r = check_planned(m, ep, x);
+    CHECK(r.fused == 2);    // fc1 + hardswish, fc2 + hardswish
+    CHECK(r.chained == 2);  // + 1.0 and the last hardswish, in the mul's pass
+    CHECK(r.steps == 3);
+    CHECK(r.allocating_ops.empty());
+  }
+  // the fused epilogue gives the eager kernel's bits
+  auto unfused = program_module<eigen_backend>(ep, eigen::compile_options{.fuse = false});
+  auto fused = program_module<eigen_backend>(ep);
+  const auto a = fused({x.erase()}), b = unfused({x.erase()});
+  for (index_t i = 0; i < a[0].numel(); ++i) CHECK(a[0].data<float>()[i] == b[0].data<float>()[i]);
 }

@@ -179,7 +179,8 @@ template <class Op>
 struct kernel {
   static_assert(sizeof(Op) == 0,
                 "typex::eigen: no kernel for this op: specialize typex::eigen::kernel<Op> with "
-                "`static any_tensor run(const typex::eigen::kernel_args&)` (see the op type below)");
+                "`static any_tensor run(const typex::eigen::kernel_args&)` (the op is named in the instantiation above)");
+  static any_tensor run(const kernel_args&);  // (declared only: no second error after the assertion)
 };
 
 // The kernel for an op, or nullptr.
