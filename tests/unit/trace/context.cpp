@@ -40,7 +40,7 @@ TEST_CASE("the context records calls under the module stack, with their location
   CHECK(tx.to_string() == "traced f32[5, 3]");
   ctx.push_module("fc1", "typex::nn::linear");
   const auto here = std::source_location::current();
-  const ir::value_ref r = ctx.call("aten.relu.default", {tx.value()}, {ctx.meta_of(tx)}, {}, &here);
+  const ir::value_ref r = ctx.call(op_id_of<relu_op>, {tx.value()}, {ctx.meta_of(tx)}, {}, &here);
   ctx.pop_module();
   const ir::node& n = ctx.graph()[r.node];
   CHECK(n.nn_module_stack == std::vector<ir::module_frame>{{"fc1", "typex::nn::linear"}});
