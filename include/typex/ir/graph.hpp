@@ -101,6 +101,7 @@ struct node {
 // the inputs bind the symbols, before anything runs; passes keep it.
 struct assert_shape_op {
   static constexpr std::string_view target = "typex._assert_shape.default";
+  static constexpr std::string_view schema = "typex::_assert_shape(SymInt lhs, str relation, SymInt rhs, str message) -> ()";
 };
 
 // What add_call needs; designated initializers name the parts.

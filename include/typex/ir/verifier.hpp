@@ -3,12 +3,14 @@
 // Placeholders first, then calls, then exactly one output node, last; names unique identifiers;
 // every argument reads an earlier node's existing value; every placeholder and call has the
 // metadata of its values; no in-place op (an ATen name whose op ends in '_': exported graphs are
-// functional); the output returns values only.
+// functional); the output returns values only; every call's arguments fit its op's schema
+// (ops/schema.hpp: how many, and of which kind each is).
 #pragma once
 
 #include <typex/core/requirement.hpp>
 #include <typex/ir/graph.hpp>
 
+#include <span>
 #include <string>
 #include <unordered_set>
 
@@ -21,7 +23,74 @@ inline bool is_inplace_target(std::string_view target) {
   const std::string_view op = target.substr(0, target.find('.'));
   return op.size() > 1 && op.back() == '_' && op.substr(0, 2) != "__";
 }
+
+constexpr std::string_view kind_of(const argument& a) noexcept {
+  constexpr std::string_view kinds[] = {"a tensor",   "None",           "a bool",      "an int", "a float",
+                                        "a string",   "a list of ints", "a list of tensors", "a symbolic int",
+                                        "a dtype",    "a list of symbolic ints"};
+  static_assert(std::size(kinds) == std::variant_size_v<argument>);
+  return kinds[a.index()];
+}
 }  // namespace detail
+
+// Whether argument `a` can be passed where `spec` is declared (None only to `?` arguments; a
+// number to a Tensor, ATen's wrapped scalar; a single int to a sized int list, as int[2] stride=1).
+inline bool accepts(const arg_spec& spec, const argument& a) noexcept {
+  if (std::holds_alternative<none_t>(a)) return spec.optional;
+  const bool number = std::holds_alternative<std::int64_t>(a) || std::holds_alternative<double>(a) || std::holds_alternative<bool>(a);
+  const bool integer = std::holds_alternative<std::int64_t>(a) || std::holds_alternative<sym_expr>(a);
+  switch (spec.type) {
+    case arg_type::tensor: return std::holds_alternative<value_ref>(a) || number;
+    case arg_type::tensor_list: return std::holds_alternative<std::vector<value_ref>>(a);
+    case arg_type::scalar: return number || std::holds_alternative<sym_expr>(a);
+    case arg_type::integer: return integer;
+    case arg_type::real: return std::holds_alternative<double>(a) || std::holds_alternative<std::int64_t>(a);
+    case arg_type::boolean: return std::holds_alternative<bool>(a);
+    case arg_type::int_list:
+      return std::holds_alternative<std::vector<std::int64_t>>(a) || std::holds_alternative<std::vector<sym_expr>>(a) ||
+             (spec.list_size > 0 && integer);
+    case arg_type::scalar_type: return std::holds_alternative<dtype>(a);
+    case arg_type::string: return std::holds_alternative<std::string>(a);
+    case arg_type::other: return false;
+  }
+  return false;
+}
+
+// What is wrong with calling `op` with `args`, by its schema; empty when nothing is (or when the op
+// declares no schema: a user op may leave its arguments unchecked).
+inline std::string argument_mismatch(op_id op, std::span<const argument> args) {
+  const op_schema s = op.schema();
+  if (s.empty()) return {};
+  std::string out;
+  auto schema_text = [&] {
+    out += " (schema: ";
+    out += s.text;
+    out += ')';
+  };
+  if (args.size() > s.args.size() || args.size() < s.required()) {
+    out = "takes ";
+    if (s.required() == s.args.size()) out += std::to_string(s.args.size());
+    else out += std::to_string(s.required()) + " to " + std::to_string(s.args.size());
+    out += " arguments, the call gives " + std::to_string(args.size());
+    schema_text();
+    return out;
+  }
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const arg_spec& a = s.args[i];
+    if (accepts(a, args[i])) continue;
+    out = "argument ";
+    out += std::to_string(i);
+    out += " (";
+    out += a.type_text;
+    out += ' ';
+    out += a.name;
+    out += ") is ";
+    out += detail::kind_of(args[i]);
+    schema_text();
+    return out;
+  }
+  return out;
+}
 
 inline void verify(const graph& g) {
   auto fail = [&](std::string_view what, const node* n) {
@@ -53,6 +122,12 @@ inline void verify(const graph& g) {
         fail("a call without metadata for its values", &n);
       }
       if (detail::is_inplace_target(n.target.name())) fail("an in-place op; exported graphs are functional", &n);
+      if (const std::string why = argument_mismatch(n.target, n.args); !why.empty()) {
+        std::string what(n.target.name());
+        what += ": ";
+        what += why;
+        fail(what, &n);
+      }
     } else {
       if (i + 1 != g.size()) fail("the output node must be the last node", &n);
       for (const argument& a : n.args)

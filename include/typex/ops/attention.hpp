@@ -33,6 +33,8 @@ struct attention_options {
 
 struct scaled_dot_product_attention_op {
   static constexpr std::string_view target = "aten.scaled_dot_product_attention.default";
+  static constexpr std::string_view schema =
+      "aten::scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor";
   static constexpr std::size_t attributes_at = 4;  // (query, key, value, attn_mask, dropout_p, is_causal, scale)
   attention_options options;
 
@@ -75,6 +77,8 @@ auto scaled_dot_product_attention(const Q& q, const K& k, const V& v, const M& m
 // the identity otherwise. The Eigen backend draws from its own generator (eigen::manual_seed).
 struct dropout_op {
   static constexpr std::string_view target = "aten.dropout.default";
+  static constexpr std::string_view schema =
+      "aten::dropout(Tensor input, float p, bool train) -> Tensor";
   double p = 0.5;
   bool train = true;
   template <class X>

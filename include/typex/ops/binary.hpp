@@ -56,58 +56,82 @@ struct comparison {
 
 struct add_op : detail::binary_pointwise<"add"> {
   static constexpr std::string_view target = "aten.add.Tensor";
+  static constexpr std::string_view schema =
+      "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor";
   template <class T>
   static constexpr T scalar(T a, T b) { return a + b; }
 };
 struct sub_op : detail::binary_pointwise<"sub"> {
   static constexpr std::string_view target = "aten.sub.Tensor";
+  static constexpr std::string_view schema =
+      "aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor";
   template <class T>
   static constexpr T scalar(T a, T b) { return a - b; }
 };
 struct mul_op : detail::binary_pointwise<"mul"> {
   static constexpr std::string_view target = "aten.mul.Tensor";
+  static constexpr std::string_view schema =
+      "aten::mul.Tensor(Tensor self, Tensor other) -> Tensor";
   template <class T>
   static constexpr T scalar(T a, T b) { return a * b; }
 };
 struct div_op : detail::binary_pointwise<"div", true> {  // true division: 7 / 2 == 3.5, as torch
   static constexpr std::string_view target = "aten.div.Tensor";
+  static constexpr std::string_view schema =
+      "aten::div.Tensor(Tensor self, Tensor other) -> Tensor";
   template <class T>
   static constexpr T scalar(T a, T b) { return a / b; }
 };
 
 struct maximum_op : detail::binary_pointwise<"maximum"> {
   static constexpr std::string_view target = "aten.maximum.default";
+  static constexpr std::string_view schema =
+      "aten::maximum(Tensor self, Tensor other) -> Tensor";
   template <class T>
   static constexpr T scalar(T a, T b) { return a < b ? b : a; }
 };
 struct minimum_op : detail::binary_pointwise<"minimum"> {
   static constexpr std::string_view target = "aten.minimum.default";
+  static constexpr std::string_view schema =
+      "aten::minimum(Tensor self, Tensor other) -> Tensor";
   template <class T>
   static constexpr T scalar(T a, T b) { return b < a ? b : a; }
 };
 
 struct eq_op : detail::comparison<"eq"> {
   static constexpr std::string_view target = "aten.eq.Tensor";
+  static constexpr std::string_view schema =
+      "aten::eq.Tensor(Tensor self, Tensor other) -> Tensor";
   template <class T> static constexpr bool scalar(T a, T b) { return a == b; }
 };
 struct ne_op : detail::comparison<"ne"> {
   static constexpr std::string_view target = "aten.ne.Tensor";
+  static constexpr std::string_view schema =
+      "aten::ne.Tensor(Tensor self, Tensor other) -> Tensor";
   template <class T> static constexpr bool scalar(T a, T b) { return a != b; }
 };
 struct lt_op : detail::comparison<"lt"> {
   static constexpr std::string_view target = "aten.lt.Tensor";
+  static constexpr std::string_view schema =
+      "aten::lt.Tensor(Tensor self, Tensor other) -> Tensor";
   template <class T> static constexpr bool scalar(T a, T b) { return a < b; }
 };
 struct le_op : detail::comparison<"le"> {
   static constexpr std::string_view target = "aten.le.Tensor";
+  static constexpr std::string_view schema =
+      "aten::le.Tensor(Tensor self, Tensor other) -> Tensor";
   template <class T> static constexpr bool scalar(T a, T b) { return a <= b; }
 };
 struct gt_op : detail::comparison<"gt"> {
   static constexpr std::string_view target = "aten.gt.Tensor";
+  static constexpr std::string_view schema =
+      "aten::gt.Tensor(Tensor self, Tensor other) -> Tensor";
   template <class T> static constexpr bool scalar(T a, T b) { return a > b; }
 };
 struct ge_op : detail::comparison<"ge"> {
   static constexpr std::string_view target = "aten.ge.Tensor";
+  static constexpr std::string_view schema =
+      "aten::ge.Tensor(Tensor self, Tensor other) -> Tensor";
   template <class T> static constexpr bool scalar(T a, T b) { return a >= b; }
 };
 
@@ -116,6 +140,8 @@ struct ge_op : detail::comparison<"ge"> {
 // than 1 or -1 gives 0, as torch's integer pow).
 struct pow_op : detail::binary_pointwise<"pow"> {
   static constexpr std::string_view target = "aten.pow.Tensor_Tensor";
+  static constexpr std::string_view schema =
+      "aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor";
   template <class T>
   static T scalar(T a, T b) {
     if constexpr (std::is_floating_point_v<T>) {
@@ -133,14 +159,20 @@ struct pow_op : detail::binary_pointwise<"pow"> {
 // Truth of each side (nonzero is true), combined; the result is bool.
 struct logical_and_op : detail::comparison<"logical_and"> {
   static constexpr std::string_view target = "aten.logical_and.default";
+  static constexpr std::string_view schema =
+      "aten::logical_and(Tensor self, Tensor other) -> Tensor";
   template <class T> static constexpr bool scalar(T a, T b) { return a != T(0) && b != T(0); }
 };
 struct logical_or_op : detail::comparison<"logical_or"> {
   static constexpr std::string_view target = "aten.logical_or.default";
+  static constexpr std::string_view schema =
+      "aten::logical_or(Tensor self, Tensor other) -> Tensor";
   template <class T> static constexpr bool scalar(T a, T b) { return a != T(0) || b != T(0); }
 };
 struct logical_xor_op : detail::comparison<"logical_xor"> {
   static constexpr std::string_view target = "aten.logical_xor.default";
+  static constexpr std::string_view schema =
+      "aten::logical_xor(Tensor self, Tensor other) -> Tensor";
   template <class T> static constexpr bool scalar(T a, T b) { return (a != T(0)) != (b != T(0)); }
 };
 

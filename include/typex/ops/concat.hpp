@@ -29,9 +29,13 @@ namespace typex {
 namespace aten {
 struct cat {
   static constexpr std::string_view target = "aten.cat.default";
+  static constexpr std::string_view schema =
+      "aten::cat(Tensor[] tensors, int dim=0) -> Tensor";
 };
 struct stack {
   static constexpr std::string_view target = "aten.stack.default";
+  static constexpr std::string_view schema =
+      "aten::stack(Tensor[] tensors, int dim=0) -> Tensor";
 };
 }  // namespace aten
 
@@ -48,6 +52,7 @@ constexpr dtype promote_all() {
 template <long long Dim>
 struct cat_op {
   static constexpr std::string_view target = aten::cat::target;
+  static constexpr std::string_view schema = aten::cat::schema;
   template <class... S>
   static constexpr auto result(const tensor_list_spec<S...>& l) {
     static_assert(sizeof...(S) >= 1, "typex::cat: give at least one tensor");
@@ -64,6 +69,7 @@ struct cat_op {
 template <long long Dim>
 struct stack_op {
   static constexpr std::string_view target = aten::stack::target;
+  static constexpr std::string_view schema = aten::stack::schema;
   template <class... S>
   static constexpr auto result(const tensor_list_spec<S...>& l) {
     static_assert(sizeof...(S) >= 1, "typex::stack: give at least one tensor");

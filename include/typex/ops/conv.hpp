@@ -29,21 +29,30 @@ namespace typex {
 namespace aten {
 struct conv2d {
   static constexpr std::string_view target = "aten.conv2d.default";
+  static constexpr std::string_view schema =
+      "aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor";
 };
 struct max_pool2d {
   static constexpr std::string_view target = "aten.max_pool2d.default";
+  static constexpr std::string_view schema =
+      "aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor";
 };
 struct avg_pool2d {
   static constexpr std::string_view target = "aten.avg_pool2d.default";
+  static constexpr std::string_view schema =
+      "aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor";
 };
 struct adaptive_avg_pool2d {
   static constexpr std::string_view target = "aten.adaptive_avg_pool2d.default";
+  static constexpr std::string_view schema =
+      "aten::adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor";
 };
 }  // namespace aten
 
 template <conv2d_options Opt>
 struct conv2d_op {
   static constexpr std::string_view target = aten::conv2d::target;
+  static constexpr std::string_view schema = aten::conv2d::schema;
 
   template <class X, class W, class B>
   static constexpr auto result(const X& x, const W& w, const B& b) {
@@ -82,6 +91,7 @@ struct pool2d_like {
 template <pool2d_options Opt>
 struct max_pool2d_op : detail::pool2d_like<Opt, "max_pool2d"> {
   static constexpr std::string_view target = aten::max_pool2d::target;
+  static constexpr std::string_view schema = aten::max_pool2d::schema;
   template <class V>
   void attributes(V&& v) const {
     v(Opt.kernel);
@@ -97,6 +107,7 @@ template <pool2d_options Opt>
 struct avg_pool2d_op : detail::pool2d_like<Opt, "avg_pool2d"> {
   static_assert(Opt.dilation[0] == 1 && Opt.dilation[1] == 1, "typex::avg_pool2d: average pooling has no dilation");
   static constexpr std::string_view target = aten::avg_pool2d::target;
+  static constexpr std::string_view schema = aten::avg_pool2d::schema;
   template <class V>
   void attributes(V&& v) const {
     v(Opt.kernel);
@@ -111,6 +122,7 @@ template <index_t OH, index_t OW>
 struct adaptive_avg_pool2d_op {
   static_assert(OH >= 1 && OW >= 1, "typex::adaptive_avg_pool2d: the output size must be at least 1x1");
   static constexpr std::string_view target = aten::adaptive_avg_pool2d::target;
+  static constexpr std::string_view schema = aten::adaptive_avg_pool2d::schema;
   template <class X>
   static constexpr auto result(const X& x) {
     detail::require_nchw<"adaptive_avg_pool2d", typename X::shape_type>();

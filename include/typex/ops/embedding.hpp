@@ -17,6 +17,8 @@ namespace typex {
 
 struct embedding_op {
   static constexpr std::string_view target = "aten.embedding.default";
+  static constexpr std::string_view schema =
+      "aten::embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor";
   template <class W, class I>
   static constexpr auto result(const W& w, const I& indices) {
     static_assert(W::shape_type::rank == 2, "typex::embedding: the weight must be 2-d: [num_embeddings, embedding_dim]");

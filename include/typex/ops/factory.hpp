@@ -43,30 +43,48 @@ namespace typex {
 namespace aten {
 struct zeros {
   static constexpr std::string_view target = "aten.zeros.default";
+  static constexpr std::string_view schema =
+      "aten::zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
 };
 struct ones {
   static constexpr std::string_view target = "aten.ones.default";
+  static constexpr std::string_view schema =
+      "aten::ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
 };
 struct full {
   static constexpr std::string_view target = "aten.full.default";
+  static constexpr std::string_view schema =
+      "aten::full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
 };
 struct arange {
   static constexpr std::string_view target = "aten.arange.default";
+  static constexpr std::string_view schema =
+      "aten::arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
 };
 struct arange_start {
   static constexpr std::string_view target = "aten.arange.start";
+  static constexpr std::string_view schema =
+      "aten::arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
 };
 struct arange_start_step {
   static constexpr std::string_view target = "aten.arange.start_step";
+  static constexpr std::string_view schema =
+      "aten::arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
 };
 struct zeros_like {
   static constexpr std::string_view target = "aten.zeros_like.default";
+  static constexpr std::string_view schema =
+      "aten::zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
 };
 struct ones_like {
   static constexpr std::string_view target = "aten.ones_like.default";
+  static constexpr std::string_view schema =
+      "aten::ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
 };
 struct full_like {
   static constexpr std::string_view target = "aten.full_like.default";
+  static constexpr std::string_view schema =
+      "aten::full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
 };
 }  // namespace aten
 
@@ -127,6 +145,8 @@ struct fill_op {
   static_assert(dtype_tag_type<DT>, "typex: a factory's first template argument is a dtype (typex::f32, typex::i64, ...)");
   static constexpr std::string_view target =
       Kind == 0 ? aten::zeros::target : Kind == 1 ? aten::ones::target : aten::full::target;
+  static constexpr std::string_view schema =
+      Kind == 0 ? aten::zeros::schema : Kind == 1 ? aten::ones::schema : aten::full::schema;
   static constexpr bool traceable = true;
   S sizes;
   V value{};
@@ -163,6 +183,9 @@ struct arange_op {
   static constexpr std::string_view target = sizeof...(Bounds) == 1   ? aten::arange::target
                                              : sizeof...(Bounds) == 2 ? aten::arange_start::target
                                                                       : aten::arange_start_step::target;
+  static constexpr std::string_view schema = sizeof...(Bounds) == 1   ? aten::arange::schema
+                                             : sizeof...(Bounds) == 2 ? aten::arange_start::schema
+                                                                      : aten::arange_start_step::schema;
   static constexpr bool traceable = (dim<Bounds> && ...);  // (number bounds: made now only)
   std::tuple<Bounds...> bounds;
   Len length;
@@ -302,6 +325,9 @@ struct fill_like_op {
   static constexpr std::string_view target = Kind == 0   ? aten::zeros_like::target
                                              : Kind == 1 ? aten::ones_like::target
                                                          : aten::full_like::target;
+  static constexpr std::string_view schema = Kind == 0   ? aten::zeros_like::schema
+                                             : Kind == 1 ? aten::ones_like::schema
+                                                         : aten::full_like::schema;
   V value{};
   template <class X>
   static constexpr auto result(const X& x) {

@@ -25,27 +25,41 @@ namespace typex {
 namespace aten {
 struct index_select {
   static constexpr std::string_view target = "aten.index_select.default";
+  static constexpr std::string_view schema =
+      "aten::index_select(Tensor self, int dim, Tensor index) -> Tensor";
 };
 struct gather {
   static constexpr std::string_view target = "aten.gather.default";
+  static constexpr std::string_view schema =
+      "aten::gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor";
 };
 struct tril {
   static constexpr std::string_view target = "aten.tril.default";
+  static constexpr std::string_view schema =
+      "aten::tril(Tensor self, int diagonal=0) -> Tensor";
 };
 struct triu {
   static constexpr std::string_view target = "aten.triu.default";
+  static constexpr std::string_view schema =
+      "aten::triu(Tensor self, int diagonal=0) -> Tensor";
 };
 struct nonzero {
   static constexpr std::string_view target = "aten.nonzero.default";
+  static constexpr std::string_view schema =
+      "aten::nonzero(Tensor self) -> Tensor";
 };
 struct masked_select {
   static constexpr std::string_view target = "aten.masked_select.default";
+  static constexpr std::string_view schema =
+      "aten::masked_select(Tensor self, Tensor mask) -> Tensor";
 };
 }  // namespace aten
 
 // cond ? x : y elementwise; the three broadcast together, x and y promote.
 struct where_op {
   static constexpr std::string_view target = "aten.where.self";
+  static constexpr std::string_view schema =
+      "aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor";
   template <class C, class X, class Y>
   static constexpr auto result(const C& c, const X& x, const Y& y) {
     if constexpr (C::dtype_type::value != dtype::b8) {
@@ -62,6 +76,8 @@ struct where_op {
 // x with `value` where mask is true; the mask broadcasts to x's shape (not beyond it).
 struct masked_fill_op {
   static constexpr std::string_view target = "aten.masked_fill.Scalar";
+  static constexpr std::string_view schema =
+      "aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor";
   double value = 0;
   template <class X, class M>
   static constexpr X result(const X& x, const M& mask) {
@@ -79,6 +95,7 @@ struct masked_fill_op {
 template <long long Dim>
 struct index_select_op {
   static constexpr std::string_view target = aten::index_select::target;
+  static constexpr std::string_view schema = aten::index_select::schema;
   static constexpr std::size_t attributes_at = 1;  // (input, dim, index)
   template <class X, class I>
   static constexpr auto result(const X& x, const I& index) {
@@ -101,6 +118,7 @@ struct index_select_op {
 template <long long Dim>
 struct gather_op {
   static constexpr std::string_view target = aten::gather::target;
+  static constexpr std::string_view schema = aten::gather::schema;
   static constexpr std::size_t attributes_at = 1;  // (input, dim, index)
   template <class X, class I>
   static constexpr auto result(const X&, const I& index) {
@@ -120,6 +138,7 @@ struct gather_op {
 template <bool Lower>
 struct triangle_op {
   static constexpr std::string_view target = Lower ? aten::tril::target : aten::triu::target;
+  static constexpr std::string_view schema = Lower ? aten::tril::schema : aten::triu::schema;
   index_t diagonal = 0;
   template <class X>
   static constexpr X result(const X& x) {
@@ -160,6 +179,7 @@ constexpr index_t trace_hint(index_t hi) noexcept { return hi < 2 ? hi : 2; }
 template <fixed_string Name>
 struct nonzero_op {
   static constexpr std::string_view target = aten::nonzero::target;
+  static constexpr std::string_view schema = aten::nonzero::schema;
   static constexpr bool data_dependent = true;  // (dim 0 of the result)
   template <class X>
   static constexpr auto result(const X&) {
@@ -172,6 +192,7 @@ struct nonzero_op {
 template <fixed_string Name>
 struct masked_select_op {
   static constexpr std::string_view target = aten::masked_select::target;
+  static constexpr std::string_view schema = aten::masked_select::schema;
   static constexpr bool data_dependent = true;
   template <class X, class M>
   static constexpr auto result(const X& x, const M& mask) {

@@ -21,14 +21,20 @@ namespace typex {
 namespace aten {
 struct mm {
   static constexpr std::string_view target = "aten.mm.default";
+  static constexpr std::string_view schema =
+      "aten::mm(Tensor self, Tensor mat2) -> Tensor";
 };
 struct bmm {
   static constexpr std::string_view target = "aten.bmm.default";
+  static constexpr std::string_view schema =
+      "aten::bmm(Tensor self, Tensor mat2) -> Tensor";
 };
 }  // namespace aten
 
 struct linear_op {
   static constexpr std::string_view target = "aten.linear.default";
+  static constexpr std::string_view schema =
+      "aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor";
 
   template <class X, class W>
   static constexpr auto result(const X& x, const W& w) {
@@ -47,6 +53,8 @@ struct linear_op {
 
 struct matmul_op {
   static constexpr std::string_view target = "aten.matmul.default";
+  static constexpr std::string_view schema =
+      "aten::matmul(Tensor self, Tensor other) -> Tensor";
 
   template <class A, class B>
   static constexpr auto result(const A& a, const B& b) {
@@ -73,6 +81,7 @@ inline constexpr auto mm_name = [] {
 template <std::size_t Rank>
 struct mm_op {
   static constexpr std::string_view target = Rank == 2 ? aten::mm::target : aten::bmm::target;
+  static constexpr std::string_view schema = Rank == 2 ? aten::mm::schema : aten::bmm::schema;
   template <class A, class B>
   static constexpr auto result(const A& a, const B& b) {
     static_assert(A::shape_type::rank == Rank && B::shape_type::rank == Rank,
@@ -94,6 +103,8 @@ auto bmm(const A& a, const B& b, const std::source_location& loc = std::source_l
 // addmm(bias, a, b, beta, alpha) = beta * bias + alpha * (a @ b); the bias broadcasts to [n, m].
 struct addmm_op {
   static constexpr std::string_view target = "aten.addmm.default";
+  static constexpr std::string_view schema =
+      "aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor";
   double beta = 1.0, alpha = 1.0;
   template <class C, class A, class B>
   static constexpr auto result(const C& bias, const A& a, const B& b) {

@@ -28,12 +28,18 @@ namespace typex {
 namespace aten {
 struct nll_loss {
   static constexpr std::string_view target = "aten.nll_loss.default";
+  static constexpr std::string_view schema =
+      "aten::nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor";
 };
 struct cross_entropy_loss {
   static constexpr std::string_view target = "aten.cross_entropy_loss.default";
+  static constexpr std::string_view schema =
+      "aten::cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor";
 };
 struct mse_loss {
   static constexpr std::string_view target = "aten.mse_loss.default";
+  static constexpr std::string_view schema =
+      "aten::mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor";
 };
 }  // namespace aten
 
@@ -72,6 +78,7 @@ constexpr auto class_target_shape(const X& x, const T& t) {
 template <loss_reduction R>
 struct nll_loss_op {
   static constexpr std::string_view target = aten::nll_loss::target;
+  static constexpr std::string_view schema = aten::nll_loss::schema;
   static constexpr std::size_t attributes_at = 3;  // (self, target, weight, reduction, ignore_index)
   index_t ignore_index = -100;
   template <class X, class T, class W>
@@ -90,6 +97,7 @@ struct nll_loss_op {
 template <loss_reduction R>
 struct cross_entropy_op {
   static constexpr std::string_view target = aten::cross_entropy_loss::target;
+  static constexpr std::string_view schema = aten::cross_entropy_loss::schema;
   static constexpr std::size_t attributes_at = 3;  // (self, target, weight, reduction, ignore_index, label_smoothing)
   loss_options options;
   template <class X, class T, class W>
@@ -118,6 +126,7 @@ struct cross_entropy_op {
 template <loss_reduction R>
 struct mse_loss_op {
   static constexpr std::string_view target = aten::mse_loss::target;
+  static constexpr std::string_view schema = aten::mse_loss::schema;
   template <class X, class Y>
   static constexpr auto result(const X& x, const Y& y) {
     static_assert(is_floating_point(X::dtype_type::value), "typex::mse_loss: the input must be floating-point");

@@ -29,6 +29,8 @@ namespace typex {
 // aten.copy.default(self, src): src broadcast to self's shape, in self's dtype (a new value).
 struct copy_op {
   static constexpr std::string_view target = "aten.copy.default";
+  static constexpr std::string_view schema =
+      "aten::copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor";
   template <class D, class S>
   static constexpr auto result(const D& dst, const S& src) {
     (void)expand_shape(src.shape, dst.shape, op_name<"copy_">);

@@ -25,12 +25,18 @@ namespace typex {
 namespace aten {
 struct softmax_int {
   static constexpr std::string_view target = "aten.softmax.int";
+  static constexpr std::string_view schema =
+      "aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor";
 };
 struct log_softmax_int {
   static constexpr std::string_view target = "aten.log_softmax.int";
+  static constexpr std::string_view schema =
+      "aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor";
 };
 struct group_norm {
   static constexpr std::string_view target = "aten.group_norm.default";
+  static constexpr std::string_view schema =
+      "aten::group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor";
 };
 }  // namespace aten
 
@@ -50,10 +56,12 @@ struct softmax_like {
 template <long long Dim>
 struct softmax_op : softmax_like<Dim, "softmax"> {
   static constexpr std::string_view target = aten::softmax_int::target;
+  static constexpr std::string_view schema = aten::softmax_int::schema;
 };
 template <long long Dim>
 struct log_softmax_op : softmax_like<Dim, "log_softmax"> {
   static constexpr std::string_view target = aten::log_softmax_int::target;
+  static constexpr std::string_view schema = aten::log_softmax_int::schema;
 };
 
 namespace detail {
@@ -73,6 +81,8 @@ constexpr void require_trailing(const SX& x, const SW& w) {
 
 struct layer_norm_op {
   static constexpr std::string_view target = "aten.layer_norm.default";
+  static constexpr std::string_view schema =
+      "aten::layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor";
   static constexpr std::size_t attributes_at = 1;  // (input, normalized_shape, weight, bias, eps)
   std::array<index_t, 1> normalized{};
 
@@ -90,6 +100,8 @@ struct layer_norm_op {
 
 struct batch_norm_op {
   static constexpr std::string_view target = "aten.batch_norm.default";
+  static constexpr std::string_view schema =
+      "aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor";
   double momentum = 0.1;
   double eps = 1e-5;
   bool training = false;  // batch statistics, and running statistics updated in place (eager)
@@ -118,6 +130,7 @@ struct batch_norm_op {
 template <index_t G>
 struct group_norm_op {
   static constexpr std::string_view target = aten::group_norm::target;
+  static constexpr std::string_view schema = aten::group_norm::schema;
   static constexpr std::size_t attributes_at = 1;  // (input, num_groups, weight, bias, eps, cudnn_enabled)
   template <class X, class W, class B>
   static constexpr X result(const X& x, const W& w, const B&, double /*eps*/, bool /*cudnn*/) {

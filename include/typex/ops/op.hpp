@@ -14,6 +14,7 @@
 #pragma once
 
 #include <typex/core/fixed_string.hpp>
+#include <typex/ops/schema.hpp>
 
 #include <cstddef>
 #include <functional>
@@ -25,6 +26,7 @@ namespace typex {
 // One ATen overload. One object per name in a program (a variable template keyed by the name).
 struct op_info {
   std::string_view name;  // "aten.linear.default"
+  op_schema schema;       // its arguments (ops/schema.hpp); empty for an op that declares none
 };
 
 class op_id {
@@ -40,6 +42,8 @@ class op_id {
     if (t.starts_with("aten.")) t.remove_prefix(5);
     return t.substr(0, t.find('.'));
   }
+  // the op's argument schema (empty for the null id and for a user op that declares none)
+  constexpr op_schema schema() const noexcept { return info_ != nullptr ? info_->schema : op_schema{}; }
   constexpr explicit operator bool() const noexcept { return info_ != nullptr; }
   constexpr const op_info* info() const noexcept { return info_; }
 
@@ -56,22 +60,42 @@ concept op_type = requires {
 };
 
 namespace detail {
-template <class Op>
-constexpr auto op_target_string() {
-  constexpr std::string_view t = Op::target;
-  fixed_string<t.size()> s;
-  for (std::size_t i = 0; i < t.size(); ++i) s.data[i] = t[i];
+template <std::string_view const& T>
+constexpr auto to_fixed_string() {
+  fixed_string<T.size()> s;
+  for (std::size_t i = 0; i < T.size(); ++i) s.data[i] = T[i];
   return s;
 }
-// (the string_view points into the template argument object, which has static storage)
-template <fixed_string Name>
-inline constexpr op_info op_info_v{Name.view()};
+template <class Op>
+constexpr auto op_target_string() {
+  return to_fixed_string<Op::target>();
+}
+// Op's schema text ("" when it declares none).
+template <class Op>
+constexpr auto op_schema_string() {
+  if constexpr (requires { Op::schema; }) return to_fixed_string<Op::schema>();
+  else return fixed_string<0>{};
+}
+// (the string_views point into the template argument objects, which have static storage)
+template <fixed_string Name, fixed_string Schema>
+inline constexpr op_info op_info_v{Name.view(), make_schema<Schema>()};
+
+template <class Op>
+consteval const op_info* op_info_of() {
+  constexpr const op_info* info = &op_info_v<op_target_string<Op>(), op_schema_string<Op>()>;
+  static_assert(info->schema.empty() || info->schema.names(info->name),
+                "typex: the op's schema names another overload than its target (\"aten::add.Tensor(...)\" "
+                "goes with target \"aten.add.Tensor\", \"aten::relu(...)\" with \"aten.relu.default\")");
+  return info;
+}
 }  // namespace detail
 
 // The id of Op's overload. An error "constraints not satisfied" here means: the type given is not
 // an op (it has no `static constexpr std::string_view target = "aten.<op>.<overload>"`).
+// Every type recording one overload must declare the same schema (or, a user op, none): the
+// templated op types refer to their tag's (`static constexpr auto schema = aten::conv2d::schema;`).
 template <op_type Op>
-inline constexpr op_id op_id_of{&detail::op_info_v<detail::op_target_string<Op>()>};
+inline constexpr op_id op_id_of{detail::op_info_of<Op>()};
 
 // A list of op types (the registry, ops/all.hpp, is one).
 template <class... Ops>

@@ -31,27 +31,43 @@ namespace typex {
 namespace aten {
 struct sum_dim_IntList {
   static constexpr std::string_view target = "aten.sum.dim_IntList";
+  static constexpr std::string_view schema =
+      "aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor";
 };
 struct mean_dim {
   static constexpr std::string_view target = "aten.mean.dim";
+  static constexpr std::string_view schema =
+      "aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor";
 };
 struct amax {
   static constexpr std::string_view target = "aten.amax.default";
+  static constexpr std::string_view schema =
+      "aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor";
 };
 struct amin {
   static constexpr std::string_view target = "aten.amin.default";
+  static constexpr std::string_view schema =
+      "aten::amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor";
 };
 struct logsumexp {
   static constexpr std::string_view target = "aten.logsumexp.default";
+  static constexpr std::string_view schema =
+      "aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor";
 };
 struct argmax {
   static constexpr std::string_view target = "aten.argmax.default";
+  static constexpr std::string_view schema =
+      "aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor";
 };
 struct var_correction {
   static constexpr std::string_view target = "aten.var.correction";
+  static constexpr std::string_view schema =
+      "aten::var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor";
 };
 struct std_correction {
   static constexpr std::string_view target = "aten.std.correction";
+  static constexpr std::string_view schema =
+      "aten::std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor";
 };
 }  // namespace aten
 
@@ -74,6 +90,19 @@ constexpr std::string_view reduction_target(reduction r) noexcept {
     case reduction::argmax: return aten::argmax::target;
     case reduction::var: return aten::var_correction::target;
     case reduction::std: return aten::std_correction::target;
+  }
+  return "";
+}
+constexpr std::string_view reduction_schema(reduction r) noexcept {
+  switch (r) {
+    case reduction::sum: return aten::sum_dim_IntList::schema;
+    case reduction::mean: return aten::mean_dim::schema;
+    case reduction::amax: return aten::amax::schema;
+    case reduction::amin: return aten::amin::schema;
+    case reduction::logsumexp: return aten::logsumexp::schema;
+    case reduction::argmax: return aten::argmax::schema;
+    case reduction::var: return aten::var_correction::schema;
+    case reduction::std: return aten::std_correction::schema;
   }
   return "";
 }
@@ -106,6 +135,7 @@ inline constexpr auto reduction_name = [] {
 template <reduction R, bool KeepDim, std::size_t Rank, long long... Dims>
 struct reduction_op {
   static constexpr std::string_view target = detail::reduction_target(R);
+  static constexpr std::string_view schema = detail::reduction_schema(R);
   double correction = 1.0;  // var and std
 
   template <class X>

@@ -31,33 +31,53 @@ namespace typex {
 namespace aten {
 struct reshape {
   static constexpr std::string_view target = "aten.reshape.default";
+  static constexpr std::string_view schema =
+      "aten::reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)";
 };
 struct view {
   static constexpr std::string_view target = "aten.view.default";
+  static constexpr std::string_view schema =
+      "aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)";
 };
 struct flatten_using_ints {
   static constexpr std::string_view target = "aten.flatten.using_ints";
+  static constexpr std::string_view schema =
+      "aten::flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)";
 };
 struct permute {
   static constexpr std::string_view target = "aten.permute.default";
+  static constexpr std::string_view schema =
+      "aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)";
 };
 struct transpose_int {
   static constexpr std::string_view target = "aten.transpose.int";
+  static constexpr std::string_view schema =
+      "aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)";
 };
 struct unsqueeze {
   static constexpr std::string_view target = "aten.unsqueeze.default";
+  static constexpr std::string_view schema =
+      "aten::unsqueeze(Tensor(a) self, int dim) -> Tensor(a)";
 };
 struct squeeze_dim {
   static constexpr std::string_view target = "aten.squeeze.dim";
+  static constexpr std::string_view schema =
+      "aten::squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)";
 };
 struct expand {
   static constexpr std::string_view target = "aten.expand.default";
+  static constexpr std::string_view schema =
+      "aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)";
 };
 struct select_int {
   static constexpr std::string_view target = "aten.select.int";
+  static constexpr std::string_view schema =
+      "aten::select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)";
 };
 struct slice_Tensor {
   static constexpr std::string_view target = "aten.slice.Tensor";
+  static constexpr std::string_view schema =
+      "aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)";
 };
 }  // namespace aten
 
@@ -115,15 +135,18 @@ struct reshape_like {
 template <class... T>
 struct reshape_op : detail::reshape_like<"reshape", T...> {
   static constexpr std::string_view target = aten::reshape::target;
+  static constexpr std::string_view schema = aten::reshape::schema;
 };
 template <class... T>
 struct view_op : detail::reshape_like<"view", T...> {
   static constexpr std::string_view target = aten::view::target;
+  static constexpr std::string_view schema = aten::view::schema;
 };
 
 template <long long Start, long long End>
 struct flatten_op {
   static constexpr std::string_view target = aten::flatten_using_ints::target;
+  static constexpr std::string_view schema = aten::flatten_using_ints::schema;
   template <class X>
   static constexpr auto result(const X& x) {
     const auto s = flatten_shape<Start, End>(x.shape, op_name<"flatten">);
@@ -139,6 +162,7 @@ struct flatten_op {
 template <long long... P>
 struct permute_op {
   static constexpr std::string_view target = aten::permute::target;
+  static constexpr std::string_view schema = aten::permute::schema;
   template <class X>
   static constexpr auto result(const X& x) {
     const auto s = permute_shape<P...>(x.shape, op_name<"permute">);
@@ -153,6 +177,7 @@ struct permute_op {
 template <long long D0, long long D1>
 struct transpose_op {
   static constexpr std::string_view target = aten::transpose_int::target;
+  static constexpr std::string_view schema = aten::transpose_int::schema;
   template <class X>
   static constexpr auto result(const X& x) {
     const auto s = transpose_shape<D0, D1>(x.shape, op_name<"transpose">);
@@ -168,6 +193,7 @@ struct transpose_op {
 template <long long D>
 struct unsqueeze_op {
   static constexpr std::string_view target = aten::unsqueeze::target;
+  static constexpr std::string_view schema = aten::unsqueeze::schema;
   template <class X>
   static constexpr auto result(const X& x) {
     const auto s = unsqueeze_shape<D>(x.shape, op_name<"unsqueeze">);
@@ -184,6 +210,7 @@ struct unsqueeze_op {
 template <long long D>
 struct squeeze_op {
   static constexpr std::string_view target = aten::squeeze_dim::target;
+  static constexpr std::string_view schema = aten::squeeze_dim::schema;
   template <class X>
   static constexpr auto result(const X& x) {
     const auto s = squeeze_shape<D>(x.shape, op_name<"squeeze">);
@@ -199,6 +226,7 @@ struct squeeze_op {
 template <class... T>
 struct expand_op {
   static constexpr std::string_view target = aten::expand::target;
+  static constexpr std::string_view schema = aten::expand::schema;
   reshape_target<T...> to;
   template <class X>
   constexpr auto result(const X& x) const {
@@ -215,6 +243,7 @@ struct expand_op {
 template <long long Dim>
 struct select_op {
   static constexpr std::string_view target = aten::select_int::target;
+  static constexpr std::string_view schema = aten::select_int::schema;
   index_t index = 0;
   template <class X>
   constexpr auto result(const X& x) const {
@@ -244,6 +273,7 @@ struct select_op {
 template <long long Dim, index_t Start, index_t End, index_t Step>
 struct slice_op {
   static constexpr std::string_view target = aten::slice_Tensor::target;
+  static constexpr std::string_view schema = aten::slice_Tensor::schema;
   template <class X>
   static constexpr auto result(const X& x) {
     const auto s = slice_shape<Dim, Start, End, Step>(x.shape, op_name<"slice">);
@@ -268,6 +298,7 @@ auto slice(const X& x, const std::source_location& loc = std::source_location::c
 template <long long Dim, class B, class E>
 struct slice_dims_op {
   static constexpr std::string_view target = aten::slice_Tensor::target;
+  static constexpr std::string_view schema = aten::slice_Tensor::schema;
   B start;
   E end;
   template <class X>

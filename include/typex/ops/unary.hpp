@@ -22,6 +22,8 @@ namespace typex {
 namespace aten {
 struct _to_copy {
   static constexpr std::string_view target = "aten._to_copy.default";
+  static constexpr std::string_view schema =
+      "aten::_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor";
 };
 }  // namespace aten
 
@@ -81,71 +83,103 @@ struct unary_floating_only {
 
 struct neg_op : detail::unary_pointwise {
   static constexpr std::string_view target = "aten.neg.default";
+  static constexpr std::string_view schema =
+      "aten::neg(Tensor self) -> Tensor";
   template <class M, class X, class Y> void math(M, const X& x, Y& y) const { y = -x; }
 };
 struct abs_op : detail::unary_pointwise {
   static constexpr std::string_view target = "aten.abs.default";
+  static constexpr std::string_view schema =
+      "aten::abs(Tensor self) -> Tensor";
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.abs(x); }
 };
 struct exp_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.exp.default";
+  static constexpr std::string_view schema =
+      "aten::exp(Tensor self) -> Tensor";
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.exp(x); }
 };
 struct log_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.log.default";
+  static constexpr std::string_view schema =
+      "aten::log(Tensor self) -> Tensor";
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.log(x); }
 };
 struct sqrt_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.sqrt.default";
+  static constexpr std::string_view schema =
+      "aten::sqrt(Tensor self) -> Tensor";
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.sqrt(x); }
 };
 struct rsqrt_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.rsqrt.default";
+  static constexpr std::string_view schema =
+      "aten::rsqrt(Tensor self) -> Tensor";
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.k(1) / m.sqrt(x); }
 };
 struct log1p_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.log1p.default";
+  static constexpr std::string_view schema =
+      "aten::log1p(Tensor self) -> Tensor";
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.log1p(x); }
 };
 struct sin_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.sin.default";
+  static constexpr std::string_view schema =
+      "aten::sin(Tensor self) -> Tensor";
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.sin(x); }
 };
 struct cos_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.cos.default";
+  static constexpr std::string_view schema =
+      "aten::cos(Tensor self) -> Tensor";
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.cos(x); }
 };
 struct erf_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.erf.default";
+  static constexpr std::string_view schema =
+      "aten::erf(Tensor self) -> Tensor";
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.erf(x); }
 };
 struct reciprocal_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.reciprocal.default";
+  static constexpr std::string_view schema =
+      "aten::reciprocal(Tensor self) -> Tensor";
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.k(1) / x; }
 };
 struct relu_op : detail::unary_pointwise {
   static constexpr std::string_view target = "aten.relu.default";
+  static constexpr std::string_view schema =
+      "aten::relu(Tensor self) -> Tensor";
   static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.max(x, m.k(0)); }
 };
 struct tanh_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.tanh.default";
+  static constexpr std::string_view schema =
+      "aten::tanh(Tensor self) -> Tensor";
   static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.tanh(x); }
 };
 struct sigmoid_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.sigmoid.default";
+  static constexpr std::string_view schema =
+      "aten::sigmoid(Tensor self) -> Tensor";
   static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.k(1) / (m.k(1) + m.exp(-x)); }
 };
 struct silu_op : detail::unary_floating_only {
   static constexpr std::string_view target = "aten.silu.default";
+  static constexpr std::string_view schema =
+      "aten::silu(Tensor self) -> Tensor";
   static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = x / (m.k(1) + m.exp(-x)); }
 };
 // x * relu6(x + 3) / 6 (torch.nn.functional.hardswish)
 struct hardswish_op : detail::unary_floating_only {
   static constexpr std::string_view target = "aten.hardswish.default";
+  static constexpr std::string_view schema =
+      "aten::hardswish(Tensor self) -> Tensor";
   static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = x * m.min(m.max(x + m.k(3), m.k(0)), m.k(6)) / m.k(6); }
 };
@@ -155,6 +189,8 @@ enum class gelu_approximation : unsigned char { none, tanh };
 
 struct gelu_op : detail::unary_floating_only {
   static constexpr std::string_view target = "aten.gelu.default";
+  static constexpr std::string_view schema =
+      "aten::gelu(Tensor self, *, str approximate='none') -> Tensor";
   static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
   gelu_approximation approximate = gelu_approximation::none;
 
@@ -228,6 +264,8 @@ auto reciprocal(const X& x, const std::source_location& loc = std::source_locati
 // x ** exponent (aten.pow.Tensor_Scalar), in x's dtype.
 struct pow_scalar_op : detail::unary_pointwise {
   static constexpr std::string_view target = "aten.pow.Tensor_Scalar";
+  static constexpr std::string_view schema =
+      "aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor";
   double exponent = 1.0;
   template <class V>
   void attributes(V&& v) const {
@@ -249,6 +287,8 @@ auto pow(const X& x, double exponent, const std::source_location& loc = std::sou
 // min(max(x, lo), hi) with either bound optional (aten.clamp.default); NaN stays NaN, as in torch.
 struct clamp_op : detail::unary_pointwise {
   static constexpr std::string_view target = "aten.clamp.default";
+  static constexpr std::string_view schema =
+      "aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor";
   std::optional<double> lo, hi;
   template <class V>
   void attributes(V&& v) const {
@@ -271,6 +311,8 @@ auto clamp(const X& x, std::optional<double> lo, std::optional<double> hi,
 // not x: true where x is zero (aten.logical_not.default); the result is bool, for any dtype.
 struct logical_not_op {
   static constexpr std::string_view target = "aten.logical_not.default";
+  static constexpr std::string_view schema =
+      "aten::logical_not(Tensor self) -> Tensor";
   template <class A>
   static constexpr auto result(const A& a) {
     return tensor_spec<b8, typename A::shape_type>(a.shape);
@@ -287,6 +329,7 @@ auto logical_not(const X& x, const std::source_location& loc = std::source_locat
 template <class DT>
 struct to_copy_op {
   static constexpr std::string_view target = aten::_to_copy::target;
+  static constexpr std::string_view schema = aten::_to_copy::schema;
   template <class A>
   static constexpr auto result(const A& a) {
     return tensor_spec<DT, typename A::shape_type>(a.shape);

@@ -5,6 +5,7 @@
 #include "../support.hpp"
 
 #include <typex/backend/eigen.hpp>
+#include <typex/ir/verifier.hpp>
 
 #include <cmath>
 #include <fstream>
@@ -167,6 +168,9 @@ TEST_CASE("parity: every kernel case matches PyTorch within its tolerance") {
     for (const auto& t : c.tensors) tensors.push_back(t ? &*t : nullptr);
     std::vector<const any_tensor*> list;
     for (const auto& t : c.list) list.push_back(&t);
+    // the case's arguments are a call its op's schema accepts (PyTorch wrote them, in ATen's order)
+    const std::string mismatch = ir::argument_mismatch(typex::find_op(c.target), c.args);
+    CHECK_MESSAGE(mismatch.empty(), c.name << " (" << c.target << "): " << mismatch);
     std::string problem;
     try {
       problem = compare(c, eigen::run_kernel(eigen::kernel_args(typex::find_op(c.target), c.args, tensors, nullptr, list)));

@@ -3,6 +3,7 @@
 #include "../support.hpp"
 
 #include <typex/backend/eigen.hpp>
+#include <typex/ir/verifier.hpp>
 #include <typex/typex.hpp>
 
 #include <cmath>
@@ -108,4 +109,137 @@ TEST_CASE("registry: unary ops give PyTorch's dtypes when run (exp of i64 is f32
     const double t = v[i];
     CHECK(h(i) == doctest::Approx(t * std::min(std::max(t + 3.0, 0.0), 6.0) / 6.0));
   }
+}
+
+// ---- argument schemas (ops/schema.hpp) --------------------------------------------------------------
+
+// ATen's text, read at compile time
+constexpr op_schema conv_schema = op_id_of<aten::conv2d>.schema();
+static_assert(conv_schema.name == "aten::conv2d" && conv_schema.returns == "Tensor");
+static_assert(conv_schema.args.size() == 7 && conv_schema.required() == 2);
+static_assert(conv_schema.index("bias") == 2 && conv_schema.args[2].optional && conv_schema.args[2].default_text == "None");
+static_assert(conv_schema.args[3].type == arg_type::int_list && conv_schema.args[3].list_size == 2);
+static_assert(conv_schema.index("groups") == 6 && conv_schema.args[6].type == arg_type::integer);
+static_assert(conv_schema.index("weights") == op_schema::npos);
+static_assert(op_id_of<add_op>.schema().args[2].keyword_only && op_id_of<add_op>.schema().args[2].default_text == "1");
+static_assert(op_id_of<aten::cat>.schema().args[0].type == arg_type::tensor_list);
+static_assert(op_id_of<aten::view>.schema().args[0].type == arg_type::tensor && !op_id_of<aten::view>.schema().args[0].mutated);
+static_assert(op_id_of<gelu_op>.schema().args[1].type == arg_type::string && op_id_of<gelu_op>.schema().args[1].default_text == "'none'");
+static_assert(op_id_of<batch_norm_op>.schema().required() == 9);  // (ATen gives its Tensor? arguments no default)
+// the schema names the op's overload: "aten::relu(...)" is "aten.relu.default"
+static_assert(op_schema{.name = "aten::relu"}.names("aten.relu.default"));
+static_assert(op_schema{.name = "aten::add.Tensor"}.names("aten.add.Tensor"));
+static_assert(!op_schema{.name = "aten::add.Tensor"}.names("aten.add.default"));
+static_assert(!op_schema{.name = "aten::add"}.names("aten.addmm.default"));
+// a user op may declare none (its arguments are then read, and checked, by position only)
+static_assert(op_id_of<affine_op>.schema().empty());
+
+namespace {
+struct mutate_op {  // the parser reads alias annotations
+  static constexpr std::string_view target = "mylib.fill_.default";
+  static constexpr std::string_view schema = "mylib::fill_(Tensor(a!) self, Scalar value, *, int? count=None) -> Tensor(a!)";
+};
+}  // namespace
+static_assert(op_id_of<mutate_op>.schema().args[0].mutated && op_id_of<mutate_op>.schema().args[0].type == arg_type::tensor);
+static_assert(op_id_of<mutate_op>.schema().args[2].keyword_only && op_id_of<mutate_op>.schema().args[2].optional);
+static_assert(op_id_of<mutate_op>.schema().returns == "Tensor(a!)");
+
+TEST_CASE("schemas: every built-in op declares one, named as its target, with known argument types") {
+  std::size_t n = 0;
+  for_each_op(builtin_ops{}, [&](auto type) {
+    using Op = typename decltype(type)::type;
+    constexpr op_id id = op_id_of<Op>;
+    INFO(id.name());
+    REQUIRE_FALSE(id.schema().empty());
+    CHECK(id.schema().names(id.name()));
+    CHECK(id.schema().returns.size() > 0);
+    for (const arg_spec& a : id.schema().args) {
+      CHECK_FALSE(a.name.empty());
+      // typex records nothing for devices and layouts: those must be optional (None)
+      if (a.type == arg_type::other) CHECK(a.optional);
+    }
+    ++n;
+  });
+  CHECK(n == builtin_ops::size);
+}
+
+TEST_CASE("schemas: the verifier checks each call's arguments against its op's schema, and names the argument") {
+  ir::graph g;
+  const auto x = g.add_placeholder("x", {dtype::f32, {2, 3}});
+  const auto w = g.add_placeholder("w", {dtype::f32, {4, 3}});
+  const auto l = g.add_call({.target = op_id_of<linear_op>, .args = {ir::value_ref{x}, ir::value_ref{w}, ir::none_t{}},
+                             .vals = {{dtype::f32, {2, 4}}}});
+  const auto s = g.add_call({.target = op_id_of<aten::softmax_int>, .args = {ir::value_ref{l}, std::int64_t{1}},
+                             .vals = {{dtype::f32, {2, 4}}}});
+  g.set_output({ir::value_ref{s}});
+  CHECK_NOTHROW(ir::verify(g));
+  // trailing defaults may be left out; None only where the schema says `?`
+  CHECK(ir::argument_mismatch(op_id_of<linear_op>, std::vector<ir::argument>{ir::value_ref{x}, ir::value_ref{w}}).empty());
+  CHECK(ir::argument_mismatch(op_id_of<linear_op>, std::vector<ir::argument>{ir::value_ref{x}, ir::none_t{}}) ==
+        "argument 1 (Tensor weight) is None (schema: aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor)");
+  CHECK(ir::argument_mismatch(op_id_of<linear_op>, std::vector<ir::argument>{ir::value_ref{x}}) ==
+        "takes 2 to 3 arguments, the call gives 1 (schema: aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor)");
+  CHECK(ir::argument_mismatch(op_id_of<aten::softmax_int>, std::vector<ir::argument>{ir::value_ref{x}, 1.5}).starts_with(
+      "argument 1 (int dim) is a float"));
+  CHECK(ir::argument_mismatch(op_id_of<aten::conv2d>, std::vector<ir::argument>{ir::value_ref{x}, ir::value_ref{w}, ir::none_t{},
+                                                                                  std::int64_t{2}})
+            .empty());  // (int[2] stride=1: one int for both)
+  CHECK(ir::argument_mismatch(op_id_of<add_op>, std::vector<ir::argument>{ir::value_ref{x}, 2.0}).empty());  // a wrapped number
+  CHECK(ir::argument_mismatch(op_id_of<affine_op>, std::vector<ir::argument>{std::string("anything")}).empty());  // no schema
+
+  ir::graph bad;
+  const auto bx = bad.add_placeholder("x", {dtype::f32, {2, 3}});
+  const auto bs = bad.add_call({.target = op_id_of<aten::softmax_int>, .args = {ir::value_ref{bx}, std::string("1")},
+                                .vals = {{dtype::f32, {2, 3}}}});
+  bad.set_output({ir::value_ref{bs}});
+  CHECK(typex_test::message_of<ir::graph_error>([&] { ir::verify(bad); }) ==
+        "typex::ir::verify: node 'softmax': aten.softmax.int: argument 1 (int dim) is a string "
+        "(schema: aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor)");
+}
+
+TEST_CASE("schemas: kernels read arguments by name; add's alpha means the same eagerly and in a planned program") {
+  // y = x + 2.5 * w, then y - 0.5 * x (sub's alpha), as aten.add.Tensor / aten.sub.Tensor with alpha
+  ir::graph g;
+  const auto x = g.add_placeholder("x", {dtype::f32, {2, 3}});
+  const auto w = g.add_placeholder("w", {dtype::f32, {2, 3}});
+  const auto a = g.add_call({.target = op_id_of<add_op>, .args = {ir::value_ref{x}, ir::value_ref{w}, 2.5}, .vals = {{dtype::f32, {2, 3}}}});
+  const auto s = g.add_call({.target = op_id_of<sub_op>, .args = {ir::value_ref{a}, ir::value_ref{x}, 0.5}, .vals = {{dtype::f32, {2, 3}}}});
+  const auto n = g.add_call({.target = op_id_of<add_op>, .args = {ir::value_ref{s}, 1.0, std::int64_t{3}}, .vals = {{dtype::f32, {2, 3}}}});
+  g.set_output({ir::value_ref{n}});
+  const exported_program ep(std::move(g),
+                            graph_signature({{input_kind::user_input, "x", ""}, {input_kind::user_input, "w", ""}},
+                                            {{output_kind::user_output, "add_1", ""}}),
+                            {}, {}, {}, {});
+  any_tensor xv(dtype::f32, {2, 3}), wv(dtype::f32, {2, 3});
+  for (index_t i = 0; i < 6; ++i) {
+    xv.data<float>()[i] = 0.25f * float(i) - 0.5f;
+    wv.data<float>()[i] = 1.0f - 0.375f * float(i);
+  }
+  // eagerly: the kernel reads alpha by name
+  const std::vector<ir::argument> args{ir::value_ref{0}, ir::value_ref{1}, 2.5};
+  const std::vector<const any_tensor*> tensors{&xv, &wv, nullptr};
+  const any_tensor eager = eigen::run_kernel(eigen::kernel_args(op_id_of<add_op>, args, tensors));
+  for (index_t i = 0; i < 6; ++i) CHECK(eager.data<float>()[i] == doctest::Approx(xv.data<float>()[i] + 2.5 * wv.data<float>()[i]));
+  // integer tensors: an integral alpha only, as PyTorch
+  any_tensor iv(dtype::i64, {2});
+  iv.data<std::int64_t>()[0] = 3, iv.data<std::int64_t>()[1] = -4;
+  const std::vector<const any_tensor*> ints{&iv, &iv, nullptr};
+  const any_tensor ie = eigen::run_kernel(eigen::kernel_args(op_id_of<add_op>, std::vector<ir::argument>{ir::value_ref{0}, ir::value_ref{0}, std::int64_t{2}}, ints));
+  CHECK(ie.data<std::int64_t>()[1] == -12);
+  CHECK_THROWS_AS(eigen::run_kernel(eigen::kernel_args(op_id_of<add_op>, std::vector<ir::argument>{ir::value_ref{0}, ir::value_ref{0}, 0.5}, ints)),
+                  argument_error);
+  // planned (fused into a chain, and one step per op): the same numbers
+  for (const bool fuse : {true, false}) {
+    auto m = program_module<eigen_backend>(ep, eigen::compile_options{.fuse = fuse});
+    const auto out = m({xv, wv});
+    REQUIRE(out.size() == 1);
+    for (index_t i = 0; i < 6; ++i) {
+      const double xi = xv.data<float>()[i], wi = wv.data<float>()[i];
+      CHECK(out[0].data<float>()[i] == doctest::Approx(xi + 2.5 * wi - 0.5 * xi + 3.0));
+    }
+  }
+  // a kernel asking for a name its op's schema lacks: a typed error naming both
+  CHECK_THROWS_WITH_AS(eigen::kernel_args(op_id_of<mul_op>, args, tensors).real("alpha"),
+                       "aten.mul.Tensor: has no argument 'alpha' (schema: aten::mul.Tensor(Tensor self, Tensor other) -> Tensor)",
+                       argument_error);
 }

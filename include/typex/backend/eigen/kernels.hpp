@@ -1,7 +1,8 @@
 // typex/backend/eigen/kernels.hpp — the Eigen backend's kernels, one per op, on type-erased tensors.
 //
-// A kernel reads the arguments of one call in the ATen schema's order (kernel_args: tensors,
-// scalars, int lists, sizes) and returns a new contiguous tensor; it checks what it relies on
+// A kernel reads the arguments of one call by the names of the op's schema (kernel_args:
+// a.tensor("input"), a.real("alpha"), a.ints("dim"); ops/schema.hpp), or, for an op that declares
+// no schema, by position; and returns a new contiguous tensor; it checks what it relies on
 // (ranks, extents, index ranges) and throws a typex error naming the op otherwise. Eager calls and
 // the program runner use the same kernels: eager mode builds the arguments from a typed call,
 // the runner from a graph node.
@@ -22,12 +23,21 @@
 #include <typex/ops/all.hpp>
 #include <typex/tensor/host_tensor.hpp>
 
+#include <charconv>
 #include <cstdint>
 #include <span>
 #include <string_view>
 #include <vector>
 
 namespace typex::eigen {
+
+// An argument's name, as a kernel asks for it: a.real("alpha"). (A literal only: a typo is caught
+// by the schema look-up, which every parity case exercises.)
+struct arg_name {
+  std::string_view text;
+  template <std::size_t N>
+  consteval arg_name(const char (&s)[N]) noexcept : text(s, N - 1) {}  // NOLINT: implicit on purpose
+};
 
 // The arguments of one op call, as a kernel reads them.
 class kernel_args {
@@ -134,9 +144,54 @@ class kernel_args {
     return out;
   }
 
+  // The same, by the schema's argument names.
+  std::size_t index(arg_name n) const {
+    const std::size_t i = target_.schema().index(n.text);
+    if (i == op_schema::npos) {
+      typex::detail::raise<argument_error>([&](auto& w) {
+        w.put(target_.name());
+        w.put(target_.schema().empty() ? ": declares no schema, so its arguments are read by position, not as '"
+                                       : ": has no argument '");
+        w.put(n.text);
+        w.put("'");
+        if (!target_.schema().empty()) { w.put(" (schema: "); w.put(target_.schema().text); w.put(")"); }
+      });
+    }
+    return i;
+  }
+  bool has(arg_name n) const { return has(index(n)); }
+  bool is_tensor(arg_name n) const { return is_tensor(index(n)); }
+  const any_tensor& tensor(arg_name n) const { return tensor(index(n)); }
+  const any_tensor* optional_tensor(arg_name n) const { return optional_tensor(index(n)); }
+  std::span<const any_tensor* const> tensor_list(arg_name n) const { return tensor_list(index(n)); }
+  dtype scalar_type(arg_name n) const { return scalar_type(index(n)); }
+  std::int64_t integer(arg_name n) const { return integer(index(n)); }
+  double real(arg_name n) const { return real(index(n)); }
+  bool is_real(arg_name n) const { return is_real(index(n)); }
+  bool is_integer(arg_name n) const { return is_integer(index(n)); }
+  bool flag(arg_name n) const { return flag(index(n)); }
+  std::string_view text(arg_name n, std::string_view fallback = {}) const { return text(index(n), fallback); }
+  std::vector<std::int64_t> ints(arg_name n) const { return ints(index(n)); }
+  std::vector<index_t> sizes(arg_name n, index_t numel) const { return sizes(index(n), numel); }
+  // Argument `n`, or its schema's default where the call leaves it out or passes None (a number
+  // default only: "alpha=1", "end_dim=-1", "ceil_mode=False").
+  double real_or_default(arg_name n) const {
+    const std::size_t i = index(n);
+    return has(i) ? real(i) : default_number(i);
+  }
+  std::int64_t integer_or_default(arg_name n) const {
+    const std::size_t i = index(n);
+    return has(i) ? integer(i) : static_cast<std::int64_t>(default_number(i));
+  }
+  bool flag_or_default(arg_name n) const {
+    const std::size_t i = index(n);
+    return has(i) ? flag(i) : default_number(i) != 0;
+  }
+
+  [[noreturn]] void fail_text(arg_name n, std::string_view what) const { fail_text(index(n), what); }
   [[noreturn]] void fail_text(std::size_t i, std::string_view what) const {
     typex::detail::raise<shape_error>([&](auto& w) {
-      w.put(target_.name()); w.put(": argument "); w.put_int(static_cast<long long>(i)); w.put(' '); w.put(what);
+      w.put(target_.name()); w.put(": argument "); w.put_int(static_cast<long long>(i)); put_name(w, i); w.put(' '); w.put(what);
     });
   }
 
@@ -156,8 +211,26 @@ class kernel_args {
   }
   [[noreturn]] void fail(std::size_t i, std::string_view expected) const {
     typex::detail::raise<argument_error>([&](auto& w) {
-      w.put(target_.name()); w.put(": argument "); w.put_int(static_cast<long long>(i)); w.put(" should be "); w.put(expected);
+      w.put(target_.name()); w.put(": argument "); w.put_int(static_cast<long long>(i)); put_name(w, i); w.put(" should be "); w.put(expected);
     });
+  }
+  // " (alpha)" after an argument's position, where the schema names it
+  template <class W>
+  void put_name(W& w, std::size_t i) const {
+    const op_schema s = target_.schema();
+    if (i < s.args.size()) { w.put(" ("); w.put(s.args[i].name); w.put(")"); }
+  }
+  double default_number(std::size_t i) const {
+    const op_schema s = target_.schema();
+    if (i < s.args.size()) {
+      const std::string_view d = s.args[i].default_text;
+      if (d == "True") return 1;
+      if (d == "False") return 0;
+      double v = 0;  // (None, Mean, [] are not numbers)
+      const auto [end, ec] = std::from_chars(d.data(), d.data() + d.size(), v);
+      if (ec == std::errc{} && end == d.data() + d.size()) return v;
+    }
+    fail(i, "a number (the call leaves it out and its default is not one)");
   }
 
   op_id target_;

@@ -569,14 +569,14 @@ class planned_engine final : public engine {
       }
       const kernel_fn fn = find_kernel(node.target);
       const kernel_args call(node.target, node.args, tensors, &symbols_, list);
-      if (node.target == op_id_of<batch_norm_op> && call.has(5) && call.flag(5)) {
+      if (node.target == op_id_of<batch_norm_op> && call.has("training") && call.flag("training")) {
         typex::detail::raise<unsupported_error>([&](auto& w) {
           w.put("typex::eigen: node '"); w.put(node.name);
           w.put("' is training-mode batch_norm, which updates its running statistics in place, behind the program's back; "
                 "use nn::BatchNorm2d (whose traced training mode writes them as buffer mutations) or export in eval mode");
         });
       }
-      const bool random = node.target == op_id_of<dropout_op> && call.flag(2);  // (never folded: a new draw per call)
+      const bool random = node.target == op_id_of<dropout_op> && call.flag("train");  // (never folded: a new draw per call)
       // 1. constant folding (a folded value that no symbol can change is kept for later plans, and
       //    so are the GEMM packings of it)
       if (all_constant && !random) {
@@ -609,9 +609,9 @@ class planned_engine final : public engine {
         for (std::size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<index_t>(d);
         const kernel_args a(node.target, node.args, tensors, &symbols_);
         if (node.target == op_id_of<aten::transpose_int>) {
-          std::swap(perm[wrap_dim(a.target(), a.integer(1), perm.size())], perm[wrap_dim(a.target(), a.integer(2), perm.size())]);
+          std::swap(perm[wrap_dim(a.target(), a.integer("dim0"), perm.size())], perm[wrap_dim(a.target(), a.integer("dim1"), perm.size())]);
         } else {
-          const auto p = a.ints(1);
+          const auto p = a.ints("dims");
           for (std::size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<index_t>(wrap_dim(a.target(), p[d], perm.size()));
         }
         v.strided = true;
@@ -767,20 +767,22 @@ class planned_engine final : public engine {
                                   const pool_geometry* pool = nullptr) {
     const value& v = values_[n];
     if (!gemm_dtype(v.dt)) return nullptr;
-    const auto arg = [&](std::size_t k) -> const value* {
+    const kernel_args ka(node.target, node.args, tensors, &symbols_);
+    // the value the call passes as argument k (nullptr: None, absent, or not a tensor)
+    const auto arg_at = [&](std::size_t k) -> const value* {
       if (k >= node.args.size()) return nullptr;
       const auto* r = std::get_if<ir::value_ref>(&node.args[k]);
       return r ? &values_[r->node] : nullptr;
     };
+    const auto arg = [&](arg_name name) { return arg_at(ka.index(name)); };
     const auto plain = [&](const value* a) { return a != nullptr && !a->strided && a->dt == v.dt; };
-    const kernel_args ka(node.target, node.args, tensors, &symbols_);
     std::unique_ptr<step> out;
     dispatch_gemm(v.dt, ka.target(), [&](auto tag) {
       using T = decltype(tag);
       const op_id t = node.target;
       if (t == op_id_of<linear_op>) {
-        const value *x = arg(0), *w = arg(1), *b = arg(2);
-        if (!plain(x) || !plain(w) || (node.args.size() > 2 && !std::holds_alternative<ir::none_t>(node.args[2]) && !plain(b))) return;
+        const value *x = arg("input"), *w = arg("weight"), *b = arg("bias");
+        if (!plain(x) || !plain(w) || (ka.has("bias") && !plain(b))) return;
         // (shapes the eager kernel would reject: leave them to it, for its message)
         if (w->extents.size() != 2 || x->extents.empty() || x->extents.back() != w->extents[1] ||
             (b != nullptr && b->numel() != w->extents[0]))
@@ -791,7 +793,7 @@ class planned_engine final : public engine {
         s->prepare(packed_);
         out = std::move(s);
       } else if (t == op_id_of<aten::conv2d>) {
-        const value *x = arg(0), *w = arg(1), *b = arg(2);
+        const value *x = arg("input"), *w = arg("weight"), *b = arg("bias");
         if (!plain(x) || !plain(w) || (b != nullptr && !plain(b))) return;
         auto s = std::make_unique<conv_step<T>>();
         s->g = conv_geometry_of(ka, {x->dt, x->extents}, {w->dt, w->extents}, b ? std::optional<index_t>(b->numel()) : std::nullopt);
@@ -803,7 +805,7 @@ class planned_engine final : public engine {
         s->prepare(packed_);
         out = std::move(s);
       } else if (is_matmul_op(t)) {
-        const value *x = arg(0), *y = arg(1);
+        const value *x = arg_at(0), *y = arg_at(1);  // (matmul's self and other, mm's and bmm's self and mat2)
         if (x == nullptr || y == nullptr || x->dt != v.dt || y->dt != v.dt || x->extents.size() < 2 || y->extents.size() < 2) return;
         if (t != op_id_of<matmul_op> && x->extents.size() != y->extents.size()) return;
         const std::size_t rx = x->extents.size(), ry = y->extents.size();
@@ -819,13 +821,13 @@ class planned_engine final : public engine {
         s->oy = batch_offsets({y->extents.begin(), y->extents.end() - 2}, {sy.begin(), sy.end() - 2}, batch);
         out = std::move(s);
       } else if (const activation a = activation_node(node)) {
-        const value* x = arg(0);
+        const value* x = arg_at(0);  // (an activation's input comes first; a user's activation may declare no schema)
         if (!plain(x)) return;
         auto s = std::make_unique<activation_step<T>>();
         s->x = x->at, s->out = v.at, s->n = v.numel(), s->act = a;
         out = std::move(s);
       } else if (t == op_id_of<add_op> || t == op_id_of<sub_op> || t == op_id_of<mul_op> || t == op_id_of<div_op>) {
-        const value *a = arg(0), *b = arg(1);
+        const value *a = arg("self"), *b = arg("other");
         if (!plain(a)) return;
         auto s = std::make_unique<binary_step<T>>();
         s->f = t == op_id_of<add_op> ? binary_step<T>::fn::add
@@ -833,13 +835,14 @@ class planned_engine final : public engine {
              : t == op_id_of<mul_op> ? binary_step<T>::fn::mul
                                    : binary_step<T>::fn::div;
         if (b == nullptr) {
-          if (node.args.size() < 2 || !(std::holds_alternative<double>(node.args[1]) || std::holds_alternative<std::int64_t>(node.args[1]))) return;
+          const std::size_t k = ka.index("other");  // (a wrapped number: a float or an int, not a symbol)
+          if (node.args.size() <= k || !(std::holds_alternative<double>(node.args[k]) || std::holds_alternative<std::int64_t>(node.args[k]))) return;
           s->b_number = true;
-          s->number = static_cast<T>(ka.real(1));
+          s->number = static_cast<T>(ka.real("other"));
         } else if (!plain(b)) {
           return;
         }
-        if (node.args.size() > 2 && ka.has(2)) s->alpha = static_cast<T>(ka.real(2));
+        if (t == op_id_of<add_op> || t == op_id_of<sub_op>) s->alpha = static_cast<T>(ka.real_or_default("alpha"));
         const auto broadcasts = [&](const value* o) {
           if (o == nullptr) return true;
           if (o->extents.size() > v.extents.size()) return false;
@@ -855,16 +858,16 @@ class planned_engine final : public engine {
         extend_chain(*s, n);
         out = std::move(s);
       } else if (t == op_id_of<aten::softmax_int> || t == op_id_of<aten::log_softmax_int>) {
-        const value* x = arg(0);
-        if (!plain(x) || x->extents.empty() || wrap_dim(ka.target(), ka.integer(1), x->extents.size()) + 1 != x->extents.size()) return;
+        const value* x = arg("self");
+        if (!plain(x) || x->extents.empty() || wrap_dim(ka.target(), ka.integer("dim"), x->extents.size()) + 1 != x->extents.size()) return;
         auto s = std::make_unique<softmax_step<T>>();
         s->x = x->at, s->out = v.at, s->len = x->extents.back(), s->rows = s->len ? x->numel() / s->len : 0;
         s->log = t == op_id_of<aten::log_softmax_int>;
         out = std::move(s);
       } else if (t == op_id_of<layer_norm_op>) {
-        const value *x = arg(0), *w = arg(2), *b = arg(3);
+        const value *x = arg("input"), *w = arg("weight"), *b = arg("bias");
         if (!plain(x) || (w && !plain(w)) || (b && !plain(b))) return;
-        const auto normalized = ka.ints(1);
+        const auto normalized = ka.ints("normalized_shape");
         if (normalized.size() > x->extents.size()) return;
         index_t m = 1;
         for (std::size_t k = 0; k < normalized.size(); ++k) {
@@ -874,26 +877,26 @@ class planned_engine final : public engine {
         if ((w && w->numel() != m) || (b && b->numel() != m)) return;
         auto s = std::make_unique<layer_norm_step<T>>();
         s->x = x->at, s->w = w ? w->at : operand{}, s->b = b ? b->at : operand{}, s->out = v.at;
-        s->m = m, s->rows = m ? x->numel() / m : 0, s->eps = ka.has(4) ? ka.real(4) : 1e-5;
+        s->m = m, s->rows = m ? x->numel() / m : 0, s->eps = ka.has("eps") ? ka.real("eps") : 1e-5;
         out = std::move(s);
       } else if (t == op_id_of<aten::max_pool2d>) {
-        const value* x = arg(0);
+        const value* x = arg("self");
         if (!plain(x)) return;
         auto s = std::make_unique<max_pool_step<T>>();
         s->g = pool_geometry_of<true>(ka, {x->dt, x->extents});
         s->x = x->at, s->out = v.at;
         out = std::move(s);
       } else if (is_permute_op(t)) {
-        const value* x = arg(0);
+        const value* x = arg("self");
         if (x == nullptr || x->dt != v.dt) return;
         // the output's dim d reads the input's dim perm[d]
         std::vector<std::size_t> perm(x->extents.size());
         for (std::size_t d = 0; d < perm.size(); ++d) perm[d] = d;
         if (perm.empty()) return;
         if (t == op_id_of<aten::transpose_int>)
-          std::swap(perm[wrap_dim(ka.target(), ka.integer(1), perm.size())], perm[wrap_dim(ka.target(), ka.integer(2), perm.size())]);
+          std::swap(perm[wrap_dim(ka.target(), ka.integer("dim0"), perm.size())], perm[wrap_dim(ka.target(), ka.integer("dim1"), perm.size())]);
         else {
-          const auto p = ka.ints(1);
+          const auto p = ka.ints("dims");
           for (std::size_t d = 0; d < perm.size(); ++d) perm[d] = wrap_dim(ka.target(), p[d], perm.size());
         }
         const std::vector<index_t> base = x->strided ? x->strides : contiguous_strides(x->extents);
@@ -960,10 +963,9 @@ class planned_engine final : public engine {
         } else {
           return;
         }
-        if (un.args.size() > 2) {
+        if (un.target == op_id_of<add_op> || un.target == op_id_of<sub_op>) {
           const std::vector<const any_tensor*> none(un.args.size(), nullptr);
-          const kernel_args ka(un.target, un.args, none, &symbols_);
-          if (ka.has(2)) l.alpha = static_cast<T>(ka.real(2));
+          l.alpha = static_cast<T>(kernel_args(un.target, un.args, none, &symbols_).real_or_default("alpha"));
         }
       } else {
         return;

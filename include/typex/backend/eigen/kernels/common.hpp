@@ -1,0 +1,127 @@
+// typex/backend/eigen/kernels/common.hpp — the Eigen backend: the shared pieces: dtype dispatch, conversions, shape messages, dim wrapping.
+//
+// One family of the kernel definitions: kernels_impl.hpp includes the families in order (each uses
+// the ones before it); kernels.hpp declares the kernels.
+#pragma once
+
+#ifndef TYPEX_EIGEN_KERNEL_FAMILIES
+#error "typex: backend/eigen/kernels/*.hpp are parts of kernels_impl.hpp (in its order); include <typex/backend/eigen.hpp>"
+#endif
+
+namespace typex::eigen::detail {
+
+using typex::detail::raise;
+
+// f16 and bf16 compute in f32.
+template <class T>
+using compute_t = std::conditional_t<std::is_same_v<T, half> || std::is_same_v<T, bfloat16>, float, T>;
+
+template <class To, class From>
+To convert(const From& v) {
+  if constexpr (std::is_same_v<From, half> || std::is_same_v<From, bfloat16>) {
+    return convert<To>(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<To, half> || std::is_same_v<To, bfloat16>) {
+    return To(static_cast<float>(v));
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To> && !std::is_same_v<To, bool>) {
+    // NaN and values outside i64 are undefined behaviour for a C++ conversion; they become i64's
+    // lowest value (what x86's conversion, and so PyTorch on x86, gives), narrowed like any i64
+    constexpr From limit = From(9223372036854775808.0);  // 2^63
+    const std::int64_t w = (v >= -limit && v < limit) ? static_cast<std::int64_t>(v) : std::numeric_limits<std::int64_t>::min();
+    return static_cast<To>(w);
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+[[noreturn]] inline void unsupported_dtype(std::string_view op, dtype d) {
+  raise<unsupported_error>([&](auto& w) {
+    w.put(op); w.put(": the Eigen backend does not run this op on "); w.put(name(d)); w.put(" tensors");
+  });
+}
+
+// Calls f(T{}) with the element type of d; Floating restricts to floating dtypes.
+template <bool Floating, class F>
+decltype(auto) dispatch(dtype d, std::string_view op, F&& f) {
+  switch (d) {
+    case dtype::f32: return f(float{});
+    case dtype::f64: return f(double{});
+    case dtype::f16: return f(half{});
+    case dtype::bf16: return f(bfloat16{});
+    default: break;
+  }
+  if constexpr (!Floating) {
+    switch (d) {
+      case dtype::i64: return f(std::int64_t{});
+      case dtype::i32: return f(std::int32_t{});
+      case dtype::i16: return f(std::int16_t{});
+      case dtype::i8: return f(std::int8_t{});
+      case dtype::u8: return f(std::uint8_t{});
+      case dtype::b8: return f(bool{});
+      default: break;
+    }
+  }
+  unsupported_dtype(op, d);
+}
+
+// Calls f(T{}) for f32 or f64 (what GEMM-based kernels run on).
+template <class F>
+decltype(auto) dispatch_gemm(dtype d, std::string_view op, F&& f) {
+  if (d == dtype::f32) return f(float{});
+  if (d == dtype::f64) return f(double{});
+  unsupported_dtype(op, d);
+}
+
+// t in dtype d: t itself when it already is, else a converted copy.
+inline any_tensor to_dtype(const any_tensor& t, dtype d) {
+  if (t.scalar_type() == d) return t;
+  any_tensor out(d, t.extents());
+  dispatch<false>(d, "to", [&](auto to) {
+    using To = decltype(to);
+    dispatch<false>(t.scalar_type(), "to", [&](auto from) {
+      using From = decltype(from);
+      const From* src = t.data<From>();
+      To* dst = out.data<To>();
+      for (index_t i = 0, n = t.numel(); i < n; ++i) dst[i] = convert<To>(src[i]);
+    });
+  });
+  return out;
+}
+
+// A tensor's dtype and extents, as any_tensor::to_string spells them ("f32[2, 3]").
+struct tensor_shape {
+  dtype dt;
+  const std::vector<index_t>& extents;
+  tensor_shape(const any_tensor& t) : dt(t.scalar_type()), extents(t.extents()) {}  // NOLINT: implicit on purpose
+  tensor_shape(dtype d, const std::vector<index_t>& e) : dt(d), extents(e) {}
+  std::string to_string() const { return std::string(name(dt)) + extents_string(); }
+  std::string extents_string() const {
+    std::string s = "[";
+    for (std::size_t i = 0; i < extents.size(); ++i) {
+      if (i) s += ", ";
+      s += std::to_string(extents[i]);
+    }
+    return s + ']';
+  }
+};
+
+[[noreturn]] inline void rank_error(std::string_view op, std::string_view what, tensor_shape t, std::string_view expected) {
+  raise<shape_error>([&](auto& w) {
+    w.put(op); w.put(": "); w.put(what); w.put(' '); w.put(name(t.dt)); w.put(t.extents_string()); w.put(" should be ");
+    w.put(expected);
+  });
+}
+
+inline std::size_t wrap_dim(std::string_view op, std::int64_t d, std::size_t rank) {
+  const auto r = static_cast<std::int64_t>(rank);
+  const std::int64_t w = d < 0 ? d + r : d;
+  if (w < 0 || w >= std::max<std::int64_t>(r, 1)) {
+    raise<argument_error>([&](auto& out) {
+      out.put(op); out.put(": dim "); out.put_int(d); out.put(" is out of range for rank "); out.put_int(r);
+    });
+  }
+  return static_cast<std::size_t>(w);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+}  // namespace typex::eigen::detail

@@ -1,0 +1,467 @@
+// typex/backend/eigen/kernels/conv.hpp — the Eigen backend: convolution and pooling: conv2d (im2col + the blocked GEMM), max/avg pool, adaptive avg pool.
+//
+// One family of the kernel definitions: kernels_impl.hpp includes the families in order (each uses
+// the ones before it); kernels.hpp declares the kernels.
+#pragma once
+
+#ifndef TYPEX_EIGEN_KERNEL_FAMILIES
+#error "typex: backend/eigen/kernels/*.hpp are parts of kernels_impl.hpp (in its order); include <typex/backend/eigen.hpp>"
+#endif
+
+namespace typex::eigen::detail {
+
+// convolution and pooling ([N, C, H, W], or [C, H, W] as N = 1)
+
+struct nchw {
+  index_t n, c, h, w;
+  bool batched;
+};
+inline nchw nchw_of(std::string_view op, tensor_shape x) {
+  const auto& e = x.extents;
+  if (e.size() == 4) return {e[0], e[1], e[2], e[3], true};
+  if (e.size() == 3) return {1, e[0], e[1], e[2], false};
+  rank_error(op, "input", x, "[N, C, H, W] or [C, H, W]");
+}
+inline std::vector<index_t> nchw_extents(const nchw& s, index_t c, index_t h, index_t w) {
+  if (s.batched) return {s.n, c, h, w};
+  return {c, h, w};
+}
+inline std::array<index_t, 2> pair_of(const kernel_args& a, arg_name n, std::array<index_t, 2> fallback) {
+  if (!a.has(n)) return fallback;
+  if (a.is_integer(n)) return {a.integer(n), a.integer(n)};  // (int[2] stride=1: one int for both)
+  const auto v = a.ints(n);
+  if (v.size() == 1) return {v[0], v[0]};
+  if (v.size() != 2) a.fail_text(n, "should hold one or two values");
+  return {v[0], v[1]};
+}
+inline index_t window_extent(const kernel_args& a, index_t in, index_t k, index_t s, index_t p, index_t d, bool ceil) {
+  if (k < 1 || s < 1 || d < 1 || p < 0) a.fail_text(1, "has a kernel, stride or dilation below 1 or a negative padding");
+  const index_t o = ceil ? typex::detail::ceil_window_out(in, k, s, p, d) : (in + 2 * p - d * (k - 1) - 1) / s + 1;
+  if (in + 2 * p - d * (k - 1) - 1 < 0 || o < 1) {
+    raise<shape_error>([&](auto& w) {
+      w.put(a.target()); w.put(": an input extent of "); w.put_int(in); w.put(" is too small for a window of "); w.put_int(k);
+    });
+  }
+  return o;
+}
+
+// A convolution's sizes, read and checked from (input, weight, bias, stride, padding, dilation, groups).
+struct conv_geometry {
+  nchw s;
+  index_t oc, icg, kh, kw, oh, ow, groups;
+  std::array<index_t, 2> stride, pad, dil;
+  index_t krows() const noexcept { return icg * kh * kw; }
+  index_t cols() const noexcept { return oh * ow; }
+};
+
+// x, w: the input's and weight's shapes; bias: the bias' element count, if it has one.
+inline conv_geometry conv_geometry_of(const kernel_args& a, tensor_shape x, tensor_shape w, std::optional<index_t> bias) {
+  conv_geometry g{};
+  g.s = nchw_of(a.target(), x);
+  if (w.extents.size() != 4) rank_error(a.target(), "weight", w, "[out_channels, in_channels / groups, kH, kW]");
+  g.stride = pair_of(a, "stride", {1, 1});
+  g.pad = pair_of(a, "padding", {0, 0});
+  g.dil = pair_of(a, "dilation", {1, 1});
+  g.groups = a.integer_or_default("groups");
+  g.oc = w.extents[0], g.icg = w.extents[1], g.kh = w.extents[2], g.kw = w.extents[3];
+  if (g.groups < 1 || g.s.c != g.icg * g.groups || g.oc % g.groups != 0) {
+    raise<shape_error>([&](auto& o) {
+      o.put(a.target()); o.put(": input "); o.put(x.to_string()); o.put(" does not fit weight "); o.put(w.to_string());
+      o.put(" with groups="); o.put_int(g.groups);
+    });
+  }
+  if (bias && *bias != g.oc) {
+    raise<shape_error>([&](auto& o) {
+      o.put(a.target()); o.put(": bias should hold "); o.put_int(g.oc); o.put(" elements, not "); o.put_int(*bias);
+    });
+  }
+  g.oh = window_extent(a, g.s.h, g.kh, g.stride[0], g.pad[0], g.dil[0], false);
+  g.ow = window_extent(a, g.s.w, g.kw, g.stride[1], g.pad[1], g.dil[1], false);
+  return g;
+}
+
+struct pool_geometry {
+  nchw s;
+  std::array<index_t, 2> k, stride, pad, dil;
+  index_t oh, ow;
+  bool include_pad;
+};
+
+template <bool Max>
+pool_geometry pool_geometry_of(const kernel_args& a, tensor_shape x) {
+  pool_geometry g{};
+  g.s = nchw_of(a.target(), x);
+  g.k = pair_of(a, "kernel_size", {1, 1});
+  g.stride = a.has("stride") && (a.is_integer("stride") || !a.ints("stride").empty()) ? pair_of(a, "stride", g.k) : g.k;  // ([]: the kernel)
+  g.pad = pair_of(a, "padding", {0, 0});
+  g.dil = Max ? pair_of(a, "dilation", {1, 1}) : std::array<index_t, 2>{1, 1};
+  const bool ceil = a.flag_or_default("ceil_mode");
+  g.include_pad = Max || a.flag_or_default("count_include_pad");
+  if (2 * g.pad[0] > g.k[0] || 2 * g.pad[1] > g.k[1]) a.fail_text("padding", "should be at most half the kernel size");
+  g.oh = window_extent(a, g.s.h, g.k[0], g.stride[0], g.pad[0], g.dil[0], ceil);
+  g.ow = window_extent(a, g.s.w, g.k[1], g.stride[1], g.pad[1], g.dil[1], ceil);
+  return g;
+}
+
+// Whether every window is inside the image (no padding, no dilation, and ceil_mode added no
+// partial window): max_pool_plane's case.
+inline bool max_pool_direct(const pool_geometry& g) {
+  return g.pad[0] == 0 && g.pad[1] == 0 && g.dil[0] == 1 && g.dil[1] == 1 && (g.oh - 1) * g.stride[0] + g.k[0] <= g.s.h &&
+         (g.ow - 1) * g.stride[1] + g.k[1] <= g.s.w;
+}
+
+// Max pooling of one [H, W] plane when max_pool_direct(g); rows: oh * W scratch elements.
+// NaN propagates, as in PyTorch (a select, no branch).
+template <class T>
+void max_pool_plane(const pool_geometry& g, const T* img, T* o, T* rows) {
+  const index_t w = g.s.w, oh = g.oh, ow = g.ow, kh = g.k[0], kw = g.k[1], sh = g.stride[0], sw = g.stride[1];
+  for (index_t y = 0; y < oh; ++y) {
+    T* v = rows + y * w;
+    const T* r = img + y * sh * w;
+    std::copy(r, r + w, v);
+    for (index_t i = 1; i < kh; ++i) {
+      r += w;
+      for (index_t x = 0; x < w; ++x) v[x] = (r[x] > v[x] || r[x] != r[x]) ? r[x] : v[x];
+    }
+  }
+  auto columns = [&](const T* v, T* out, index_t n) {
+    if (kw == 2 && sw == 2) {  // max_pool2d(2): constant strides, so that the compiler vectorises it
+      for (index_t q = 0; q < n; ++q) {
+        const T a = v[2 * q], b = v[2 * q + 1];
+        out[q] = (b > a || b != b) ? b : a;
+      }
+      return;
+    }
+    for (index_t q = 0; q < n; ++q) {
+      T best = v[q * sw];
+      for (index_t j = 1; j < kw; ++j) {
+        const T c = v[q * sw + j];
+        best = (c > best || c != c) ? c : best;
+      }
+      out[q] = best;
+    }
+  };
+  if (w == ow * sw) columns(rows, o, oh * ow);  // row y's windows start at y * w = y * ow * sw: one pass
+  else for (index_t y = 0; y < oh; ++y) columns(rows + y * w, o + y * ow, ow);
+}
+
+template <class T>
+grow_buffer<T>& pool_scratch() {
+  static thread_local grow_buffer<T> b;
+  return b;
+}
+
+// out[0, n) = in[0, n) for short runs (an im2col row segment: a dozen or two elements), in packets
+// (the last one overlapping the one before) instead of a call to memmove per run.
+template <class T>
+inline void copy_run(const T* in, T* out, index_t n) {
+  using P = typename gemm_traits<T>::packet;
+  using H = typename Eigen::internal::packet_traits<T>::half;
+  // (no unpacket_traits<H>: a vector type as a class template's argument warns with g++)
+  constexpr int L = gemm_traits<T>::lanes, LH = Eigen::internal::packet_traits<T>::HasHalfPacket ? L / 2 : L;
+  using Eigen::internal::ploadu;
+  using Eigen::internal::pstoreu;
+  if (n >= L) {
+    index_t q = 0;
+    for (; q + L <= n; q += L) pstoreu(out + q, ploadu<P>(in + q));
+    if (q < n) pstoreu(out + n - L, ploadu<P>(in + n - L));
+  } else if (LH < L && n >= LH) {
+    pstoreu(out, ploadu<H>(in));
+    pstoreu(out + n - LH, ploadu<H>(in + n - LH));
+  } else {
+    for (index_t q = 0; q < n; ++q) out[q] = in[q];
+  }
+}
+
+// Output pixels [jb, je) of one image's group as the GEMM's packed right-hand side: the im2col
+// matrix col[(ci, i, j)][(y, x)] (zero where the window is in the padding) written straight into
+// packed_rhs's layout (nr-column panels, kc rows at a time) — im2col and packing in one copy.
+// A panel's nr pixels are runs along output rows, the same for every kernel row of the panel.
+template <class T>
+packed_rhs<T> im2col_packed(const conv_geometry& g, const T* img, T* out, index_t jb, index_t je) {
+  constexpr int nr = gemm_traits<T>::nr;
+  const index_t k = g.krows(), n = je - jb;
+  const index_t kc = gemm_traits<T>::kc_for(k), np = packed_rhs<T>::padded_n(n);
+  const index_t sy = g.stride[0], sx = g.stride[1];
+  // output row y, columns [x, x + len), at panel column `at`; src: the input offset of (y, x)
+  struct run { index_t y, x, len, at, src; };
+  std::array<run, nr> runs{};
+  std::size_t nruns = 0;
+  const bool direct = g.pad[0] == 0 && g.pad[1] == 0 && sx == 1;
+  // kernel row (ci, i, j) of the current runs, with padding and strides
+  const auto general = [&](T* row, index_t ci, index_t i, index_t j) {
+    // the output columns whose input column is inside the image: [lo, hi)
+    const index_t x0 = j * g.dil[1] - g.pad[1];
+    const index_t lo = std::min(g.ow, x0 >= 0 ? 0 : (-x0 + sx - 1) / sx);
+    const index_t hi = std::max(lo, std::min(g.ow, g.s.w - x0 <= 0 ? 0 : (g.s.w - x0 + sx - 1) / sx));
+    const T* plane = img + ci * g.s.h * g.s.w;
+    for (std::size_t r = 0; r < nruns; ++r) {
+      const run& u = runs[r];
+      T* o = row + u.at;
+      const index_t iy = u.y * sy - g.pad[0] + i * g.dil[0];
+      const index_t a = std::clamp(lo, u.x, u.x + u.len), b = std::clamp(hi, a, u.x + u.len);
+      if (iy < 0 || iy >= g.s.h) {
+        std::fill(o, o + u.len, T(0));
+        continue;
+      }
+      const T* in = plane + iy * g.s.w + x0;
+      std::fill(o, o + (a - u.x), T(0));
+      if (sx == 1) copy_run(in + a, o + (a - u.x), b - a);
+      else for (index_t xx = a; xx < b; ++xx) o[xx - u.x] = in[xx * sx];
+      std::fill(o + (b - u.x), o + u.len, T(0));
+    }
+  };
+  for (index_t j0 = 0; j0 < n; j0 += nr) {
+    const index_t w = std::min<index_t>(nr, n - j0);
+    nruns = 0;
+    for (index_t p = jb + j0; p < jb + j0 + w;) {
+      const index_t y = p / g.ow, x = p % g.ow, len = std::min(g.ow - x, jb + j0 + w - p);
+      runs[nruns++] = {y, x, len, p - jb - j0, y * sy * g.s.w + x};
+      p += len;
+    }
+    for (index_t p0 = 0; p0 < k; p0 += kc) {
+      const index_t kcp = std::min(kc, k - p0);
+      T* panel = out + p0 * np + j0 * kcp;
+      index_t ci = p0 / (g.kh * g.kw), i = p0 / g.kw % g.kh, j = p0 % g.kw;
+      for (index_t kk = 0; kk < kcp; ++kk) {
+        T* row = panel + kk * nr;
+        if (w < nr) std::fill(row + w, row + nr, T(0));
+        if (direct) {  // every window inside the image, stride 1 along rows: one packet copy per run
+          const T* in = img + ci * g.s.h * g.s.w + i * g.dil[0] * g.s.w + j * g.dil[1];
+          for (std::size_t r = 0; r < nruns; ++r) copy_run(in + runs[r].src, row + runs[r].at, runs[r].len);
+        } else {
+          general(row, ci, i, j);
+        }
+        if (++j == g.kw) {
+          j = 0;
+          if (++i == g.kh) i = 0, ++ci;
+        }
+      }
+    }
+  }
+  return packed_rhs<T>{k, n, out, kc};
+}
+
+// The weights [oc, icg * kh * kw] as the GEMM's packed left-hand side, group after group
+// (conv_packed_weights<T>(g) elements, with the packing's slack): packed once per plan when they
+// are constant.
+template <class T>
+index_t conv_packed_weights(const conv_geometry& g) { return g.oc * g.krows() + gemm_traits<T>::lanes; }
+template <class T>
+void conv_pack_weights(const conv_geometry& g, const T* w, T* out) {
+  const index_t ocg = g.oc / g.groups, k = g.krows();
+  for (index_t gi = 0; gi < g.groups; ++gi) packed_lhs<T>::pack({w + gi * ocg * k, k, 1}, ocg, k, out + gi * ocg * k);
+}
+
+// out = act(conv(x, w) + bias), or max_pool2d of it when `pool` is given (a pool whose windows are
+// all inside the image: max_pool_direct): per image and group, im2col_packed and one GEMM with the
+// packed weights, the bias and the activation in the GEMM's epilogue; a fused pool reads the
+// image's convolution from per-thread scratch while it is in cache, instead of from memory in
+// another pass. scratch: conv_scratch(g, threads, pooled) elements. Parallel over images when
+// there are enough, otherwise inside each product.
+// The output pixels per product: a block of packed columns that stays in L2 (~192 KiB) while the
+// product reads it, instead of the whole image's (664 KiB for 288 kernel rows x 24 x 24 pixels;
+// 115 MiB for 576 x 224 x 224): the scratch stays small for large images (same speed on the CNN).
+template <class T>
+index_t conv_chunk(const conv_geometry& g) {
+  constexpr int nr = gemm_traits<T>::nr;
+  const index_t panels = std::max<index_t>(1, (index_t{192} * 1024 / static_cast<index_t>(sizeof(T))) / (g.krows() * nr));
+  return std::min(panels * nr, g.cols());
+}
+template <class T>
+index_t conv_scratch(const conv_geometry& g, int threads, bool pooled = false) {
+  const index_t packed = g.krows() * packed_rhs<T>::padded_n(conv_chunk<T>(g));
+  return (packed + (pooled ? g.oc * g.cols() : 0)) * std::max(threads, 1);
+}
+template <class T>
+void conv2d_into(const conv_geometry& g, const T* x, const T* wpacked, const T* bias, activation act, T* out, T* scratch,
+                 int threads, const pool_geometry* pool = nullptr) {
+  const index_t ocg = g.oc / g.groups, krows = g.krows(), cols = g.cols();
+  const index_t per_thread = conv_scratch<T>(g, 1, pool != nullptr), chunk = conv_chunk<T>(g);
+  auto image = [&](index_t n, T* sc, int t) {
+    T* conv_out = pool != nullptr ? sc + (per_thread - g.oc * cols) : out + n * g.oc * cols;
+    for (index_t gi = 0; gi < g.groups; ++gi) {
+      gemm_epilogue<T> ep;
+      ep.bias = bias != nullptr ? bias + gi * ocg : nullptr;
+      ep.bias_per_row = true;
+      ep.act = act;
+      const packed_lhs<T> w{ocg, krows, wpacked + gi * ocg * krows};
+      for (index_t j0 = 0; j0 < cols; j0 += chunk) {
+        const packed_rhs<T> col = im2col_packed(g, x + (n * g.s.c + gi * g.icg) * g.s.h * g.s.w, sc, j0, std::min(cols, j0 + chunk));
+        gemm<T>(w, col, conv_out + gi * ocg * cols + j0, cols, ep, t);
+      }
+    }
+    if (pool == nullptr) return;
+    T* rows = pool_scratch<T>().get(static_cast<std::size_t>(pool->oh * pool->s.w));
+    const index_t plane = pool->oh * pool->ow;
+    for (index_t c = 0; c < g.oc; ++c) max_pool_plane(*pool, conv_out + c * cols, out + (n * g.oc + c) * plane, rows);
+  };
+  if (threads > 1 && g.s.n >= threads) {
+    auto task = [&](int i) {
+      for (index_t n = g.s.n * i / threads; n < g.s.n * (i + 1) / threads; ++n) image(n, scratch + i * per_thread, 1);
+    };
+    thread_pool::instance().run(threads, task);
+  } else {
+    for (index_t n = 0; n < g.s.n; ++n) image(n, scratch, threads);
+  }
+}
+
+inline any_tensor conv2d(const kernel_args& a) {
+  const any_tensor& x = a.tensor("input");
+  const any_tensor& w = a.tensor("weight");
+  const any_tensor* b = a.optional_tensor("bias");
+  const conv_geometry g = conv_geometry_of(a, x, w, b ? std::optional<index_t>(b->numel()) : std::nullopt);
+  const dtype d = promote_types(x.scalar_type(), w.scalar_type());
+  any_tensor out(d, nchw_extents(g.s, g.oc, g.oh, g.ow));
+  dispatch_gemm(d, a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    const any_tensor X = to_dtype(x, d), W = to_dtype(w, d);
+    const any_tensor B = b != nullptr ? to_dtype(*b, d) : any_tensor();
+    const int threads = num_threads();
+    std::vector<T> scratch(static_cast<std::size_t>(conv_scratch<T>(g, threads)));
+    std::vector<T> wpacked(static_cast<std::size_t>(conv_packed_weights<T>(g)));
+    conv_pack_weights(g, W.data<T>(), wpacked.data());
+    conv2d_into<T>(g, X.data<T>(), wpacked.data(), b != nullptr ? B.data<T>() : nullptr, activation{}, out.data<T>(),
+                   scratch.data(), threads);
+  });
+  return out;
+}
+
+template <bool Max, class T>
+void pool2d_into(const pool_geometry& g, const T* px, T* po, int threads) {
+  using C = compute_t<T>;
+  const auto& s = g.s;
+  const auto& k = g.k;
+  const auto& stride = g.stride;
+  const auto& pad = g.pad;
+  const auto& dil = g.dil;
+  const index_t oh = g.oh, ow = g.ow;
+  if constexpr (Max && std::is_floating_point_v<T>) {
+    if (max_pool_direct(g)) {
+      // every window inside the image (the common case). Per plane, the
+      // max over the window's rows first (contiguous rows: vectorised), then over its columns —
+      // one flat strided pass over the plane when the rows hold no leftover columns (so that a
+      // 12-wide output row does not run as scalar code). ~8x the general loop below.
+      parallel_for(s.n * s.c, oh * ow * k[0] * k[1], threads, [&](index_t p0, index_t p1) {
+        T* rows = pool_scratch<T>().get(static_cast<std::size_t>(oh * s.w));
+        for (index_t plane = p0; plane < p1; ++plane) max_pool_plane(g, px + plane * s.h * s.w, po + plane * oh * ow, rows);
+      });
+      return;
+    }
+  }
+  parallel_for(s.n * s.c, oh * ow * k[0] * k[1], threads, [&](index_t p0, index_t p1) {
+    for (index_t plane = p0; plane < p1; ++plane) {
+      const T* img = px + plane * s.h * s.w;
+      T* o = po + plane * oh * ow;
+      for (index_t y = 0; y < oh; ++y)
+        for (index_t xx = 0; xx < ow; ++xx) {
+          const index_t y0 = y * stride[0] - pad[0], x0 = xx * stride[1] - pad[1];
+          if constexpr (Max) {
+            C best = std::numeric_limits<C>::lowest();
+            if constexpr (std::is_floating_point_v<C>) best = -std::numeric_limits<C>::infinity();
+            const bool inside = y0 >= 0 && x0 >= 0 && y0 + (k[0] - 1) * dil[0] < s.h && x0 + (k[1] - 1) * dil[1] < s.w;
+            for (index_t i = 0; i < k[0]; ++i)
+              for (index_t j = 0; j < k[1]; ++j) {
+                const index_t iy = y0 + i * dil[0], ix = x0 + j * dil[1];
+                if (!inside && (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w)) continue;
+                const C v = convert<C>(img[iy * s.w + ix]);
+                best = (v > best || v != v) ? v : best;  // NaN propagates, as in PyTorch (a select, no branch)
+              }
+            o[y * ow + xx] = convert<T>(best);
+          } else {
+            const index_t y1 = std::min(y0 + k[0], s.h + pad[0]), x1 = std::min(x0 + k[1], s.w + pad[1]);
+            const index_t pool = (y1 - y0) * (x1 - x0);
+            const index_t ya = std::max<index_t>(y0, 0), xa = std::max<index_t>(x0, 0);
+            const index_t yb = std::min(y1, s.h), xb = std::min(x1, s.w);
+            C sum = 0;
+            for (index_t iy = ya; iy < yb; ++iy)
+              for (index_t ix = xa; ix < xb; ++ix) sum += convert<C>(img[iy * s.w + ix]);
+            const index_t div = g.include_pad ? pool : (yb - ya) * (xb - xa);
+            o[y * ow + xx] = convert<T>(sum / static_cast<C>(div));
+          }
+        }
+    }
+  });
+}
+
+// max_pool2d: (self, kernel_size, stride, padding, dilation, ceil_mode)
+// avg_pool2d: (self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+template <bool Max>
+any_tensor pool2d(const kernel_args& a) {
+  const any_tensor& x = a.tensor("self");
+  const pool_geometry g = pool_geometry_of<Max>(a, x);
+  any_tensor out(x.scalar_type(), nchw_extents(g.s, g.s.c, g.oh, g.ow));
+  dispatch<Max ? false : true>(x.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    pool2d_into<Max, T>(g, x.data<T>(), out.data<T>(), num_threads());
+  });
+  return out;
+}
+
+inline any_tensor adaptive_avg_pool2d(const kernel_args& a) {
+  const any_tensor& x = a.tensor("self");
+  const nchw s = nchw_of(a.target(), x);
+  const auto size = pair_of(a, "output_size", {1, 1});
+  if (size[0] < 1 || size[1] < 1) a.fail_text("output_size", "should be at least 1x1");
+  const index_t oh = size[0], ow = size[1];
+  any_tensor out(x.scalar_type(), nchw_extents(s, s.c, oh, ow));
+  dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    for (index_t plane = 0; plane < s.n * s.c; ++plane) {
+      const T* img = px + plane * s.h * s.w;
+      for (index_t y = 0; y < oh; ++y) {
+        const index_t ya = y * s.h / oh, yb = ((y + 1) * s.h + oh - 1) / oh;
+        for (index_t xx = 0; xx < ow; ++xx) {
+          const index_t xa = xx * s.w / ow, xb = ((xx + 1) * s.w + ow - 1) / ow;
+          C sum = 0;
+          for (index_t iy = ya; iy < yb; ++iy)
+            for (index_t ix = xa; ix < xb; ++ix) sum += convert<C>(img[iy * s.w + ix]);
+          po[(plane * oh + y) * ow + xx] = convert<T>(sum / static_cast<C>((yb - ya) * (xb - xa)));
+        }
+      }
+    }
+  });
+  return out;
+}
+
+inline any_tensor embedding(const kernel_args& a) {
+  const any_tensor& w = a.tensor("weight");
+  const any_tensor& idx = a.tensor("indices");
+  if (w.rank() != 2) rank_error(a.target(), "weight", w, "[num_embeddings, embedding_dim]");
+  const index_t rows = w.extents()[0], dim = w.extents()[1];
+  std::vector<index_t> oe = idx.extents();
+  oe.push_back(dim);
+  any_tensor out(w.scalar_type(), oe);
+  const std::size_t row_bytes = static_cast<std::size_t>(dim) * itemsize(w.scalar_type());
+  const any_tensor I = to_dtype(idx, dtype::i64);
+  if (!(idx.scalar_type() == dtype::i64 || idx.scalar_type() == dtype::i32))
+    rank_error(a.target(), "indices", idx, "an i64 or i32 tensor");
+  const std::int64_t* pi = I.data<std::int64_t>();
+  for (index_t i = 0, n = idx.numel(); i < n; ++i) {
+    if (pi[i] < 0 || pi[i] >= rows) {
+      raise<argument_error>([&](auto& o) {
+        o.put(a.target()); o.put(": index "); o.put_int(pi[i]); o.put(" is out of range for "); o.put_int(rows);
+        o.put(" embeddings");
+      });
+    }
+    std::memcpy(out.raw_data() + static_cast<std::size_t>(i) * row_bytes, w.raw_data() + static_cast<std::size_t>(pi[i]) * row_bytes,
+                row_bytes);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+}  // namespace typex::eigen::detail
+
+// The kernels of this family's ops (kernels_impl.hpp builds the table from the registry).
+namespace typex::eigen {
+TYPEX_EIGEN_KERNEL(aten::conv2d, detail::conv2d);
+TYPEX_EIGEN_KERNEL(aten::max_pool2d, detail::pool2d<true>);
+TYPEX_EIGEN_KERNEL(aten::avg_pool2d, detail::pool2d<false>);
+TYPEX_EIGEN_KERNEL(aten::adaptive_avg_pool2d, detail::adaptive_avg_pool2d);
+TYPEX_EIGEN_KERNEL(embedding_op, detail::embedding);
+}  // namespace typex::eigen

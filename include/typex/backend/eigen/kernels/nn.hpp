@@ -1,0 +1,231 @@
+// typex/backend/eigen/kernels/nn.hpp — the Eigen backend: attention, dropout, losses.
+//
+// One family of the kernel definitions: kernels_impl.hpp includes the families in order (each uses
+// the ones before it); kernels.hpp declares the kernels.
+#pragma once
+
+#ifndef TYPEX_EIGEN_KERNEL_FAMILIES
+#error "typex: backend/eigen/kernels/*.hpp are parts of kernels_impl.hpp (in its order); include <typex/backend/eigen.hpp>"
+#endif
+
+namespace typex::eigen::detail {
+
+// attention, dropout, losses
+
+// The generator dropout draws from: one per thread, seeded by manual_seed (default seed 0x5EED).
+inline std::mt19937_64& generator() {
+  thread_local std::mt19937_64 g(0x5EEDu);
+  return g;
+}
+
+// Zeroes elements of a floating tensor with probability p, scales the rest by 1 / (1 - p).
+template <class T>
+void dropout_in_place(T* p, index_t n, double prob) {
+  if (prob <= 0) return;
+  if (prob >= 1) {
+    std::fill(p, p + n, T(0));
+    return;
+  }
+  std::bernoulli_distribution keep(1.0 - prob);
+  const T scale = convert<T>(1.0 / (1.0 - prob));
+  auto& g = generator();
+  for (index_t i = 0; i < n; ++i) p[i] = keep(g) ? convert<T>(convert<compute_t<T>>(p[i]) * convert<compute_t<T>>(scale)) : T(0);
+}
+
+// (input, p, train)
+inline any_tensor dropout(const kernel_args& a) {
+  const any_tensor& x = a.tensor("input");
+  const double p = a.real("p");
+  if (!(p >= 0 && p <= 1)) a.fail_text("p", "is not a probability in [0, 1]");
+  any_tensor out = x.clone();
+  if (a.flag("train")) {
+    dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) { dropout_in_place(out.data<decltype(tag)>(), out.numel(), p); });
+  }
+  return out;
+}
+
+// (query, key, value, attn_mask, dropout_p, is_causal, scale): softmax(q k^T * scale + mask) v.
+inline any_tensor scaled_dot_product_attention(const kernel_args& a) {
+  const any_tensor& q = a.tensor("query");
+  const any_tensor& k = a.tensor("key");
+  const any_tensor& v = a.tensor("value");
+  const any_tensor* mask = a.optional_tensor("attn_mask");
+  for (const any_tensor* t : {&q, &k, &v})
+    if (t->rank() < 2) rank_error(a.target(), "query, key and value", *t, "at least 2-d ([..., L, E])");
+  const double dropout_p = a.real_or_default("dropout_p");
+  const bool causal = a.flag_or_default("is_causal");
+  if (causal && mask != nullptr) {
+    raise<argument_error>([&](auto& o) {
+      o.put(a.target()); o.put(": an attention mask and is_causal are both given; give one or the other, as PyTorch");
+    });
+  }
+  const index_t e = q.extents().back();
+  if (k.extents().back() != e) {
+    raise<shape_error>([&](auto& o) {
+      o.put(a.target()); o.put(": the query "); o.put(q.to_string()); o.put(" and the key "); o.put(k.to_string());
+      o.put(" differ in their last (embedding) dim");
+    });
+  }
+  const double scale = a.has("scale") ? a.real("scale") : 1.0 / std::sqrt(static_cast<double>(e));
+  std::vector<std::size_t> perm(k.rank());
+  for (std::size_t d = 0; d < perm.size(); ++d) perm[d] = d;
+  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+  any_tensor scores = matmul_of(a.target(), q, permuted(k, perm, a.target()));  // [..., L, S]
+  const index_t l = scores.extents()[scores.rank() - 2], s = scores.extents().back();
+  dispatch_gemm(scores.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    T* ps = scores.data<T>();
+    const T sc = static_cast<T>(scale), neg_inf = -std::numeric_limits<T>::infinity();
+    for (index_t i = 0, n = scores.numel(); i < n; ++i) ps[i] *= sc;
+    if (causal) {
+      for (index_t m = 0, count = scores.numel() / std::max<index_t>(l * s, 1); m < count; ++m)
+        for (index_t i = 0; i < l; ++i)
+          for (index_t j = i + 1; j < s; ++j) ps[(m * l + i) * s + j] = neg_inf;
+    }
+    if (mask != nullptr) {
+      const std::vector<index_t> oe = broadcast_extents(a.target(), scores.extents(), mask->extents());
+      if (oe != scores.extents()) a.fail_text("attn_mask", "does not broadcast to the attention scores' shape");
+      const std::array<std::vector<index_t>, 1> strides{broadcast_strides(mask->extents(), oe)};
+      if (mask->scalar_type() == dtype::b8) {
+        const bool* pm = mask->data<bool>();
+        for_each_strided(oe, strides, [&](index_t i, const std::array<index_t, 1>& o) {
+          if (!pm[o[0]]) ps[i] = neg_inf;
+        });
+      } else {
+        const any_tensor M = to_dtype(*mask, scores.scalar_type());
+        const T* pm = M.data<T>();
+        for_each_strided(oe, strides, [&](index_t i, const std::array<index_t, 1>& o) { ps[i] += pm[o[0]]; });
+      }
+    }
+    softmax_rows(ps, ps, scores.numel() / std::max<index_t>(s, 1), s, false, 1);
+    if (dropout_p > 0) dropout_in_place(ps, scores.numel(), dropout_p);
+  });
+  return matmul_of(a.target(), scores, v);
+}
+
+// The per-element loss of class scores x ([C], [N, C] or [N, C, d...]) against i64 class indices
+// (or, when `probabilities`, a floating target of x's shape), reduced. LogSoftmax: x holds logits
+// (cross_entropy), otherwise log-probabilities (nll_loss).
+template <bool LogSoftmax>
+any_tensor class_loss(const kernel_args& a, std::int64_t ignore_index, double smoothing) {
+  const any_tensor& x = a.tensor("self");
+  const any_tensor& target = a.tensor("target");
+  const any_tensor* weight = a.optional_tensor("weight");
+  const std::int64_t reduction = a.has("reduction") ? a.integer("reduction") : 1;  // (the default: Mean)
+  if (reduction < 0 || reduction > 2) a.fail_text("reduction", "is not a reduction (0 none, 1 mean, 2 sum)");
+  if (x.rank() == 0) rank_error(a.target(), "input", x, "[C], [N, C] or [N, C, d...]");
+  const bool probabilities = is_floating_point(target.scalar_type());
+  if (probabilities && !LogSoftmax) rank_error(a.target(), "target", target, "i64 class indices");
+  if (smoothing < 0 || smoothing > 1) a.fail_text("label_smoothing", "is not in [0, 1]");  // (cross_entropy's)
+  const index_t c = x.rank() == 1 ? x.extents()[0] : x.extents()[1];
+  const index_t n = x.rank() == 1 ? 1 : x.extents()[0];
+  index_t inner = 1;
+  for (std::size_t k = 2; k < x.rank(); ++k) inner *= x.extents()[k];
+  std::vector<index_t> per = x.extents();  // the per-element loss: x without its class dim
+  per.erase(per.begin() + (x.rank() == 1 ? 0 : 1));
+  if (probabilities ? target.extents() != x.extents() : (target.extents() != per || target.scalar_type() != dtype::i64))
+    rank_error(a.target(), "target", target,
+               probabilities ? "of the input's shape" : "i64 class indices of the input's shape without its class dim");
+  require_extents(a.target(), "weight", weight, c);
+  any_tensor losses(x.scalar_type(), per);
+  double total = 0, denom = 0;
+  dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    const any_tensor W = weight ? to_dtype(*weight, x.scalar_type()) : any_tensor();
+    const T* px = x.data<T>();
+    auto w = [&](index_t cls) { return weight ? convert<double>(W.data<T>()[cls]) : 1.0; };
+    const any_tensor P = probabilities ? to_dtype(target, x.scalar_type()) : any_tensor();
+    T* pl = losses.data<T>();
+    for (index_t i = 0; i < n; ++i) {
+      for (index_t j = 0; j < inner; ++j) {
+        const index_t base = i * c * inner + j;  // class cls at base + cls * inner
+        auto logp = [&](index_t cls) { return convert<double>(px[base + cls * inner]); };
+        double lse = 0;
+        if constexpr (LogSoftmax) {
+          double mx = -std::numeric_limits<double>::infinity();
+          for (index_t cls = 0; cls < c; ++cls) mx = std::max(mx, logp(cls));
+          double sum = 0;
+          for (index_t cls = 0; cls < c; ++cls) sum += std::exp(logp(cls) - mx);
+          lse = mx + std::log(sum);
+        }
+        double loss = 0;
+        if (probabilities) {
+          const T* pt = P.data<T>();
+          for (index_t cls = 0; cls < c; ++cls) {
+            const double t = convert<double>(pt[base + cls * inner]) * (1 - smoothing) + smoothing / static_cast<double>(c);
+            loss -= w(cls) * t * (logp(cls) - lse);
+          }
+          denom += 1;
+        } else {
+          const std::int64_t t = target.data<std::int64_t>()[i * inner + j];
+          if (t != ignore_index) {
+            if (t < 0 || t >= c) {
+              raise<argument_error>([&](auto& o) {
+                o.put(a.target()); o.put(": target class "); o.put_int(t); o.put(" is out of range for "); o.put_int(c);
+                o.put(" classes");
+              });
+            }
+            loss = -w(t) * (logp(t) - lse) * (1 - smoothing);
+            if (smoothing > 0) {
+              double smooth = 0;
+              for (index_t cls = 0; cls < c; ++cls) smooth -= w(cls) * (logp(cls) - lse);
+              loss += smoothing / static_cast<double>(c) * smooth;
+            }
+            denom += w(t);
+          }
+        }
+        pl[i * inner + j] = convert<T>(loss);
+        total += loss;
+      }
+    }
+  });
+  if (reduction == 0) return losses;
+  any_tensor out(x.scalar_type(), {});
+  const double r = reduction == 2 ? total : total / denom;  // (mean over nothing: NaN, as PyTorch)
+  dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) { *out.data<decltype(tag)>() = convert<decltype(tag)>(r); });
+  return out;
+}
+
+// (self, target, weight, reduction, ignore_index, label_smoothing)
+inline any_tensor cross_entropy(const kernel_args& a) {
+  return class_loss<true>(a, a.integer_or_default("ignore_index"), a.real_or_default("label_smoothing"));
+}
+// (self, target, weight, reduction, ignore_index)
+inline any_tensor nll_loss(const kernel_args& a) { return class_loss<false>(a, a.integer_or_default("ignore_index"), 0.0); }
+
+// (self, target, reduction)
+inline any_tensor mse_loss(const kernel_args& a) {
+  const any_tensor& x = a.tensor("self");
+  const dtype d = promote_types(x.scalar_type(), a.tensor("target").scalar_type());
+  if (!is_floating_point(d)) unsupported_dtype(a.target(), d);
+  const std::int64_t reduction = a.has("reduction") ? a.integer("reduction") : 1;  // (the default: Mean)
+  if (reduction < 0 || reduction > 2) a.fail_text("reduction", "is not a reduction (0 none, 1 mean, 2 sum)");
+  const any_tensor X = to_dtype(x, d), Y = to_dtype(a.tensor("target"), d);
+  const auto oe = broadcast_extents(a.target(), X.extents(), Y.extents());
+  any_tensor sq(d, oe);
+  double total = 0;
+  dispatch<true>(d, a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    broadcast_apply(sq.data<T>(), oe, X.data<T>(), X.extents(), Y.data<T>(), Y.extents(), [&](T u, T v) {
+      const double e = convert<double>(u) - convert<double>(v);
+      total += e * e;
+      return convert<T>(e * e);
+    });
+  });
+  if (reduction == 0) return sq;
+  any_tensor out(d, {});
+  const double r = reduction == 2 ? total : total / static_cast<double>(sq.numel());
+  dispatch<true>(d, a.target(), [&](auto tag) { *out.data<decltype(tag)>() = convert<decltype(tag)>(r); });
+  return out;
+}
+
+}  // namespace typex::eigen::detail
+
+// The kernels of this family's ops (kernels_impl.hpp builds the table from the registry).
+namespace typex::eigen {
+TYPEX_EIGEN_KERNEL(scaled_dot_product_attention_op, detail::scaled_dot_product_attention);
+TYPEX_EIGEN_KERNEL(dropout_op, detail::dropout);
+TYPEX_EIGEN_KERNEL(aten::cross_entropy_loss, detail::cross_entropy);
+TYPEX_EIGEN_KERNEL(aten::nll_loss, detail::nll_loss);
+TYPEX_EIGEN_KERNEL(aten::mse_loss, detail::mse_loss);
+}  // namespace typex::eigen
