@@ -196,6 +196,7 @@ constexpr arg_spec parse_arg(std::string_view piece, bool keyword_only) {
     }
     list = true;
     t = t.substr(0, open);
+    if (t == "Tensor?") t.remove_suffix(1);  // Tensor?[] (index.Tensor's indices): a list of tensors
   }
   if (t == "Tensor") a.type = list ? arg_type::tensor_list : arg_type::tensor;
   else if (t == "int" || t == "SymInt") a.type = list ? arg_type::int_list : arg_type::integer;

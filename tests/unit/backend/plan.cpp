@@ -5,10 +5,12 @@
 #include "../support.hpp"
 
 #include <typex/backend/eigen.hpp>
+#include <typex/backend/eigen/activation.hpp>
 #include <typex/backend/eigen/gemm.hpp>
 
 #include <cmath>
 #include <random>
+#include <thread>
 
 using namespace typex;
 using namespace typex::eigen::detail;
@@ -311,4 +313,71 @@ TEST_CASE("eigen plan: a new activation (hardswish) fuses into the GEMM epilogue
   auto fused = program_module<eigen_backend>(ep);
   const auto a = fused({x.erase()}), b = unfused({x.erase()});
   for (index_t i = 0; i < a[0].numel(); ++i) CHECK(a[0].data<float>()[i] == b[0].data<float>()[i]);
+}
+
+// A user-defined activation, defined as a user would (no typex internals): softsign(x) = x / (1 + |x|).
+namespace user_ops {
+struct softsign_op {
+  static constexpr std::string_view target = "mylib.softsign.default";
+  static constexpr std::string_view schema = "mylib::softsign(Tensor self) -> Tensor";
+  static constexpr bool epilogue = true;  // an activation: may run in the epilogue of the op before it
+  template <class X>
+  static constexpr X result(const X& x) {
+    return x;
+  }
+  template <class M, class X, class Y>
+  void math(M m, const X& x, Y& y) const {
+    y = x / (m.k(1) + m.abs(x));
+  }
+};
+template <class X>
+auto softsign(const X& x) {
+  return apply_op(softsign_op{}, nullptr, x);
+}
+struct softsign_mlp {
+  nn::Linear<16, 32> fc1;
+  nn::Linear<32, 8> fc2;
+  template <class X>
+  auto operator()(const X& x) const {
+    return softsign(fc2(softsign(fc1(x))));
+  }
+};
+}  // namespace user_ops
+BOOST_HANA_ADAPT_STRUCT(user_ops::softsign_mlp, fc1, fc2);
+
+template <>
+struct typex::eigen::kernel<user_ops::softsign_op> {  // its eager kernel: f32, one number at a time
+  static any_tensor run(const kernel_args& a) {
+    any_tensor out = a.tensor("self").clone();
+    float* p = out.data<float>();
+    for (index_t i = 0; i < out.numel(); ++i) user_ops::softsign_op{}.math(scalar_math<float>{}, p[i], p[i]);
+    return out;
+  }
+};
+
+TEST_CASE("eigen plan: a user's activation fuses like a built-in one once registered with register_activation") {
+  using namespace user_ops;
+  softsign_mlp m;
+  init_module(m, 33);
+  using B = plan_models::batch;
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<B, fix<16>>>(shape<B, fix<16>>(B(2), {}))));
+  const auto x = typex_test::random_tensor<tensor<f32, B, fix<16>>>({5, 16}, 3);
+  // a kernel only: it runs, as a step of its own after each GEMM
+  eigen::register_kernel<softsign_op>();
+  auto separate = program_module<eigen_backend>(ep);
+  const auto s = separate({x.erase()});
+  CHECK(separate.report().fused == 0);
+  // its place in the fusion rule too: fused into both GEMMs' epilogues, from several threads at once
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back([] { eigen::register_activation<softsign_op>(); });
+  for (auto& t : threads) t.join();
+  for (int n : {1, 2}) {
+    const thread_count tc(n);
+    const auto r = check_planned(m, ep, x);  // (== eager within 1e-6, nothing allocated per call)
+    CHECK(r.fused == 2);
+    CHECK(r.steps == 2);
+  }
+  auto fused = program_module<eigen_backend>(ep);
+  const auto f = fused({x.erase()});
+  for (index_t i = 0; i < f[0].numel(); ++i) CHECK(f[0].data<float>()[i] == doctest::Approx(s[0].data<float>()[i]).epsilon(1e-6));
 }

@@ -139,10 +139,15 @@ struct mutate_op {  // the parser reads alias annotations
   static constexpr std::string_view target = "mylib.fill_.default";
   static constexpr std::string_view schema = "mylib::fill_(Tensor(a!) self, Scalar value, *, int? count=None) -> Tensor(a!)";
 };
+struct index_op {  // and lists of optional tensors (ATen's index.Tensor)
+  static constexpr std::string_view target = "mylib.index.Tensor";
+  static constexpr std::string_view schema = "mylib::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor";
+};
 }  // namespace
 static_assert(op_id_of<mutate_op>.schema().args[0].mutated && op_id_of<mutate_op>.schema().args[0].type == arg_type::tensor);
 static_assert(op_id_of<mutate_op>.schema().args[2].keyword_only && op_id_of<mutate_op>.schema().args[2].optional);
 static_assert(op_id_of<mutate_op>.schema().returns == "Tensor(a!)");
+static_assert(op_id_of<index_op>.schema().args[1].type == arg_type::tensor_list && op_id_of<index_op>.schema().args[1].name == "indices");
 
 TEST_CASE("schemas: every built-in op declares one, named as its target, with known argument types") {
   std::size_t n = 0;

@@ -9,6 +9,7 @@
 // unless TYPEX_EIGEN_SEPARATE_COMPILATION says the kernels are compiled elsewhere.
 #pragma once
 
+#include <typex/backend/eigen/activation.hpp>
 #include <typex/backend/eigen/gemm.hpp>
 #include <typex/backend/eigen/kernels.hpp>
 #include <typex/backend/eigen/plan.hpp>
@@ -54,9 +55,9 @@ namespace typex::eigen {
 namespace detail {
 // The kernel table: every op of the registry (a missing kernel<Op> fails to compile here, naming
 // the op), then those registered by users. Activations (activation_op) also get the fusion
-// rule's entry: how to make their activation from a call.
+// rule's entry: how to make their activation from a call (a user's: register_activation<Op>).
 struct kernel_table {
-  std::mutex mutex;  // (registrations only; built-ins are there before the first look-up)
+  std::mutex mutex;  // (look-ups and registrations; a user may register while another thread plans)
   std::unordered_map<op_id, kernel_fn> kernels;
   std::unordered_map<op_id, activation_decoder> activations;
   std::vector<op_id> order;
@@ -77,17 +78,28 @@ inline kernel_table& kernels() {
   return t;
 }
 
-// The activation node `args` calls (the null activation where its op is not one).
+// The activation node `args` calls (the null activation where its op is not one). (Planning only.)
 inline activation activation_of(const kernel_args& args) {
-  const auto& acts = kernels().activations;
-  const auto it = acts.find(args.op());
-  return it == acts.end() ? activation{} : it->second(args);
+  kernel_table& t = kernels();
+  activation_decoder decode = nullptr;
+  {
+    const std::lock_guard lock(t.mutex);
+    const auto it = t.activations.find(args.op());
+    if (it != t.activations.end()) decode = it->second;
+  }
+  return decode != nullptr ? decode(args) : activation{};
 }
 
 TYPEX_EIGEN_API void add_kernel(op_id op, kernel_fn fn) {
   kernel_table& t = kernels();
   const std::lock_guard lock(t.mutex);
   t.add(op, fn);
+}
+
+TYPEX_EIGEN_API void add_activation(op_id op, activation_decoder decode) {
+  kernel_table& t = kernels();
+  const std::lock_guard lock(t.mutex);
+  t.activations.emplace(op, decode);
 }
 }  // namespace detail
 

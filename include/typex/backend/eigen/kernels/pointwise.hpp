@@ -52,13 +52,6 @@ any_tensor unary_map(const kernel_args& a, F&& f) {
   return map_elements(x, x.scalar_type(), [&](auto v, auto& y) { y = f(v); });
 }
 
-// The op of a recorded call: its attributes decoded (Op::from_arguments), or Op{} for an op without any.
-template <class Op>
-Op decode_op(const kernel_args& a) {
-  if constexpr (requires { Op::from_arguments(a); }) return Op::from_arguments(a);
-  else return Op{};
-}
-
 // A unary pointwise op (ops/unary.hpp: its math written once over a math policy). The result dtype
 // is the op's rule, as PyTorch's: the input's, or f32 for an integer or bool input of an op whose
 // values are not integers (exp, sin, sigmoid, ...). Activations (activation_op) run on Eigen
@@ -82,14 +75,6 @@ any_tensor unary(const kernel_args& a) {
     }
   }
   return map_elements(x, out_dt, [&](auto v, auto& y) { op.math(scalar_math<decltype(v)>{}, v, y); });
-}
-
-// The activation a node computes (the null activation for an op that is not one): the fusion
-// rule's table, keyed by op id, made from every registered op of activation_op.
-using activation_decoder = activation (*)(const kernel_args&);
-template <class Op>
-activation decode_activation(const kernel_args& a) {
-  return activation::of(decode_op<Op>(a));
 }
 
 // x ** e (aten.pow.Tensor_Scalar) and clamp(x, min?, max?): pointwise with numbers from the call.
