@@ -43,20 +43,25 @@ using builtin_ops = op_list_cat_t<unary_ops, binary_ops, reduce_ops, linear_ops,
                                   conv_ops, concat_ops, embedding_ops, attention_ops, loss_ops, mutation_ops, factory_ops>;
 
 namespace detail {
-template <class... Ops>
-constexpr auto op_ids(op_list<Ops...>) {
-  return std::array<op_id, sizeof...(Ops)>{op_id_of<Ops>...};
-}
-inline constexpr auto builtin_op_ids = op_ids(builtin_ops{});
-
-// Two ops of the registry with one name would make ids ambiguous for look-ups by name.
-consteval bool names_unique() {
-  for (std::size_t i = 0; i < builtin_op_ids.size(); ++i)
-    for (std::size_t j = i + 1; j < builtin_op_ids.size(); ++j)
-      if (builtin_op_ids[i].name() == builtin_op_ids[j].name()) return false;
+// Two ops of a list with one name would make ids ambiguous for look-ups by name.
+template <std::size_t N>
+consteval bool names_unique(const std::array<op_id, N>& ids) {
+  for (std::size_t i = 0; i < N; ++i)
+    for (std::size_t j = i + 1; j < N; ++j)
+      if (ids[i].name() == ids[j].name()) return false;
   return true;
 }
-static_assert(names_unique(), "typex: builtin_ops lists one ATen overload twice");
+template <class... Ops>
+consteval auto op_ids(op_list<Ops...>) {
+  return std::array<op_id, sizeof...(Ops)>{op_id_of<Ops>...};
+}
+// The registry's ids. A variable template, so that it is made (and every op's schema read) only in
+// the units that look ops up by name (find_op and its kin are templates for the same reason): a
+// unit that traces a model reads the schemas of the ops it uses, not all of them.
+template <class List = builtin_ops>
+inline constexpr auto builtin_op_ids = op_ids(List{});
+template <class List = builtin_ops>
+inline constexpr bool builtin_names_unique = names_unique(builtin_op_ids<List>);
 
 // The ops users registered (process-wide; registering is rare, looking up by name rarer still).
 struct user_op_table {
@@ -71,8 +76,10 @@ inline user_op_table& user_ops() {
 
 // The op called `name` ("aten.relu.default"): a built-in one, or one registered with
 // register_op; the null id when there is none.
-inline op_id find_op(std::string_view name) {
-  for (op_id id : detail::builtin_op_ids)
+template <class List = builtin_ops>
+op_id find_op(std::string_view name) {
+  static_assert(detail::builtin_names_unique<List>, "typex: builtin_ops lists one ATen overload twice");
+  for (op_id id : detail::builtin_op_ids<List>)
     if (id.name() == name) return id;
   auto& t = detail::user_ops();
   const std::lock_guard lock(t.mutex);
@@ -82,8 +89,9 @@ inline op_id find_op(std::string_view name) {
 }
 
 // Every op that find_op knows: the built-in ones, then the registered ones.
-inline std::vector<op_id> registered_ops() {
-  std::vector<op_id> out(detail::builtin_op_ids.begin(), detail::builtin_op_ids.end());
+template <class List = builtin_ops>
+std::vector<op_id> registered_ops() {
+  std::vector<op_id> out(detail::builtin_op_ids<List>.begin(), detail::builtin_op_ids<List>.end());
   auto& t = detail::user_ops();
   const std::lock_guard lock(t.mutex);
   out.insert(out.end(), t.ops.begin(), t.ops.end());
@@ -99,7 +107,7 @@ op_id register_op() {
   auto& t = detail::user_ops();
   const std::lock_guard lock(t.mutex);
   if (std::find(t.ops.begin(), t.ops.end(), id) == t.ops.end() &&
-      std::find(detail::builtin_op_ids.begin(), detail::builtin_op_ids.end(), id) == detail::builtin_op_ids.end())
+      std::find(detail::builtin_op_ids<>.begin(), detail::builtin_op_ids<>.end(), id) == detail::builtin_op_ids<>.end())
     t.ops.push_back(id);
   return id;
 }
