@@ -16,6 +16,7 @@ namespace typex::eigen {
 class kernel_args;
 
 namespace detail {
+inline namespace TYPEX_SIMD_ABI {  // (what follows is compiled per vector width, as gemm.hpp's activation)
 // The op of a recorded call: its attributes decoded (Op::from_arguments), or Op{} for an op without any.
 template <class Op>
 Op decode_op(const kernel_args& a) {
@@ -23,12 +24,15 @@ Op decode_op(const kernel_args& a) {
   else return Op{};
 }
 
-// The activation a call computes: the fusion rule's table, keyed by op id, holds one per activation op.
-using activation_decoder = activation (*)(const kernel_args&);
+// The activation a call computes: the fusion rule's table, keyed by op id, holds one per activation
+// op. (As activation_fns: the table lives in the library, which may be compiled for another vector
+// width than the unit that registers a user's activation.)
+using activation_decoder = activation_fns (*)(const kernel_args&);
 template <class Op>
-activation decode_activation(const kernel_args& a) {
-  return activation::of(decode_op<Op>(a));
+activation_fns decode_activation(const kernel_args& a) {
+  return activation::of(decode_op<Op>(a)).fns();
 }
+}  // namespace TYPEX_SIMD_ABI
 
 TYPEX_EIGEN_API void add_activation(op_id op, activation_decoder decode);
 }  // namespace detail

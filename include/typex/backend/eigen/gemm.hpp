@@ -35,6 +35,17 @@
 #include <utility>
 
 namespace typex::eigen::detail {
+// An activation's parts: an op's attributes and the functions that apply it to f32 / f64 rows.
+// The same type in every unit whatever its vector width (activation, below, is one type per width),
+// so it is what crosses from a user's unit (register_activation, activation.hpp) to the library's
+// fusion table; the functions themselves were compiled in the unit that made them.
+struct activation_fns {
+  alignas(std::max_align_t) unsigned char storage[32] = {};
+  void (*f32)(const unsigned char*, float*, index_t) = nullptr;
+  void (*f64)(const unsigned char*, double*, index_t) = nullptr;
+  bool relu = false;
+};
+
 inline namespace TYPEX_SIMD_ABI {  // (config.hpp: one name per vector width)
 
 // The op math of ops/ (op.math(m, x, y)) on Eigen arrays: one expression, vectorised with packets.
@@ -71,28 +82,32 @@ concept activation_op = Op::epilogue && requires(const Op& op, Eigen::Map<Eigen:
 class activation {
  public:
   activation() = default;
+  explicit activation(const activation_fns& f) noexcept : f_(f) {}
 
   template <activation_op Op>
   static activation of(const Op& op) {
-    static_assert(std::is_trivially_copyable_v<Op> && sizeof(Op) <= sizeof(storage_) && alignof(Op) <= alignof(std::max_align_t),
+    static_assert(std::is_trivially_copyable_v<Op> && sizeof(Op) <= sizeof(activation_fns::storage) &&
+                      alignof(Op) <= alignof(std::max_align_t),
                   "typex::eigen: an activation op must be a small trivially copyable struct (its attributes)");
     activation a;
-    std::memcpy(a.storage_, &op, sizeof(Op));
-    a.f32_ = &rows<Op, float>;
-    a.f64_ = &rows<Op, double>;
-    a.relu_ = std::is_same_v<Op, relu_op>;
+    std::memcpy(a.f_.storage, &op, sizeof(Op));
+    a.f_.f32 = &rows<Op, float>;
+    a.f_.f64 = &rows<Op, double>;
+    a.f_.relu = std::is_same_v<Op, relu_op>;
     return a;
   }
+  // its parts, to hand to a unit compiled for another vector width
+  const activation_fns& fns() const noexcept { return f_; }
 
-  explicit operator bool() const noexcept { return f32_ != nullptr; }
+  explicit operator bool() const noexcept { return f_.f32 != nullptr; }
   // ReLU: the GEMM's micro-kernel applies it in registers
-  bool is_relu() const noexcept { return relu_; }
+  bool is_relu() const noexcept { return f_.relu; }
 
   template <class T>
   void operator()(T* p, index_t n) const {
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
-    if constexpr (std::is_same_v<T, float>) f32_(storage_, p, n);
-    else f64_(storage_, p, n);
+    if constexpr (std::is_same_v<T, float>) f_.f32(f_.storage, p, n);
+    else f_.f64(f_.storage, p, n);
   }
 
  private:
@@ -104,10 +119,7 @@ class activation {
     op.math(array_math<T>{}, x, x);
   }
 
-  alignas(std::max_align_t) unsigned char storage_[32] = {};
-  void (*f32_)(const unsigned char*, float*, index_t) = nullptr;
-  void (*f64_)(const unsigned char*, double*, index_t) = nullptr;
-  bool relu_ = false;
+  activation_fns f_;
 };
 
 // Applies `act` to p[0, n). The pointwise kernels of these ops call this too, so that a fused

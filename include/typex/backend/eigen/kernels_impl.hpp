@@ -87,7 +87,7 @@ inline activation activation_of(const kernel_args& args) {
     const auto it = t.activations.find(args.op());
     if (it != t.activations.end()) decode = it->second;
   }
-  return decode != nullptr ? decode(args) : activation{};
+  return decode != nullptr ? activation(decode(args)) : activation{};
 }
 
 TYPEX_EIGEN_API void add_kernel(op_id op, kernel_fn fn) {
