@@ -233,6 +233,9 @@ TEST_CASE("schemas: kernels read arguments by name; add's alpha means the same e
   CHECK(ie.data<std::int64_t>()[1] == -12);
   CHECK_THROWS_AS(eigen::run_kernel(eigen::kernel_args(op_id_of<add_op>, std::vector<ir::argument>{ir::value_ref{0}, ir::value_ref{0}, 0.5}, ints)),
                   argument_error);
+  for (const double bad : {1e30, std::nan("")})  // (refused before it is converted to an integer)
+    CHECK_THROWS_AS(eigen::run_kernel(eigen::kernel_args(op_id_of<add_op>, std::vector<ir::argument>{ir::value_ref{0}, ir::value_ref{0}, bad}, ints)),
+                    argument_error);
   // planned (fused into a chain, and one step per op): the same numbers
   for (const bool fuse : {true, false}) {
     auto m = program_module<eigen_backend>(ep, eigen::compile_options{.fuse = fuse});

@@ -185,10 +185,11 @@ any_tensor binary(const kernel_args& a) {
   double alpha = 1;
   if constexpr (scaled) {
     alpha = a.real_or_default("alpha");
-    if (!is_floating_point(d) && alpha != static_cast<double>(static_cast<std::int64_t>(alpha)))
+    // (checked before any conversion: a double outside i64 converted to it is undefined)
+    if (!is_floating_point(d) && !(std::trunc(alpha) == alpha && std::abs(alpha) < 9.2e18))
       typex::detail::raise<argument_error>([&](auto& w) {
         w.put(a.target());
-        w.put(": alpha must be an integer for an integral result (as in PyTorch)");
+        w.put(": alpha must be an integer (within i64) for an integral result (as in PyTorch)");
       });
   }
   any_tensor out(Compare ? dtype::b8 : cd, oe);
