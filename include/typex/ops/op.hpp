@@ -29,28 +29,40 @@ struct op_info {
   op_schema schema;       // its arguments (ops/schema.hpp); empty for an op that declares none
 };
 
+namespace detail {
+// What the null id points at (so that no member compares a pointer with null: g++ 12 does not
+// accept that comparison on these objects as a constant expression under -fsanitize=undefined).
+inline constexpr op_info null_op_info{};
+}  // namespace detail
+
 class op_id {
  public:
   constexpr op_id() noexcept = default;
   constexpr explicit op_id(const op_info* info) noexcept : info_(info) {}
 
   // "aten.linear.default"; empty for the null id (placeholders and the output node carry it)
-  constexpr std::string_view name() const noexcept { return info_ != nullptr ? info_->name : std::string_view(); }
+  constexpr std::string_view name() const noexcept { return info_->name; }
   // "aten.linear.default" -> "linear" (torch.fx's default node name)
   constexpr std::string_view short_name() const noexcept {
     std::string_view t = name();
     if (t.starts_with("aten.")) t.remove_prefix(5);
-    return t.substr(0, t.find('.'));
+    return t.substr(0, detail::find_char(t, '.'));
   }
   // the op's argument schema (empty for the null id and for a user op that declares none)
-  constexpr op_schema schema() const noexcept { return info_ != nullptr ? info_->schema : op_schema{}; }
-  constexpr explicit operator bool() const noexcept { return info_ != nullptr; }
+  constexpr op_schema schema() const noexcept { return info_->schema; }
+  constexpr explicit operator bool() const noexcept { return !info_->name.empty(); }
   constexpr const op_info* info() const noexcept { return info_; }
 
-  friend constexpr bool operator==(op_id, op_id) noexcept = default;
+  // One object per overload: a pointer comparison. (In a constant expression the names and schemas
+  // are compared instead, which is the same: g++ 12 under -fsanitize=undefined refuses to compare
+  // the addresses of two of these objects there.)
+  friend constexpr bool operator==(op_id a, op_id b) noexcept {
+    if (std::is_constant_evaluated()) return a.info_->name == b.info_->name && a.info_->schema.text == b.info_->schema.text;
+    return a.info_ == b.info_;
+  }
 
  private:
-  const op_info* info_ = nullptr;
+  const op_info* info_ = &detail::null_op_info;
 };
 
 // Whether Op is an op type: it names the ATen overload it records.

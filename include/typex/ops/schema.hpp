@@ -68,6 +68,26 @@ struct arg_spec {
   constexpr bool has_default() const noexcept { return !default_text.empty(); }
 };
 
+namespace detail {
+// Index-based searches for the constant evaluations here. (std::string_view::find compares a
+// pointer into the schema's template argument object with null, which g++ 12 does not accept as a
+// constant expression under -fsanitize=undefined: a user's sanitizer build would not compile.)
+constexpr std::size_t find_char(std::string_view s, char c, std::size_t from = 0) noexcept {
+  for (std::size_t i = from; i < s.size(); ++i)
+    if (s[i] == c) return i;
+  return std::string_view::npos;
+}
+constexpr std::size_t find_pair(std::string_view s, char a, char b, bool last = false) noexcept {
+  std::size_t found = std::string_view::npos;
+  for (std::size_t i = 0; i + 1 < s.size(); ++i)
+    if (s[i] == a && s[i + 1] == b) {
+      found = i;
+      if (!last) break;
+    }
+  return found;
+}
+}  // namespace detail
+
 // An op's schema: its ATen name, its arguments, its return type.
 struct op_schema {
   std::string_view text = {};     // the whole schema as written
@@ -93,12 +113,12 @@ struct op_schema {
   // The graph name of the schema's overload: "aten::add.Tensor" -> "aten.add.Tensor",
   // "aten::relu" -> "aten.relu.default" — what the op's target must be.
   constexpr bool names(std::string_view target) const noexcept {
-    const std::size_t colons = name.find("::");
+    const std::size_t colons = detail::find_pair(name, ':', ':');
     if (colons == std::string_view::npos) return false;
     const std::string_view ns = name.substr(0, colons), rest = name.substr(colons + 2);
     if (target.size() < ns.size() + 1 || target.substr(0, ns.size()) != ns || target[ns.size()] != '.') return false;
     target.remove_prefix(ns.size() + 1);
-    const std::size_t dot = rest.find('.');
+    const std::size_t dot = detail::find_char(rest, '.');
     if (dot != std::string_view::npos) return target == rest;
     return target.size() == rest.size() + 8 && target.substr(0, rest.size()) == rest && target.substr(rest.size()) == ".default";
   }
@@ -120,7 +140,7 @@ constexpr std::string_view trim(std::string_view s) noexcept {
 
 // The argument list between the outer parentheses.
 constexpr std::string_view argument_text(std::string_view s) {
-  const std::size_t open = s.find('(');
+  const std::size_t open = detail::find_char(s, '(');
   if (open == std::string_view::npos) throw schema_syntax_error{"typex schema: no '(' after the op's name"};
   int depth = 0;
   for (std::size_t i = open; i < s.size(); ++i) {
@@ -157,11 +177,11 @@ constexpr std::size_t count_args(std::string_view s) {
 constexpr arg_spec parse_arg(std::string_view piece, bool keyword_only) {
   arg_spec a;
   a.keyword_only = keyword_only;
-  const std::size_t space = piece.find(' ');
+  const std::size_t space = detail::find_char(piece, ' ');
   if (space == std::string_view::npos) throw schema_syntax_error{"typex schema: an argument is not `<type> <name>`"};
   a.type_text = piece.substr(0, space);
   std::string_view rest = trim(piece.substr(space + 1));
-  if (const std::size_t eq = rest.find('='); eq != std::string_view::npos) {
+  if (const std::size_t eq = detail::find_char(rest, '='); eq != std::string_view::npos) {
     a.default_text = trim(rest.substr(eq + 1));
     rest = trim(rest.substr(0, eq));
     if (a.default_text.empty()) throw schema_syntax_error{"typex schema: `=` without a default value"};
@@ -170,10 +190,10 @@ constexpr arg_spec parse_arg(std::string_view piece, bool keyword_only) {
   a.name = rest;
 
   std::string_view t = a.type_text;
-  if (const std::size_t alias = t.find('('); alias != std::string_view::npos) {  // Tensor(a!) / Tensor(a)
-    const std::size_t close = t.find(')', alias);
+  if (const std::size_t alias = detail::find_char(t, '('); alias != std::string_view::npos) {  // Tensor(a!) / Tensor(a)
+    const std::size_t close = detail::find_char(t, ')', alias);
     if (close == std::string_view::npos) throw schema_syntax_error{"typex schema: unclosed alias annotation"};
-    a.mutated = t.substr(alias, close - alias).find('!') != std::string_view::npos;
+    a.mutated = detail::find_char(t.substr(alias, close - alias), '!') != std::string_view::npos;
     t = std::string_view(t.data(), alias);  // (what follows the annotation, `?` or `[]`, is kept below)
     const std::string_view after = a.type_text.substr(close + 1);
     if (!after.empty()) {
@@ -188,7 +208,7 @@ constexpr arg_spec parse_arg(std::string_view piece, bool keyword_only) {
   }
   bool list = false;
   if (t.ends_with(']')) {
-    const std::size_t open = t.find('[');
+    const std::size_t open = detail::find_char(t, '[');
     if (open == std::string_view::npos) throw schema_syntax_error{"typex schema: `]` without `[`"};
     for (std::size_t i = open + 1; i + 1 < t.size(); ++i) {
       if (t[i] < '0' || t[i] > '9') throw schema_syntax_error{"typex schema: a list size that is not a number"};
@@ -238,10 +258,10 @@ constexpr parsed_args<N> parse_args(std::string_view s) {
   return out;
 }
 
-constexpr std::string_view name_of(std::string_view s) { return trim(s.substr(0, s.find('('))); }
+constexpr std::string_view name_of(std::string_view s) { return trim(s.substr(0, detail::find_char(s, '('))); }
 
 constexpr std::string_view returns_of(std::string_view s) {
-  const std::size_t arrow = s.rfind("->");
+  const std::size_t arrow = detail::find_pair(s, '-', '>', true);
   if (arrow == std::string_view::npos) throw schema_syntax_error{"typex schema: no `-> <return type>`"};
   return trim(s.substr(arrow + 2));
 }
