@@ -47,6 +47,16 @@
 #define TYPEX_CONFIG_ALIGNMENT 64
 #endif
 
+// The backend exported_program::module() runs a program on when the call names none: a type a
+// backend's header defines (<typex/backend/eigen.hpp>: typex::eigen_backend, the CPU). Define
+// TYPEX_DEFAULT_BACKEND project-wide to make another the default; the export layer names no backend.
+#ifndef TYPEX_DEFAULT_BACKEND
+namespace typex {
+struct eigen_backend;
+}
+#define TYPEX_DEFAULT_BACKEND ::typex::eigen_backend
+#endif
+
 // Where the Eigen backend's kernels are compiled. By default in every unit that includes
 // <typex/backend/eigen.hpp> (header-only: nothing to link, ~10 s of compile time per unit). Define
 // TYPEX_EIGEN_SEPARATE_COMPILATION project-wide to compile them once instead: CMake's typex::eigen

@@ -5,7 +5,7 @@
 # includes Eigen and only backend/cuda includes CUDA headers; only config.hpp tests compilers.
 # Fails listing every violation.
 cmake_minimum_required(VERSION 3.21)
-set(LAYERS config core tree tensor ops ir trace nn passes export backend)
+set(LAYERS config core tree tensor ops ir trace nn passes export plan backend)
 
 function(layer_of rel out)
   # rel: path below typex/, e.g. core/rules/matmul.hpp or config.hpp or typex.hpp

@@ -207,7 +207,7 @@ class typed_program<std::tuple<In...>, Out> : public exported_program {
   };
 
   // A callable with the model's calling convention (the program must outlive it).
-  template <class Backend = eigen_backend>
+  template <class Backend = TYPEX_DEFAULT_BACKEND>
   typed_module<Backend> module() const {
     return typed_module<Backend>(*this);
   }

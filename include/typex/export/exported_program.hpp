@@ -9,7 +9,6 @@
 
 #include <typex/export/graph_signature.hpp>
 #include <typex/export/module_call_graph.hpp>
-#include <typex/export/program_module.hpp>
 #include <typex/tensor/named_tensors.hpp>
 #include <typex/export/range_constraints.hpp>
 #include <typex/ir/printer.hpp>
@@ -22,6 +21,9 @@
 #include <vector>
 
 namespace typex {
+
+template <class Backend>
+class program_module;  // (program_module.hpp, included at the end)
 
 namespace detail {
 // e == v where e has exactly one unbound symbol, reached through +, - and * with operands the
@@ -76,10 +78,11 @@ class exported_program {
   const tree_spec& in_spec() const { return root_signature().in_spec; }
   const tree_spec& out_spec() const { return root_signature().out_spec; }
 
-  // A callable running the program on a backend (<typex/backend/eigen.hpp>): it takes the tensor
+  // A callable running the program on a backend (program_module.hpp; the default backend is
+  // TYPEX_DEFAULT_BACKEND, <typex/backend/eigen.hpp>'s CPU backend unless configured): it takes the tensor
   // leaves of the inputs (std::vector<any_tensor>, in flattening order), checks their dtypes and
   // shapes against the program, and returns the output leaves.
-  template <class Backend = eigen_backend>
+  template <class Backend = TYPEX_DEFAULT_BACKEND>
   program_module<Backend> module() const {
     return program_module<Backend>(*this);
   }
@@ -381,3 +384,5 @@ class exported_program {
 };
 
 }  // namespace typex
+
+#include <typex/export/program_module.hpp>  // (the calling convention: needs the class above)

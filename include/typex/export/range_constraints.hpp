@@ -82,6 +82,7 @@ class range_constraints {
     return false;
   }
   bool has_unbacked() const noexcept { return !unbacked_.empty(); }
+  const std::vector<std::string>& unbacked() const noexcept { return unbacked_; }
 
   const value_range* find(std::string_view symbol) const noexcept {
     for (const auto& e : entries_)

@@ -65,6 +65,8 @@ struct arg_spec {
   bool mutated = false;        // `(a!)`: written by the op
   std::size_t list_size = 0;   // int[2] -> 2 (a single int is then repeated); 0 when unsized or not a list
   std::string_view default_text = {};  // "1", "None", "[]"; empty when the argument has no default
+  bool number_default = false;         // the default is a number or a bool ("1", "-1", "1e-05", "True")
+  double default_value = 0;            // (number_default) its value, read when the schema is parsed
   constexpr bool has_default() const noexcept { return !default_text.empty(); }
 };
 
@@ -174,6 +176,35 @@ constexpr std::size_t count_args(std::string_view s) {
   return n;
 }
 
+// A default's value where it is a number or a bool: "True", "False", "-1", "0.5", "1e-05". The digits
+// are read as one integer (exact up to 2^53) scaled by a power of ten once, so the value is the
+// correctly rounded one, as from_chars gives, for every default a schema writes.
+constexpr bool parse_number(std::string_view d, double& out) {
+  if (d == "True" || d == "False") return out = d == "True" ? 1.0 : 0.0, true;
+  std::size_t i = 0;
+  const bool negative = i < d.size() && (d[i] == '-' || d[i] == '+') && d[i++] == '-';
+  double mantissa = 0;
+  int scale = 0, digits = 0;
+  for (; i < d.size() && d[i] >= '0' && d[i] <= '9'; ++i, ++digits) mantissa = mantissa * 10 + (d[i] - '0');
+  if (i < d.size() && d[i] == '.')
+    for (++i; i < d.size() && d[i] >= '0' && d[i] <= '9'; ++i, ++digits, --scale) mantissa = mantissa * 10 + (d[i] - '0');
+  if (digits == 0 || digits > 15) return false;
+  if (i < d.size() && (d[i] == 'e' || d[i] == 'E')) {
+    ++i;
+    const bool down = i < d.size() && (d[i] == '-' || d[i] == '+') && d[i++] == '-';
+    int e = 0, edigits = 0;
+    for (; i < d.size() && d[i] >= '0' && d[i] <= '9' && edigits < 4; ++i, ++edigits) e = e * 10 + (d[i] - '0');
+    if (edigits == 0) return false;
+    scale += down ? -e : e;
+  }
+  if (i != d.size() || scale < -22 || scale > 22) return false;  // (10^22: the largest exact power of ten)
+  double p = 1;
+  for (int k = 0; k < (scale < 0 ? -scale : scale); ++k) p *= 10;
+  out = scale < 0 ? mantissa / p : mantissa * p;
+  if (negative) out = -out;
+  return true;
+}
+
 constexpr arg_spec parse_arg(std::string_view piece, bool keyword_only) {
   arg_spec a;
   a.keyword_only = keyword_only;
@@ -185,6 +216,7 @@ constexpr arg_spec parse_arg(std::string_view piece, bool keyword_only) {
     a.default_text = trim(rest.substr(eq + 1));
     rest = trim(rest.substr(0, eq));
     if (a.default_text.empty()) throw schema_syntax_error{"typex schema: `=` without a default value"};
+    a.number_default = parse_number(a.default_text, a.default_value);
   }
   if (rest.empty()) throw schema_syntax_error{"typex schema: an argument without a name"};
   a.name = rest;

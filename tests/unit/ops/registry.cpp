@@ -6,6 +6,7 @@
 #include <typex/ir/verifier.hpp>
 #include <typex/typex.hpp>
 
+#include <charconv>
 #include <cmath>
 #include <thread>
 
@@ -166,6 +167,40 @@ TEST_CASE("schemas: every built-in op declares one, named as its target, with kn
     ++n;
   });
   CHECK(n == builtin_ops::size);
+}
+
+// (the constant-evaluated reading of defaults: exact for the forms schemas write)
+static_assert(detail::schema_parse::parse_arg("float eps=1e-05", false).default_value == 1e-05);
+static_assert(detail::schema_parse::parse_arg("Scalar alpha=1", false).default_value == 1.0);
+static_assert(detail::schema_parse::parse_arg("int end_dim=-1", false).default_value == -1.0);
+static_assert(detail::schema_parse::parse_arg("bool ceil_mode=False", false).number_default);
+static_assert(detail::schema_parse::parse_arg("float negative_slope=0.01", false).default_value == 0.01);
+static_assert(!detail::schema_parse::parse_arg("int[1]? dim=None", false).number_default);
+static_assert(!detail::schema_parse::parse_arg("int[2] padding=[0,0]", false).number_default);
+static_assert(!detail::schema_parse::parse_arg("str approximate=\"none\"", false).number_default);
+
+TEST_CASE("schemas: every number default of every built-in schema is read at compile time as from_chars reads it") {
+  std::size_t numbers = 0;
+  for_each_op(builtin_ops{}, [&](auto type) {
+    using Op = typename decltype(type)::type;
+    for (const arg_spec& a : op_id_of<Op>.schema().args) {
+      if (!a.has_default()) continue;
+      INFO(op_id_of<Op>.name() << " " << a.name << "=" << a.default_text);
+      const std::string_view d = a.default_text;
+      double want = 0;
+      bool is_number = d == "True" || d == "False";
+      if (is_number) {
+        want = d == "True";
+      } else {
+        const auto [end, ec] = std::from_chars(d.data(), d.data() + d.size(), want);
+        is_number = ec == std::errc{} && end == d.data() + d.size();
+      }
+      CHECK(a.number_default == is_number);
+      if (is_number) CHECK(a.default_value == want);
+      numbers += is_number;
+    }
+  });
+  CHECK(numbers > 20);
 }
 
 TEST_CASE("schemas: the verifier checks each call's arguments against its op's schema, and names the argument") {

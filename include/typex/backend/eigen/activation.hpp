@@ -11,9 +11,13 @@
 
 #include <typex/backend/eigen/gemm.hpp>
 
+namespace typex::ir {
+class call_args;
+}
+
 namespace typex::eigen {
 
-class kernel_args;
+using kernel_args = ir::call_args;
 
 namespace detail {
 inline namespace TYPEX_SIMD_ABI {  // (what follows is compiled per vector width, as gemm.hpp's activation)

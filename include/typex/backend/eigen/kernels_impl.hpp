@@ -16,6 +16,7 @@
 #include <typex/core/half.hpp>
 #include <typex/core/rules/conv.hpp>
 #include <typex/ops/all.hpp>
+#include <typex/plan/planner.hpp>
 
 #include <Eigen/Core>
 

@@ -1,7 +1,8 @@
 // typex/backend/eigen/plan.hpp — an exported program compiled for the Eigen backend.
 //
-// program_module<eigen_backend> (program.hpp) checks inputs and owns an engine; the engine holds
-// the plan for the input shapes it last saw, made once per shape:
+// program_module<eigen_backend> (export/program_module.hpp: the calling convention) checks inputs
+// and owns an engine; the engine holds the plan for the input shapes it last saw, made once per
+// shape by the backend-neutral planner (plan/planner.hpp) and lowered to this backend's steps:
 //  - nodes that read only parameters, buffers and constants are computed at planning time
 //    (constant folding: the attention block's slices of in_proj_weight cost nothing per call);
 //  - each remaining node becomes a step with its kernel resolved and its arguments decoded;
@@ -22,17 +23,15 @@
 #pragma once
 
 #include <typex/core/symbol_table.hpp>
+#include <typex/export/program_module.hpp>
 #include <typex/ir/graph.hpp>
+#include <typex/plan/plan.hpp>
 #include <typex/tensor/host_tensor.hpp>
 
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
-
-namespace typex {
-class exported_program;
-}
 
 namespace typex::eigen {
 
@@ -41,18 +40,8 @@ struct compile_options {
   bool fuse = true;   // GEMM epilogues, strided matmul operands (false: one kernel per node)
 };
 
-// What a plan does, for users and tests.
-struct plan_report {
-  std::size_t steps = 0;            // kernels run per call
-  std::size_t folded = 0;           // nodes computed once, at planning time
-  std::size_t fused = 0;            // activations applied in a GEMM epilogue
-  std::size_t chained = 0;          // pointwise ops computed in the pass of the op before them
-  std::size_t views = 0;            // nodes that cost nothing (views, strided matmul operands)
-  std::size_t arena_bytes = 0;      // the planned peak of intermediate memory
-  std::size_t unplanned_bytes = 0;  // what the intermediates would take without sharing
-  std::vector<std::string> allocating_ops;  // steps that run an eager kernel (allocate per call)
-  std::string to_string() const;
-};
+// What a plan does, for users and tests (plan/plan.hpp).
+using plan_report = plan::report;
 
 // Sets the number of threads of the backend's pool (1 = the calling thread only) and returns the
 // previous count. The default is 1; programs may ask for fewer than the pool has.
@@ -60,7 +49,7 @@ TYPEX_EIGEN_API int set_num_threads(int threads);
 TYPEX_EIGEN_API int num_threads();
 
 namespace detail {
-// The executor behind program_module<eigen_backend>.
+// The executor behind program_module<eigen_backend> (export/program_module.hpp's contract).
 class engine {
  public:
   virtual ~engine() = default;
@@ -72,10 +61,9 @@ class engine {
   virtual plan_report report() const = 0;
 };
 
-TYPEX_EIGEN_API std::unique_ptr<engine> make_engine(std::shared_ptr<const exported_program> program,
-                                                     std::vector<ir::node_id> user_inputs,
-                                                     std::vector<std::pair<ir::node_id, any_tensor>> lifted,
-                                                     compile_options options);
+// A planned engine, or a stepwise one for a program with data-dependent sizes. Checks that the
+// backend runs every node (an unsupported_error names the first it does not).
+TYPEX_EIGEN_API std::shared_ptr<engine> make_engine(program_binding binding, compile_options options);
 }  // namespace detail
 
 }  // namespace typex::eigen

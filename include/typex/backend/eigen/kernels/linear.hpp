@@ -94,11 +94,7 @@ inline std::vector<index_t> batch_offsets(const std::vector<index_t>& e, const s
   return out;
 }
 
-inline std::vector<index_t> contiguous_strides(const std::vector<index_t>& e) {
-  std::vector<index_t> s(e.size(), 1);
-  for (std::size_t d = e.size(); d-- > 1;) s[d - 1] = s[d] * e[d];
-  return s;
-}
+using plan::contiguous_strides;  // (row-major element strides: plan/planner.hpp)
 
 inline any_tensor matmul_of(std::string_view op, const any_tensor& x, const any_tensor& y) {
   if (x.rank() == 0 || y.rank() == 0) {
