@@ -17,6 +17,7 @@
 #pragma once
 
 #include <typex/export/exported_program.hpp>
+#include <typex/export/program_module.hpp>
 #include <typex/export/shape_facts.hpp>
 #include <typex/ir/printer.hpp>
 #include <typex/passes/dce.hpp>

@@ -23,7 +23,7 @@
 namespace typex {
 
 template <class Backend>
-class program_module;  // (program_module.hpp, included at the end)
+class program_module;  // (program_module.hpp: included by export_program.hpp, typex.hpp and the backends)
 
 namespace detail {
 // e == v where e has exactly one unbound symbol, reached through +, - and * with operands the
@@ -384,5 +384,3 @@ class exported_program {
 };
 
 }  // namespace typex
-
-#include <typex/export/program_module.hpp>  // (the calling convention: needs the class above)

@@ -21,7 +21,6 @@
 // and knows nothing of exported_program: the binding is all it gets.
 #pragma once
 
-// (exported_program.hpp includes this header at its end, after the class this one needs)
 #include <typex/core/error.hpp>
 #include <typex/core/symbol_table.hpp>
 #include <typex/export/exported_program.hpp>
