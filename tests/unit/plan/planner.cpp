@@ -65,7 +65,7 @@ TEST_CASE("plan rules: keyed by op type; a user's op gets rules through the same
 namespace planner_test {
 using batch = sym<"batch", 1, 64>;
 // fc1 + relu (an epilogue), fc2 (its reader is a mul: no epilogue), then a chain mul, add, sub;
-// `table` * 2 reads only a buffer: folded; its transpose is read by a matmul only: absorbed.
+// `table` * 0.5 reads only a buffer: folded; y's transpose is read by a matmul only: absorbed.
 struct net {
   nn::Linear<8, 16> fc1;
   nn::Linear<16, 4> fc2;
@@ -74,7 +74,9 @@ struct net {
   template <class X>
   auto operator()(const X& x) const {
     const auto y = (fc2(relu(fc1(x))) * 2.0 + as_traced(shift, x)) - 1.0;
-    return matmul(y, transpose<0, 1>(as_traced(table, x) * 0.5));
+    const auto t = as_traced(table, x) * 0.5;
+    const auto yy = matmul(transpose<0, 1>(y), y);
+    return yy + t;
   }
 };
 
@@ -135,8 +137,8 @@ TEST_CASE("plan planner: a target other than the Eigen backend gets the steps, e
   symbol_table symbols = ep.bind_inputs(in);
   p.plan(in, symbols, t);
   INFO(ep.to_string());
-  // steps: linear + relu, linear, mul with its chain (add, sub), matmul reading the transpose
-  REQUIRE(t.lowered.size() == 4);
+  // steps: linear + relu, linear, mul with its chain (add, sub), matmul reading the transpose, add
+  REQUIRE(t.lowered.size() == 5);
   CHECK(t.kernels.empty());
   CHECK(g[t.lowered[0].node].target == op_id_of<linear_op>);
   CHECK(t.lowered[0].epilogue == names.at("relu"));
@@ -144,12 +146,13 @@ TEST_CASE("plan planner: a target other than the Eigen backend gets the steps, e
   CHECK(g[t.lowered[2].node].target == op_id_of<mul_op>);
   CHECK(t.lowered[2].chain == std::vector<ir::node_id>{names.at("add"), names.at("sub")});
   CHECK(g[t.lowered[3].node].target == op_id_of<matmul_op>);
+  CHECK(t.lowered[4].node == names.at("add_1"));
   const plan::report r = p.summary();
-  CHECK(r.steps == 4);
+  CHECK(r.steps == 5);
   CHECK(r.fused == 1);
   CHECK(r.chained == 2);
   CHECK(r.folded == 1);  // table * 0.5
-  CHECK(r.views == 1);   // the transpose, absorbed by the matmul
+  CHECK(r.views == 1);   // the transpose, read through strides by the matmul
   CHECK(t.evaluated == 1);
   // the folded value is right, the transpose is a strided view of it, the chain shares its head's buffer
   const plan::value& folded = p.at(names.at("mul_1"));
@@ -178,7 +181,7 @@ TEST_CASE("plan planner: a target other than the Eigen backend gets the steps, e
   plan::planner q(g, inputs, constants, {});
   q.plan(in, symbols, declining);
   CHECK(declining.kernels == std::vector<ir::node_id>{names.at("mul")});
-  REQUIRE(declining.lowered.size() == 4);  // linear + relu, linear, add (with the sub chained), matmul
+  REQUIRE(declining.lowered.size() == 5);  // linear + relu, linear, add (with the sub chained), matmul, add
   CHECK(q.summary().chained == 1);
   CHECK(q.summary().allocating_ops == std::vector<std::string>{"aten.mul.Tensor"});
   // fuse = false: one step per node
@@ -189,7 +192,8 @@ TEST_CASE("plan planner: a target other than the Eigen backend gets the steps, e
   CHECK(u.summary().fused == 0);
   CHECK(u.summary().chained == 0);
   CHECK(u.summary().views == 0);
-  CHECK(plain.lowered.size() == 8);  // linear, relu, linear, mul, add, sub, transpose, matmul
+  CHECK(u.summary().folded == 1);
+  CHECK(plain.lowered.size() == 9);  // linear, relu, linear, mul, add, sub, transpose, matmul, add
 }
 
 namespace planner_test {
