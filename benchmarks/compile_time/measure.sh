@@ -5,20 +5,22 @@
 # 3); the table keeps the median wall time and the largest peak resident memory. Extra compilers:
 # CXX2=clang++-16. Units that include the Eigen backend are timed both ways: header-only (the
 # kernels compiled in the unit) and against typex::eigen (TYPEX_EIGEN_SEPARATE_COMPILATION; the
-# kernels compiled once, in src/eigen_kernels.cpp, which is timed too).
+# kernels compiled once, in src/eigen_kernels.cpp, and the run-time code in src/runtime.cpp:
+# TYPEX_SEPARATE_COMPILATION, both timed too).
 set -euo pipefail
 cd "$(dirname "$0")"
 inc=${TYPEX_INCLUDE:-../../include}
 eigen=${EIGEN_INCLUDE:-/usr/include/eigen3}
 repeats=${REPEATS:-3}
-sep=-DTYPEX_EIGEN_SEPARATE_COMPILATION
+sep="-DTYPEX_EIGEN_SEPARATE_COMPILATION -DTYPEX_SEPARATE_COMPILATION"  # (what typex::eigen gives its users)
 # "label|source|extra flags"
 tus=("empty.cpp|empty.cpp|" "core_only.cpp|core_only.cpp|" "umbrella_only.cpp|umbrella_only.cpp|"
      "eigen_core_only.cpp|eigen_core_only.cpp|" "shapes_200.cpp|shapes_200.cpp|" "pytree_50.cpp|pytree_50.cpp|")
 for m in mlp cnn transformer; do
   tus+=("export_$m.cpp (header-only)|export_$m.cpp|" "export_$m.cpp (typex::eigen)|export_$m.cpp|$sep")
 done
-tus+=("src/eigen_kernels.cpp (typex::eigen, once)|../../src/eigen_kernels.cpp|$sep")
+tus+=("src/eigen_kernels.cpp (typex::eigen, once)|../../src/eigen_kernels.cpp|$sep"
+     "src/runtime.cpp (typex::runtime, once)|../../src/runtime.cpp|-DTYPEX_SEPARATE_COMPILATION")
 compilers=("${CXX:-g++}")
 [ -n "${CXX2:-}" ] && compilers+=("$CXX2")
 out=$(mktemp -d)

@@ -57,6 +57,24 @@ struct eigen_backend;
 #define TYPEX_DEFAULT_BACKEND ::typex::eigen_backend
 #endif
 
+// Where typex's run-time code is compiled: the graph, printer and verifier, the exported program
+// (input binding, its own verifier, printing), export's bookkeeping (shape facts, the module call
+// graph), the tracing context. In every unit that includes it by default (header-only: nothing to
+// link). Define TYPEX_SEPARATE_COMPILATION project-wide to compile it once instead, as {fmt} does:
+// CMake's typex::runtime library holds it and sets the macro for its users (typex::eigen links it);
+// without CMake, define the macro everywhere and compile one unit that also defines
+// TYPEX_IMPLEMENTATION before including <typex/typex.hpp>.
+#if defined(TYPEX_SEPARATE_COMPILATION)
+#define TYPEX_API
+#else
+#define TYPEX_API inline
+#endif
+#if !defined(TYPEX_SEPARATE_COMPILATION) || defined(TYPEX_IMPLEMENTATION)
+#define TYPEX_HEADER_DEFINITIONS 1
+#else
+#define TYPEX_HEADER_DEFINITIONS 0
+#endif
+
 // Where the Eigen backend's kernels are compiled. By default in every unit that includes
 // <typex/backend/eigen.hpp> (header-only: nothing to link, ~10 s of compile time per unit). Define
 // TYPEX_EIGEN_SEPARATE_COMPILATION project-wide to compile them once instead: CMake's typex::eigen

@@ -36,19 +36,7 @@ class symbol_table {
   const std::vector<entry>& entries() const noexcept { return entries_; }
 
   // Binds `name` to `v`, or checks that it is already bound to `v`.
-  void bind(std::string_view name, index_t v, std::string_view what) {
-    if (const entry* e = find(name)) {
-      if (e->value != v) {
-        detail::raise<constraint_violation>([&](auto& w) {
-          w.put("typex: "); w.put(what); w.put(" binds symbolic dim '"); w.put(name); w.put("' to "); w.put_int(v);
-          w.put(", but "); w.put(e->bound_by); w.put(" bound it to "); w.put_int(e->value);
-          w.put("; inputs that share a symbol must agree on its value");
-        });
-      }
-      return;
-    }
-    entries_.push_back({std::string(name), v, std::string(what)});
-  }
+  TYPEX_API void bind(std::string_view name, index_t v, std::string_view what);
 
  private:
   std::vector<entry> entries_;  // few symbols per program: a vector beats a map
@@ -111,3 +99,21 @@ void check_derived_dims(const shape<D...>& s, const symbol_table& t, std::string
 }
 
 }  // namespace typex
+
+// ---- definitions: compiled once in typex::runtime, or inline here in header-only builds
+// (config.hpp: TYPEX_SEPARATE_COMPILATION) ----
+#if TYPEX_HEADER_DEFINITIONS
+TYPEX_API auto typex::symbol_table::bind(std::string_view name, index_t v, std::string_view what) -> void {
+  if (const entry* e = find(name)) {
+    if (e->value != v) {
+      detail::raise<constraint_violation>([&](auto& w) {
+        w.put("typex: "); w.put(what); w.put(" binds symbolic dim '"); w.put(name); w.put("' to "); w.put_int(v);
+        w.put(", but "); w.put(e->bound_by); w.put(" bound it to "); w.put_int(e->value);
+        w.put("; inputs that share a symbol must agree on its value");
+      });
+    }
+    return;
+  }
+  entries_.push_back({std::string(name), v, std::string(what)});
+}
+#endif  // TYPEX_HEADER_DEFINITIONS

@@ -234,91 +234,18 @@ struct named_module_call {
   tree_spec in_spec, out_spec;
 };
 
-inline std::vector<named_module_call> name_module_calls(const ir::graph& g, const std::vector<module_call_record>& calls) {
-  auto names = [&](const std::vector<ir::argument>& args) {
-    std::vector<std::string> out;
-    for (const ir::argument& a : args) {
-      std::string s;
-      ir::detail::print_argument(s, g, a);
-      out.push_back(std::move(s));
-    }
-    return out;
-  };
-  std::vector<named_module_call> out;
-  for (const module_call_record& c : calls) {
-    named_module_call n{c.fqn, {}, std::nullopt, std::nullopt, c.in_spec, c.out_spec};
-    for (ir::node_id i = c.begin; i < c.end; ++i)
-      if (g[i].op == ir::node_op::call_function) n.nodes.push_back(g[i].name);
-    if (c.inputs) n.inputs = names(*c.inputs);
-    if (c.outputs) n.outputs = names(*c.outputs);
-    out.push_back(std::move(n));
-  }
-  return out;
-}
+TYPEX_API std::vector<named_module_call> name_module_calls(const ir::graph& g, const std::vector<module_call_record>& calls);
 
 // A flat spec of n leaves: one leaf alone, a tuple otherwise.
-inline tree_spec flat_spec(std::size_t n, bool tuple_of_one) {
-  if (n == 1 && !tuple_of_one) return tree_spec::leaf();
-  return tree_spec::node(node_kind::tuple, "", {}, std::vector<tree_spec>(n));
-}
+TYPEX_API tree_spec flat_spec(std::size_t n, bool tuple_of_one);
 
 // The module call graph: the root's entry, then one per submodule call (a module called again is
 // "fqn@1", "fqn@2", ...). A call whose module did not say what it received or returned gets it
 // read off the final graph: its inputs are the values its nodes read from outside it (parameters,
 // buffers and constants excepted: they are the module's state), its outputs the values its nodes
 // produce that something outside it reads; their specs are then flat.
-inline std::vector<module_call_entry> module_call_graph_of(const ir::graph& g, module_call_entry root,
-                                                           const std::vector<named_module_call>& calls) {
-  std::unordered_map<std::string_view, ir::node_id> id_of;
-  for (ir::node_id i = 0; i < g.size(); ++i) id_of.emplace(g[i].name, i);
-  std::unordered_map<std::string_view, bool> user_input;
-  for (const std::string& n : root.signature->inputs) user_input.emplace(n, true);
-  const auto users = g.users();
-
-  std::vector<module_call_entry> out;
-  out.push_back(std::move(root));
-  for (const named_module_call& c : calls) {
-    std::vector<bool> inside(g.size(), false);
-    std::vector<ir::node_id> ids;
-    for (const std::string& n : c.nodes)
-      if (const auto it = id_of.find(n); it != id_of.end()) {  // DCE may have removed some
-        inside[it->second] = true;
-        ids.push_back(it->second);
-      }
-    std::sort(ids.begin(), ids.end());
-    module_call_signature sig;
-    if (c.inputs) {
-      sig.inputs = *c.inputs;
-      sig.in_spec = c.in_spec;
-    } else {
-      for (const ir::node_id i : ids)
-        ir::graph::for_each_ref(g[i], [&](ir::value_ref r) {
-          const ir::node& src = g[r.node];
-          if (inside[r.node] || (src.op == ir::node_op::placeholder && !user_input.contains(src.name))) return;
-          std::string s;
-          ir::detail::print_value(s, g, r);
-          if (std::find(sig.inputs.begin(), sig.inputs.end(), s) == sig.inputs.end()) sig.inputs.push_back(std::move(s));
-        });
-      sig.in_spec = flat_spec(sig.inputs.size(), true);
-    }
-    if (c.outputs) {
-      sig.outputs = *c.outputs;
-      sig.out_spec = c.out_spec;
-    } else {
-      for (const ir::node_id i : ids)
-        for (const ir::node_id u : users[i])
-          if (!inside[u]) {
-            sig.outputs.push_back(g[i].name);
-            break;
-          }
-      sig.out_spec = flat_spec(sig.outputs.size(), false);
-    }
-    int seen = 0;
-    for (const auto& e : out) seen += e.fqn == c.fqn || e.fqn.starts_with(c.fqn + "@") ? 1 : 0;
-    out.push_back({seen == 0 ? c.fqn : with_number(c.fqn + "@", seen), std::move(sig)});
-  }
-  return out;
-}
+TYPEX_API std::vector<module_call_entry> module_call_graph_of(const ir::graph& g, module_call_entry root,
+                                                           const std::vector<named_module_call>& calls);
 }  // namespace detail
 
 // With options: export_program(typex::export_options{.runtime_assertions = true}, model, inputs...).
@@ -486,3 +413,87 @@ auto export_program(const M& module, const In&... inputs) {
 }
 
 }  // namespace typex
+
+// ---- definitions: compiled once in typex::runtime, or inline here in header-only builds
+// (config.hpp: TYPEX_SEPARATE_COMPILATION) ----
+#if TYPEX_HEADER_DEFINITIONS
+TYPEX_API auto typex::detail::name_module_calls(const ir::graph& g, const std::vector<module_call_record>& calls) -> std::vector<named_module_call> {
+  auto names = [&](const std::vector<ir::argument>& args) {
+    std::vector<std::string> out;
+    for (const ir::argument& a : args) {
+      std::string s;
+      ir::detail::print_argument(s, g, a);
+      out.push_back(std::move(s));
+    }
+    return out;
+  };
+  std::vector<named_module_call> out;
+  for (const module_call_record& c : calls) {
+    named_module_call n{c.fqn, {}, std::nullopt, std::nullopt, c.in_spec, c.out_spec};
+    for (ir::node_id i = c.begin; i < c.end; ++i)
+      if (g[i].op == ir::node_op::call_function) n.nodes.push_back(g[i].name);
+    if (c.inputs) n.inputs = names(*c.inputs);
+    if (c.outputs) n.outputs = names(*c.outputs);
+    out.push_back(std::move(n));
+  }
+  return out;
+}
+
+TYPEX_API auto typex::detail::flat_spec(std::size_t n, bool tuple_of_one) -> tree_spec {
+  if (n == 1 && !tuple_of_one) return tree_spec::leaf();
+  return tree_spec::node(node_kind::tuple, "", {}, std::vector<tree_spec>(n));
+}
+
+TYPEX_API auto typex::detail::module_call_graph_of(const ir::graph& g, module_call_entry root,
+                                                           const std::vector<named_module_call>& calls) -> std::vector<module_call_entry> {
+  std::unordered_map<std::string_view, ir::node_id> id_of;
+  for (ir::node_id i = 0; i < g.size(); ++i) id_of.emplace(g[i].name, i);
+  std::unordered_map<std::string_view, bool> user_input;
+  for (const std::string& n : root.signature->inputs) user_input.emplace(n, true);
+  const auto users = g.users();
+
+  std::vector<module_call_entry> out;
+  out.push_back(std::move(root));
+  for (const named_module_call& c : calls) {
+    std::vector<bool> inside(g.size(), false);
+    std::vector<ir::node_id> ids;
+    for (const std::string& n : c.nodes)
+      if (const auto it = id_of.find(n); it != id_of.end()) {  // DCE may have removed some
+        inside[it->second] = true;
+        ids.push_back(it->second);
+      }
+    std::sort(ids.begin(), ids.end());
+    module_call_signature sig;
+    if (c.inputs) {
+      sig.inputs = *c.inputs;
+      sig.in_spec = c.in_spec;
+    } else {
+      for (const ir::node_id i : ids)
+        ir::graph::for_each_ref(g[i], [&](ir::value_ref r) {
+          const ir::node& src = g[r.node];
+          if (inside[r.node] || (src.op == ir::node_op::placeholder && !user_input.contains(src.name))) return;
+          std::string s;
+          ir::detail::print_value(s, g, r);
+          if (std::find(sig.inputs.begin(), sig.inputs.end(), s) == sig.inputs.end()) sig.inputs.push_back(std::move(s));
+        });
+      sig.in_spec = flat_spec(sig.inputs.size(), true);
+    }
+    if (c.outputs) {
+      sig.outputs = *c.outputs;
+      sig.out_spec = c.out_spec;
+    } else {
+      for (const ir::node_id i : ids)
+        for (const ir::node_id u : users[i])
+          if (!inside[u]) {
+            sig.outputs.push_back(g[i].name);
+            break;
+          }
+      sig.out_spec = flat_spec(sig.outputs.size(), false);
+    }
+    int seen = 0;
+    for (const auto& e : out) seen += e.fqn == c.fqn || e.fqn.starts_with(c.fqn + "@") ? 1 : 0;
+    out.push_back({seen == 0 ? c.fqn : with_number(c.fqn + "@", seen), std::move(sig)});
+  }
+  return out;
+}
+#endif  // TYPEX_HEADER_DEFINITIONS

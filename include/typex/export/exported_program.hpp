@@ -28,27 +28,8 @@ class program_module;  // (program_module.hpp: included by export_program.hpp, t
 namespace detail {
 // e == v where e has exactly one unbound symbol, reached through +, - and * with operands the
 // bound symbols determine: that symbol and its value (nullopt when there is none, or no integer).
-inline std::optional<std::pair<std::string, index_t>> solve_for_symbol(const ir::sym_expr& e, index_t v,
-                                                                      const symbol_table& t) {
-  if (e.is_symbol()) {
-    if (t.value(e.name())) return std::nullopt;
-    return std::pair{std::string(e.name()), v};
-  }
-  if (e.is_constant()) return std::nullopt;
-  const ir::sym_expr a = e.lhs(), b = e.rhs();
-  const auto av = a.evaluate(t), bv = b.evaluate(t);
-  if (av.has_value() == bv.has_value()) return std::nullopt;  // both known, or two unknowns
-  const index_t k = av ? *av : *bv;
-  const ir::sym_expr& u = av ? b : a;
-  switch (e.op()) {
-    case dim_op::add: return solve_for_symbol(u, v - k, t);
-    case dim_op::sub: return av ? solve_for_symbol(u, k - v, t) : solve_for_symbol(u, v + k, t);
-    case dim_op::mul:
-      if (k == 0 || v % k != 0) return std::nullopt;
-      return solve_for_symbol(u, v / k, t);
-    default: return std::nullopt;
-  }
-}
+TYPEX_API std::optional<std::pair<std::string, index_t>> solve_for_symbol(const ir::sym_expr& e, index_t v,
+                                                                      const symbol_table& t);
 }  // namespace detail
 
 class exported_program {
@@ -92,151 +73,18 @@ class exported_program {
   // others, inside its range; a symbol that appears only in derived dims (x: [2*seq]) solved from
   // them; every derived dim equal to its expression; every run-time assertion true. Returns the
   // bound symbols; throws an error naming the input, the dim, the symbol and the range or relation.
-  symbol_table bind_inputs(std::span<const any_tensor> inputs) const {
-    const std::vector<ir::node_id> user = user_inputs();
-    const ir::graph& g = graph_;
-    symbol_table symbols;
-    if (inputs.size() != user.size()) {
-      detail::raise<argument_error>([&](auto& w) {
-        w.put("typex: the exported program takes "); w.put_int(static_cast<long long>(user.size()));
-        w.put(user.size() == 1 ? " tensor input (" : " tensor inputs (");
-        for (std::size_t i = 0; i < user.size(); ++i) { if (i) w.put(", "); w.put(g[user[i]].name); }
-        w.put("), but "); w.put_int(static_cast<long long>(inputs.size())); w.put(" were given");
-      });
-    }
-    auto where = [&](std::size_t i, std::size_t d) {
-      std::string s = "input '";
-      s += g[user[i]].name;
-      s += "' (dim ";
-      s += std::to_string(d);
-      s += ')';
-      return s;
-    };
-    // dtype, rank and static extents; symbols bound by the first input that uses them
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      const ir::node& ph = g[user[i]];
-      const ir::tensor_meta& m = ph.vals.front();
-      const any_tensor& t = inputs[i];
-      if (t.scalar_type() != m.scalar_type) {
-        detail::raise<dtype_error>([&](auto& w) {
-          w.put("typex: input '"); w.put(ph.name); w.put("' has dtype "); w.put(name(t.scalar_type()));
-          w.put(", expected "); w.put(m.to_string());
-        });
-      }
-      if (t.rank() != m.rank()) {
-        detail::raise<shape_error>([&](auto& w) {
-          w.put("typex: input '"); w.put(ph.name); w.put("' is "); w.put(t.to_string()); w.put(", expected ");
-          w.put(m.to_string()); w.put(" (rank "); w.put_int(static_cast<long long>(m.rank())); w.put(')');
-        });
-      }
-      for (std::size_t d = 0; d < m.rank(); ++d) {
-        const ir::sym_expr& e = m.shape[d];
-        if (const auto v = e.value(); v && *v != t.extents()[d]) {
-          detail::raise<shape_error>([&](auto& w) {
-            w.put("typex: input '"); w.put(ph.name); w.put("' is "); w.put(t.to_string()); w.put(", expected ");
-            w.put(m.to_string()); w.put(": dim "); w.put_int(static_cast<long long>(d)); w.put(" is ");
-            w.put_int(t.extents()[d]); w.put(", expected "); w.put_int(*v);
-          });
-        }
-        if (e.is_symbol()) symbols.bind(e.name(), t.extents()[d], where(i, d));
-      }
-    }
-    // symbols met only in derived dims: solved from them (2*seq = 8 gives seq = 4), until no more
-    for (bool progress = true; progress;) {
-      progress = false;
-      for (std::size_t i = 0; i < inputs.size(); ++i) {
-        const ir::tensor_meta& m = g[user[i]].vals.front();
-        for (std::size_t d = 0; d < m.rank(); ++d) {
-          const ir::sym_expr& e = m.shape[d];
-          if (e.is_constant() || e.is_symbol() || e.evaluate(symbols)) continue;
-          if (const auto s = detail::solve_for_symbol(e, inputs[i].extents()[d], symbols)) {
-            symbols.bind(s->first, s->second, where(i, d));
-            progress = true;
-          }
-        }
-      }
-    }
-    ranges_.check(symbols);
-    // derived dims: equal to their expression of the bound symbols
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      const ir::tensor_meta& m = g[user[i]].vals.front();
-      for (std::size_t d = 0; d < m.rank(); ++d) {
-        const ir::sym_expr& e = m.shape[d];
-        if (e.is_constant() || e.is_symbol()) continue;
-        const auto v = e.evaluate(symbols);
-        if (!v || *v != inputs[i].extents()[d]) {
-          detail::raise<constraint_violation>([&](auto& w) {
-            w.put("typex: input '"); w.put(g[user[i]].name); w.put("' is "); w.put(inputs[i].to_string());
-            w.put(", expected "); w.put(m.to_string()); w.put(": dim "); w.put_int(static_cast<long long>(d));
-            w.put(" is "); w.put_int(inputs[i].extents()[d]); w.put(", but ");
-            if (v) {
-              w.put(e.to_string()); w.put(" = "); w.put_int(*v);
-            } else {
-              w.put(e.to_string()); w.put(" cannot be "); w.put_int(inputs[i].extents()[d]);
-              w.put(" for any integer value of its symbols");
-            }
-          });
-        }
-      }
-    }
-    check_assertions(symbols);
-    return symbols;
-  }
+  TYPEX_API symbol_table bind_inputs(std::span<const any_tensor> inputs) const;
 
   // The run-time assertion nodes, for the bound symbols (bind_inputs calls it). An assertion about
   // a data-dependent size not bound yet waits: the backend checks it again once the op that makes
   // the size has run.
-  void check_assertions(const symbol_table& symbols) const {
-    for (const ir::node& n : graph_.nodes()) {
-      if (!ir::is_assertion(n)) continue;
-      const auto& lhs = std::get<ir::sym_expr>(n.args[0]);
-      const auto& rhs = std::get<ir::sym_expr>(n.args[2]);
-      relation rel{};
-      (void)parse_relation(std::get<std::string>(n.args[1]), rel);
-      const auto a = lhs.evaluate(symbols), b = rhs.evaluate(symbols);
-      if (a && b && holds(rel, *a, *b)) continue;
-      if (!(a && b) && waits_for_data(lhs, symbols) + waits_for_data(rhs, symbols) > 0) continue;
-      bool by_inputs = true;  // (or by a data-dependent op's result)
-      for (const auto& e : symbols.entries())
-        if ((lhs.mentions(e.name) || rhs.mentions(e.name)) && !e.bound_by.starts_with("input")) by_inputs = false;
-      detail::raise<constraint_violation>([&](auto& w) {
-        w.put(by_inputs ? "typex: the inputs bind " : "typex: the program binds ");
-        bool first = true;
-        for (const auto& e : symbols.entries()) {
-          if (!lhs.mentions(e.name) && !rhs.mentions(e.name)) continue;
-          if (!first) w.put(", ");
-          first = false;
-          w.put(e.name); w.put(" = "); w.put_int(e.value); w.put(" (by "); w.put(e.bound_by); w.put(')');
-        }
-        w.put(", and the program asserts "); w.put(lhs.to_string()); w.put(' '); w.put(typex::to_string(rel)); w.put(' ');
-        w.put(rhs.to_string());
-        if (a && b) {
-          w.put(", but "); w.put_int(*a); w.put(' '); w.put(to_negated_string(rel)); w.put(' '); w.put_int(*b);
-        } else {
-          w.put(", which the inputs do not determine");
-        }
-        w.put(" (run-time assertion '"); w.put(n.name); w.put("': "); w.put(std::get<std::string>(n.args[3]));
-        w.put(')');
-      });
-    }
-  }
+  TYPEX_API void check_assertions(const symbol_table& symbols) const;
 
   // How many unbound data-dependent symbols e mentions.
-  int waits_for_data(const ir::sym_expr& e, const symbol_table& symbols) const {
-    int k = 0;
-    for (const auto& [name, range] : ranges_.entries())
-      if (ranges_.is_unbacked(name) && !symbols.value(name) && e.mentions(name)) ++k;
-    return k;
-  }
+  TYPEX_API int waits_for_data(const ir::sym_expr& e, const symbol_table& symbols) const;
 
   // The user inputs' placeholders, in order.
-  std::vector<ir::node_id> user_inputs() const {
-    std::vector<ir::node_id> out;
-    const auto placeholders = graph_.placeholders();
-    for (std::size_t i = 0; i < placeholders.size(); ++i)
-      if (signature_.input_specs()[i].kind == input_kind::user_input) out.push_back(placeholders[i]);
-    return out;
-  }
+  TYPEX_API std::vector<ir::node_id> user_inputs() const;
 
   // std::cout << program (any stream that takes a std::string; no <ostream> needed here).
   template <class Stream>
@@ -246,16 +94,7 @@ class exported_program {
     return os;
   }
 
-  std::string to_string() const {
-    std::string s = "ExportedProgram:\n    ";
-    s += indent(ir::print_readable(graph_));
-    s += "\nGraph signature: ";
-    s += indent(signature_.to_string());
-    s += "\nRange constraints: ";
-    s += ranges_.to_string();
-    s += '\n';
-    return s;
-  }
+  TYPEX_API std::string to_string() const;
 
  private:
   const module_call_signature& root_signature() const {
@@ -279,100 +118,9 @@ class exported_program {
   }
 
   // The signature against the graph, and the lifted tensors against the placeholders' metadata.
-  void verify() const {
-    ir::verify(graph_);
-    const auto placeholders = graph_.placeholders();
-    const auto& ins = signature_.input_specs();
-    if (placeholders.size() != ins.size()) {
-      detail::raise<ir::graph_error>([&](auto& w) {
-        w.put("typex::exported_program: the graph has "); w.put_int(static_cast<long long>(placeholders.size()));
-        w.put(" placeholders but the signature describes "); w.put_int(static_cast<long long>(ins.size()));
-        w.put(" inputs");
-      });
-    }
-    bool user_seen = false;
-    for (std::size_t i = 0; i < ins.size(); ++i) {
-      const ir::node& ph = graph_[placeholders[i]];
-      const input_spec& spec = ins[i];
-      if (ph.name != spec.arg) {
-        detail::raise<ir::graph_error>([&](auto& w) {
-          w.put("typex::exported_program: input "); w.put_int(static_cast<long long>(i)); w.put(" is the placeholder '");
-          w.put(ph.name); w.put("' but the signature names '"); w.put(spec.arg); w.put('\'');
-        });
-      }
-      if (spec.kind == input_kind::user_input) {
-        user_seen = true;
-        continue;
-      }
-      if (user_seen) fail("lifted parameters, buffers and constants must come before the user inputs");
-      if (spec.target.empty()) fail("a lifted input without the FQN it refers to");
-      const bool in_state_dict =
-          spec.kind == input_kind::parameter || (spec.kind == input_kind::buffer && spec.persistent);
-      const any_tensor* t = in_state_dict ? state_dict_.find(spec.target) : constants_.find(spec.target);
-      if (t == nullptr) {
-        detail::raise<ir::graph_error>([&](auto& w) {
-          w.put("typex::exported_program: "); w.put(name(spec.kind)); w.put(" '"); w.put(spec.target);
-          w.put(in_state_dict ? "' is not in the state dict" : "' is not in the constants");
-        });
-      }
-      check_lifted_meta(ph, spec.target, *t);
-    }
-    const ir::node& out = graph_.output();
-    const auto& outs = signature_.output_specs();
-    if (out.args.size() != outs.size()) {
-      detail::raise<ir::graph_error>([&](auto& w) {
-        w.put("typex::exported_program: the graph returns "); w.put_int(static_cast<long long>(out.args.size()));
-        w.put(" values but the signature describes "); w.put_int(static_cast<long long>(outs.size()));
-        w.put(" outputs");
-      });
-    }
-    bool user_output_seen = false;
-    for (std::size_t i = 0; i < outs.size(); ++i) {
-      const auto r = std::get<ir::value_ref>(out.args[i]);
-      if (outs[i].kind == output_kind::user_output) {
-        user_output_seen = true;
-      } else if (outs[i].kind == output_kind::buffer_mutation) {
-        if (user_output_seen) fail("buffer mutations must come before the user outputs");
-        const input_spec* buf = nullptr;
-        for (const auto& in : ins)
-          if (in.kind == input_kind::buffer && in.target == outs[i].target) buf = &in;
-        if (buf == nullptr) {
-          detail::raise<ir::graph_error>([&](auto& w) {
-            w.put("typex::exported_program: output "); w.put_int(static_cast<long long>(i)); w.put(" mutates '");
-            w.put(outs[i].target); w.put("', which is not a lifted buffer");
-          });
-        }
-        const ir::tensor_meta& now = graph_[r.node].vals.at(r.index);
-        const ir::tensor_meta& was = graph_[graph_.placeholders()[static_cast<std::size_t>(buf - ins.data())]].vals.front();
-        if (now.to_string() != was.to_string()) {
-          detail::raise<ir::graph_error>([&](auto& w) {
-            w.put("typex::exported_program: output "); w.put_int(static_cast<long long>(i)); w.put(" writes ");
-            w.put(now.to_string()); w.put(" to buffer '"); w.put(outs[i].target); w.put("', which is "); w.put(was.to_string());
-          });
-        }
-      }
-      std::string produced = graph_[r.node].name;
-      if (graph_[r.node].vals.size() > 1) produced = detail::with_number(produced + "[", r.index) + "]";
-      if (produced != outs[i].arg) {
-        detail::raise<ir::graph_error>([&](auto& w) {
-          w.put("typex::exported_program: output "); w.put_int(static_cast<long long>(i)); w.put(" is '"); w.put(produced);
-          w.put("' but the signature names '"); w.put(outs[i].arg); w.put('\'');
-        });
-      }
-    }
-  }
+  TYPEX_API void verify() const;
 
-  static void check_lifted_meta(const ir::node& ph, const std::string& fqn, const any_tensor& t) {
-    const ir::tensor_meta& m = ph.vals.front();
-    bool same = m.scalar_type == t.scalar_type() && m.shape.size() == t.rank();
-    for (std::size_t d = 0; same && d < m.shape.size(); ++d) same = m.shape[d].value() == t.extents()[d];
-    if (!same) {
-      detail::raise<ir::graph_error>([&](auto& w) {
-        w.put("typex::exported_program: placeholder '"); w.put(ph.name); w.put("' is "); w.put(m.to_string());
-        w.put(" but '"); w.put(fqn); w.put("' is "); w.put(t.to_string());
-      });
-    }
-  }
+  TYPEX_API static void check_lifted_meta(const ir::node& ph, const std::string& fqn, const any_tensor& t);
 
   ir::graph graph_;
   graph_signature signature_;
@@ -384,3 +132,276 @@ class exported_program {
 };
 
 }  // namespace typex
+
+// ---- definitions: compiled once in typex::runtime, or inline here in header-only builds
+// (config.hpp: TYPEX_SEPARATE_COMPILATION) ----
+#if TYPEX_HEADER_DEFINITIONS
+TYPEX_API auto typex::detail::solve_for_symbol(const ir::sym_expr& e, index_t v,
+                                                                      const symbol_table& t) -> std::optional<std::pair<std::string, index_t>> {
+  if (e.is_symbol()) {
+    if (t.value(e.name())) return std::nullopt;
+    return std::pair{std::string(e.name()), v};
+  }
+  if (e.is_constant()) return std::nullopt;
+  const ir::sym_expr a = e.lhs(), b = e.rhs();
+  const auto av = a.evaluate(t), bv = b.evaluate(t);
+  if (av.has_value() == bv.has_value()) return std::nullopt;  // both known, or two unknowns
+  const index_t k = av ? *av : *bv;
+  const ir::sym_expr& u = av ? b : a;
+  switch (e.op()) {
+    case dim_op::add: return solve_for_symbol(u, v - k, t);
+    case dim_op::sub: return av ? solve_for_symbol(u, k - v, t) : solve_for_symbol(u, v + k, t);
+    case dim_op::mul:
+      if (k == 0 || v % k != 0) return std::nullopt;
+      return solve_for_symbol(u, v / k, t);
+    default: return std::nullopt;
+  }
+}
+
+TYPEX_API auto typex::exported_program::bind_inputs(std::span<const any_tensor> inputs) const -> symbol_table {
+  const std::vector<ir::node_id> user = user_inputs();
+  const ir::graph& g = graph_;
+  symbol_table symbols;
+  if (inputs.size() != user.size()) {
+    detail::raise<argument_error>([&](auto& w) {
+      w.put("typex: the exported program takes "); w.put_int(static_cast<long long>(user.size()));
+      w.put(user.size() == 1 ? " tensor input (" : " tensor inputs (");
+      for (std::size_t i = 0; i < user.size(); ++i) { if (i) w.put(", "); w.put(g[user[i]].name); }
+      w.put("), but "); w.put_int(static_cast<long long>(inputs.size())); w.put(" were given");
+    });
+  }
+  auto where = [&](std::size_t i, std::size_t d) {
+    std::string s = "input '";
+    s += g[user[i]].name;
+    s += "' (dim ";
+    s += std::to_string(d);
+    s += ')';
+    return s;
+  };
+  // dtype, rank and static extents; symbols bound by the first input that uses them
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const ir::node& ph = g[user[i]];
+    const ir::tensor_meta& m = ph.vals.front();
+    const any_tensor& t = inputs[i];
+    if (t.scalar_type() != m.scalar_type) {
+      detail::raise<dtype_error>([&](auto& w) {
+        w.put("typex: input '"); w.put(ph.name); w.put("' has dtype "); w.put(name(t.scalar_type()));
+        w.put(", expected "); w.put(m.to_string());
+      });
+    }
+    if (t.rank() != m.rank()) {
+      detail::raise<shape_error>([&](auto& w) {
+        w.put("typex: input '"); w.put(ph.name); w.put("' is "); w.put(t.to_string()); w.put(", expected ");
+        w.put(m.to_string()); w.put(" (rank "); w.put_int(static_cast<long long>(m.rank())); w.put(')');
+      });
+    }
+    for (std::size_t d = 0; d < m.rank(); ++d) {
+      const ir::sym_expr& e = m.shape[d];
+      if (const auto v = e.value(); v && *v != t.extents()[d]) {
+        detail::raise<shape_error>([&](auto& w) {
+          w.put("typex: input '"); w.put(ph.name); w.put("' is "); w.put(t.to_string()); w.put(", expected ");
+          w.put(m.to_string()); w.put(": dim "); w.put_int(static_cast<long long>(d)); w.put(" is ");
+          w.put_int(t.extents()[d]); w.put(", expected "); w.put_int(*v);
+        });
+      }
+      if (e.is_symbol()) symbols.bind(e.name(), t.extents()[d], where(i, d));
+    }
+  }
+  // symbols met only in derived dims: solved from them (2*seq = 8 gives seq = 4), until no more
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const ir::tensor_meta& m = g[user[i]].vals.front();
+      for (std::size_t d = 0; d < m.rank(); ++d) {
+        const ir::sym_expr& e = m.shape[d];
+        if (e.is_constant() || e.is_symbol() || e.evaluate(symbols)) continue;
+        if (const auto s = detail::solve_for_symbol(e, inputs[i].extents()[d], symbols)) {
+          symbols.bind(s->first, s->second, where(i, d));
+          progress = true;
+        }
+      }
+    }
+  }
+  ranges_.check(symbols);
+  // derived dims: equal to their expression of the bound symbols
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const ir::tensor_meta& m = g[user[i]].vals.front();
+    for (std::size_t d = 0; d < m.rank(); ++d) {
+      const ir::sym_expr& e = m.shape[d];
+      if (e.is_constant() || e.is_symbol()) continue;
+      const auto v = e.evaluate(symbols);
+      if (!v || *v != inputs[i].extents()[d]) {
+        detail::raise<constraint_violation>([&](auto& w) {
+          w.put("typex: input '"); w.put(g[user[i]].name); w.put("' is "); w.put(inputs[i].to_string());
+          w.put(", expected "); w.put(m.to_string()); w.put(": dim "); w.put_int(static_cast<long long>(d));
+          w.put(" is "); w.put_int(inputs[i].extents()[d]); w.put(", but ");
+          if (v) {
+            w.put(e.to_string()); w.put(" = "); w.put_int(*v);
+          } else {
+            w.put(e.to_string()); w.put(" cannot be "); w.put_int(inputs[i].extents()[d]);
+            w.put(" for any integer value of its symbols");
+          }
+        });
+      }
+    }
+  }
+  check_assertions(symbols);
+  return symbols;
+}
+
+TYPEX_API auto typex::exported_program::check_assertions(const symbol_table& symbols) const -> void {
+  for (const ir::node& n : graph_.nodes()) {
+    if (!ir::is_assertion(n)) continue;
+    const auto& lhs = std::get<ir::sym_expr>(n.args[0]);
+    const auto& rhs = std::get<ir::sym_expr>(n.args[2]);
+    relation rel{};
+    (void)parse_relation(std::get<std::string>(n.args[1]), rel);
+    const auto a = lhs.evaluate(symbols), b = rhs.evaluate(symbols);
+    if (a && b && holds(rel, *a, *b)) continue;
+    if (!(a && b) && waits_for_data(lhs, symbols) + waits_for_data(rhs, symbols) > 0) continue;
+    bool by_inputs = true;  // (or by a data-dependent op's result)
+    for (const auto& e : symbols.entries())
+      if ((lhs.mentions(e.name) || rhs.mentions(e.name)) && !e.bound_by.starts_with("input")) by_inputs = false;
+    detail::raise<constraint_violation>([&](auto& w) {
+      w.put(by_inputs ? "typex: the inputs bind " : "typex: the program binds ");
+      bool first = true;
+      for (const auto& e : symbols.entries()) {
+        if (!lhs.mentions(e.name) && !rhs.mentions(e.name)) continue;
+        if (!first) w.put(", ");
+        first = false;
+        w.put(e.name); w.put(" = "); w.put_int(e.value); w.put(" (by "); w.put(e.bound_by); w.put(')');
+      }
+      w.put(", and the program asserts "); w.put(lhs.to_string()); w.put(' '); w.put(typex::to_string(rel)); w.put(' ');
+      w.put(rhs.to_string());
+      if (a && b) {
+        w.put(", but "); w.put_int(*a); w.put(' '); w.put(to_negated_string(rel)); w.put(' '); w.put_int(*b);
+      } else {
+        w.put(", which the inputs do not determine");
+      }
+      w.put(" (run-time assertion '"); w.put(n.name); w.put("': "); w.put(std::get<std::string>(n.args[3]));
+      w.put(')');
+    });
+  }
+}
+
+TYPEX_API auto typex::exported_program::waits_for_data(const ir::sym_expr& e, const symbol_table& symbols) const -> int {
+  int k = 0;
+  for (const auto& [name, range] : ranges_.entries())
+    if (ranges_.is_unbacked(name) && !symbols.value(name) && e.mentions(name)) ++k;
+  return k;
+}
+
+TYPEX_API auto typex::exported_program::user_inputs() const -> std::vector<ir::node_id> {
+  std::vector<ir::node_id> out;
+  const auto placeholders = graph_.placeholders();
+  for (std::size_t i = 0; i < placeholders.size(); ++i)
+    if (signature_.input_specs()[i].kind == input_kind::user_input) out.push_back(placeholders[i]);
+  return out;
+}
+
+TYPEX_API auto typex::exported_program::to_string() const -> std::string {
+  std::string s = "ExportedProgram:\n    ";
+  s += indent(ir::print_readable(graph_));
+  s += "\nGraph signature: ";
+  s += indent(signature_.to_string());
+  s += "\nRange constraints: ";
+  s += ranges_.to_string();
+  s += '\n';
+  return s;
+}
+
+TYPEX_API auto typex::exported_program::verify() const -> void {
+  ir::verify(graph_);
+  const auto placeholders = graph_.placeholders();
+  const auto& ins = signature_.input_specs();
+  if (placeholders.size() != ins.size()) {
+    detail::raise<ir::graph_error>([&](auto& w) {
+      w.put("typex::exported_program: the graph has "); w.put_int(static_cast<long long>(placeholders.size()));
+      w.put(" placeholders but the signature describes "); w.put_int(static_cast<long long>(ins.size()));
+      w.put(" inputs");
+    });
+  }
+  bool user_seen = false;
+  for (std::size_t i = 0; i < ins.size(); ++i) {
+    const ir::node& ph = graph_[placeholders[i]];
+    const input_spec& spec = ins[i];
+    if (ph.name != spec.arg) {
+      detail::raise<ir::graph_error>([&](auto& w) {
+        w.put("typex::exported_program: input "); w.put_int(static_cast<long long>(i)); w.put(" is the placeholder '");
+        w.put(ph.name); w.put("' but the signature names '"); w.put(spec.arg); w.put('\'');
+      });
+    }
+    if (spec.kind == input_kind::user_input) {
+      user_seen = true;
+      continue;
+    }
+    if (user_seen) fail("lifted parameters, buffers and constants must come before the user inputs");
+    if (spec.target.empty()) fail("a lifted input without the FQN it refers to");
+    const bool in_state_dict =
+        spec.kind == input_kind::parameter || (spec.kind == input_kind::buffer && spec.persistent);
+    const any_tensor* t = in_state_dict ? state_dict_.find(spec.target) : constants_.find(spec.target);
+    if (t == nullptr) {
+      detail::raise<ir::graph_error>([&](auto& w) {
+        w.put("typex::exported_program: "); w.put(name(spec.kind)); w.put(" '"); w.put(spec.target);
+        w.put(in_state_dict ? "' is not in the state dict" : "' is not in the constants");
+      });
+    }
+    check_lifted_meta(ph, spec.target, *t);
+  }
+  const ir::node& out = graph_.output();
+  const auto& outs = signature_.output_specs();
+  if (out.args.size() != outs.size()) {
+    detail::raise<ir::graph_error>([&](auto& w) {
+      w.put("typex::exported_program: the graph returns "); w.put_int(static_cast<long long>(out.args.size()));
+      w.put(" values but the signature describes "); w.put_int(static_cast<long long>(outs.size()));
+      w.put(" outputs");
+    });
+  }
+  bool user_output_seen = false;
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    const auto r = std::get<ir::value_ref>(out.args[i]);
+    if (outs[i].kind == output_kind::user_output) {
+      user_output_seen = true;
+    } else if (outs[i].kind == output_kind::buffer_mutation) {
+      if (user_output_seen) fail("buffer mutations must come before the user outputs");
+      const input_spec* buf = nullptr;
+      for (const auto& in : ins)
+        if (in.kind == input_kind::buffer && in.target == outs[i].target) buf = &in;
+      if (buf == nullptr) {
+        detail::raise<ir::graph_error>([&](auto& w) {
+          w.put("typex::exported_program: output "); w.put_int(static_cast<long long>(i)); w.put(" mutates '");
+          w.put(outs[i].target); w.put("', which is not a lifted buffer");
+        });
+      }
+      const ir::tensor_meta& now = graph_[r.node].vals.at(r.index);
+      const ir::tensor_meta& was = graph_[graph_.placeholders()[static_cast<std::size_t>(buf - ins.data())]].vals.front();
+      if (now.to_string() != was.to_string()) {
+        detail::raise<ir::graph_error>([&](auto& w) {
+          w.put("typex::exported_program: output "); w.put_int(static_cast<long long>(i)); w.put(" writes ");
+          w.put(now.to_string()); w.put(" to buffer '"); w.put(outs[i].target); w.put("', which is "); w.put(was.to_string());
+        });
+      }
+    }
+    std::string produced = graph_[r.node].name;
+    if (graph_[r.node].vals.size() > 1) produced = detail::with_number(produced + "[", r.index) + "]";
+    if (produced != outs[i].arg) {
+      detail::raise<ir::graph_error>([&](auto& w) {
+        w.put("typex::exported_program: output "); w.put_int(static_cast<long long>(i)); w.put(" is '"); w.put(produced);
+        w.put("' but the signature names '"); w.put(outs[i].arg); w.put('\'');
+      });
+    }
+  }
+}
+
+TYPEX_API auto typex::exported_program::check_lifted_meta(const ir::node& ph, const std::string& fqn, const any_tensor& t) -> void {
+  const ir::tensor_meta& m = ph.vals.front();
+  bool same = m.scalar_type == t.scalar_type() && m.shape.size() == t.rank();
+  for (std::size_t d = 0; same && d < m.shape.size(); ++d) same = m.shape[d].value() == t.extents()[d];
+  if (!same) {
+    detail::raise<ir::graph_error>([&](auto& w) {
+      w.put("typex::exported_program: placeholder '"); w.put(ph.name); w.put("' is "); w.put(m.to_string());
+      w.put(" but '"); w.put(fqn); w.put("' is "); w.put(t.to_string());
+    });
+  }
+}
+#endif  // TYPEX_HEADER_DEFINITIONS

@@ -66,17 +66,7 @@ struct output_spec {
 
 // torch.export's placeholder names: "p_" / "b_" / "c_" + the FQN with '.' as '_'; user inputs keep
 // their name.
-inline std::string placeholder_name(input_kind kind, std::string_view fqn_or_name) {
-  std::string s;
-  switch (kind) {
-    case input_kind::parameter: s = "p_"; break;
-    case input_kind::buffer: s = "b_"; break;
-    case input_kind::constant_tensor: s = "c_"; break;
-    case input_kind::user_input: break;
-  }
-  for (char c : fqn_or_name) s += c == '.' ? '_' : c;
-  return s;
-}
+TYPEX_API std::string placeholder_name(input_kind kind, std::string_view fqn_or_name);
 
 class graph_signature {
  public:
@@ -170,3 +160,19 @@ class graph_signature {
 };
 
 }  // namespace typex
+
+// ---- definitions: compiled once in typex::runtime, or inline here in header-only builds
+// (config.hpp: TYPEX_SEPARATE_COMPILATION) ----
+#if TYPEX_HEADER_DEFINITIONS
+TYPEX_API auto typex::placeholder_name(input_kind kind, std::string_view fqn_or_name) -> std::string {
+  std::string s;
+  switch (kind) {
+    case input_kind::parameter: s = "p_"; break;
+    case input_kind::buffer: s = "b_"; break;
+    case input_kind::constant_tensor: s = "c_"; break;
+    case input_kind::user_input: break;
+  }
+  for (char c : fqn_or_name) s += c == '.' ? '_' : c;
+  return s;
+}
+#endif  // TYPEX_HEADER_DEFINITIONS

@@ -33,21 +33,7 @@ struct value_range {
 class range_constraints {
  public:
   // Records (or narrows) the range of `symbol`.
-  void add(std::string_view symbol, value_range r) {
-    for (auto& [name, range] : entries_) {
-      if (name != symbol) continue;
-      const value_range merged{range.lo > r.lo ? range.lo : r.lo, range.hi < r.hi ? range.hi : r.hi};
-      if (merged.lo > merged.hi) {
-        detail::raise<constraint_violation>([&](auto& w) {
-          w.put("typex: symbol '"); w.put(symbol); w.put("' is constrained to both "); w.put(range.to_string());
-          w.put(" and "); w.put(r.to_string()); w.put(", which have no value in common");
-        });
-      }
-      range = merged;
-      return;
-    }
-    entries_.emplace_back(std::string(symbol), r);
-  }
+  TYPEX_API void add(std::string_view symbol, value_range r);
 
   // Records the declared range of a symbolic dim type.
   template <class D>
@@ -93,29 +79,10 @@ class range_constraints {
   bool empty() const noexcept { return entries_.empty(); }
 
   // Every bound symbol with a range must be inside it.
-  void check(const symbol_table& bound) const {
-    for (const auto& e : bound.entries()) {
-      const value_range* r = find(e.name);
-      if (r == nullptr || r->contains(e.value)) continue;
-      detail::raise<constraint_violation>([&](auto& w) {
-        w.put("typex: "); w.put(e.bound_by); w.put(" binds symbol '"); w.put(e.name); w.put("' to ");
-        w.put_int(e.value); w.put(", outside its range "); w.put(r->to_string());
-      });
-    }
-  }
+  TYPEX_API void check(const symbol_table& bound) const;
 
   // {s0: VR[1, 1024], seq: VR[1, 512]}
-  std::string to_string() const {
-    std::string s = "{";
-    for (std::size_t i = 0; i < entries_.size(); ++i) {
-      if (i) s += ", ";
-      s += entries_[i].first;
-      s += ": ";
-      s += entries_[i].second.to_string();
-    }
-    s += '}';
-    return s;
-  }
+  TYPEX_API std::string to_string() const;
 
  private:
   std::vector<std::pair<std::string, value_range>> entries_;  // in the order symbols appear
@@ -123,3 +90,46 @@ class range_constraints {
 };
 
 }  // namespace typex
+
+// ---- definitions: compiled once in typex::runtime, or inline here in header-only builds
+// (config.hpp: TYPEX_SEPARATE_COMPILATION) ----
+#if TYPEX_HEADER_DEFINITIONS
+TYPEX_API auto typex::range_constraints::add(std::string_view symbol, value_range r) -> void {
+  for (auto& [name, range] : entries_) {
+    if (name != symbol) continue;
+    const value_range merged{range.lo > r.lo ? range.lo : r.lo, range.hi < r.hi ? range.hi : r.hi};
+    if (merged.lo > merged.hi) {
+      detail::raise<constraint_violation>([&](auto& w) {
+        w.put("typex: symbol '"); w.put(symbol); w.put("' is constrained to both "); w.put(range.to_string());
+        w.put(" and "); w.put(r.to_string()); w.put(", which have no value in common");
+      });
+    }
+    range = merged;
+    return;
+  }
+  entries_.emplace_back(std::string(symbol), r);
+}
+
+TYPEX_API auto typex::range_constraints::check(const symbol_table& bound) const -> void {
+  for (const auto& e : bound.entries()) {
+    const value_range* r = find(e.name);
+    if (r == nullptr || r->contains(e.value)) continue;
+    detail::raise<constraint_violation>([&](auto& w) {
+      w.put("typex: "); w.put(e.bound_by); w.put(" binds symbol '"); w.put(e.name); w.put("' to ");
+      w.put_int(e.value); w.put(", outside its range "); w.put(r->to_string());
+    });
+  }
+}
+
+TYPEX_API auto typex::range_constraints::to_string() const -> std::string {
+  std::string s = "{";
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    if (i) s += ", ";
+    s += entries_[i].first;
+    s += ": ";
+    s += entries_[i].second.to_string();
+  }
+  s += '}';
+  return s;
+}
+#endif  // TYPEX_HEADER_DEFINITIONS

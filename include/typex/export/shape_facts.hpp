@@ -47,7 +47,119 @@ struct fact_symbol {
   index_t lo, hi;
 };
 
-inline void collect_symbols(const dim_terms& terms, const range_constraints& ranges, std::vector<fact_symbol>& out) {
+TYPEX_API void collect_symbols(const dim_terms& terms, const range_constraints& ranges, std::vector<fact_symbol>& out);
+
+inline bool has_anonymous(const dim_terms& terms) {
+  return std::any_of(terms.begin(), terms.end(), [](const dim_term& t) { return t.k == dim_term::kind::anonymous; });
+}
+
+// The value of postfix terms when symbol syms[i] is vals[i]; nullopt where undefined (division by 0).
+TYPEX_API std::optional<index_t> eval_terms(const dim_terms& terms, std::span<const fact_symbol> syms,
+                                         std::span<const index_t> vals);
+
+inline std::optional<bool> fact_holds(const shape_requirement& r, std::span<const fact_symbol> syms,
+                                      std::span<const index_t> vals) {
+  const auto a = eval_terms(r.lhs_terms, syms, vals), b = eval_terms(r.rhs_terms, syms, vals);
+  if (!a || !b) return std::nullopt;
+  return holds(r.rel, *a, *b);
+}
+
+// Values of [lo, hi] to try: all of them when there are few; otherwise both ends densely and the
+// middle geometrically (each point with its neighbours, so that parity-like facts show).
+TYPEX_API std::vector<index_t> sample_range(index_t lo, index_t hi, index_t dense);
+
+// At most n of the values, both ends and the first few kept, the rest evenly spaced.
+TYPEX_API std::vector<index_t> thin(std::vector<index_t> v, std::size_t n);
+
+// What a fact is, given the declared ranges.
+struct fact_verdict {
+  enum class kind : unsigned char { implied, narrows, relation, undecided } k = kind::undecided;
+  fact_symbol symbol{};       // narrows, relation of one symbol: the symbol
+  index_t lo = 0, hi = 0;     // narrows: the interval where the fact holds
+  index_t multiple = 0;       // relation: it holds exactly for the multiples of this (> 1), if so
+};
+
+inline index_t gcd_of(index_t a, index_t b) noexcept {
+  while (b != 0) {
+    const index_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+TYPEX_API fact_verdict classify(const shape_requirement& r, const range_constraints& ranges);
+
+// C++ spellings of declarations, for the suggested fixes.
+inline std::string sym_declaration(std::string_view name, index_t lo, index_t hi) {
+  std::string s = "typex::sym<\"";
+  s += name;
+  s += "\", ";
+  s += std::to_string(lo);
+  if (hi < int_oo) {
+    s += ", ";
+    s += std::to_string(hi);
+  }
+  s += '>';
+  return s;
+}
+
+// The C++ type of postfix terms (typex::dim_mul_t<typex::fix<2>, typex::sym<"seq", 1, 512>>), or
+// nullopt where no alias spells an op.
+TYPEX_API std::optional<std::string> terms_declaration(const dim_terms& terms, const range_constraints& ranges);
+
+inline bool lone_symbol(const dim_terms& t) { return t.size() == 1 && t.front().k == dim_term::kind::symbol; }
+inline bool mentions(const dim_terms& terms, std::string_view name) {
+  return std::any_of(terms.begin(), terms.end(), [&](const dim_term& t) { return t.k == dim_term::kind::symbol && t.name == name; });
+}
+
+// `seq is divisible by 4` / `batch == 4` / `h + 2 >= 7`
+inline std::string fact_text(const shape_requirement& r) {
+  std::string s = r.lhs;
+  s += ' ';
+  s += to_string(r.rel);
+  s += ' ';
+  s += r.rhs;
+  return s;
+}
+
+// "typex::matmul (node 'matmul_1' in module 'layers.0', at model.cpp:21 in forward)"
+TYPEX_API std::string fact_origin(const shape_requirement& r);
+
+// The violation's lines for one fact: what, why, and the fix.
+// "  - typex::matmul (node 'matmul', at model.cpp:21 in forward) needs batch == 4": a violation's head.
+inline std::string violation_head(const shape_requirement& r) {
+  std::string s = "  - ";
+  s += fact_origin(r);
+  s += " needs ";
+  s += fact_text(r);
+  return s;
+}
+
+TYPEX_API std::string describe_violation(const shape_requirement& r, const fact_verdict& v, const range_constraints& ranges);
+
+// A fact's side as the IR's symbolic expression.
+TYPEX_API ir::sym_expr terms_expr(const dim_terms& terms);
+
+// The outcome of deciding a trace's facts: the assertions to keep, or a violation raised.
+struct decided_facts {
+  std::vector<const shape_requirement*> assertions;  // (when runtime_assertions was asked for)
+};
+
+// The violation's lines for a fact about a data-dependent size that the ranges do not imply.
+TYPEX_API std::string describe_data_dependent(const shape_requirement& r, const tracing_context::unbacked_symbol& u);
+
+TYPEX_API decided_facts decide_facts(const std::vector<shape_requirement>& facts, const range_constraints& ranges,
+                                  const export_options& options,
+                                  const std::vector<tracing_context::unbacked_symbol>& unbacked = {});
+
+}  // namespace detail
+}  // namespace typex
+
+// ---- definitions: compiled once in typex::runtime, or inline here in header-only builds
+// (config.hpp: TYPEX_SEPARATE_COMPILATION) ----
+#if TYPEX_HEADER_DEFINITIONS
+TYPEX_API void typex::detail::collect_symbols(const dim_terms& terms, const range_constraints& ranges, std::vector<fact_symbol>& out) {
   for (const dim_term& t : terms) {
     if (t.k != dim_term::kind::symbol) continue;
     if (std::any_of(out.begin(), out.end(), [&](const fact_symbol& s) { return s.name == t.name; })) continue;
@@ -60,13 +172,8 @@ inline void collect_symbols(const dim_terms& terms, const range_constraints& ran
   }
 }
 
-inline bool has_anonymous(const dim_terms& terms) {
-  return std::any_of(terms.begin(), terms.end(), [](const dim_term& t) { return t.k == dim_term::kind::anonymous; });
-}
-
-// The value of postfix terms when symbol syms[i] is vals[i]; nullopt where undefined (division by 0).
-inline std::optional<index_t> eval_terms(const dim_terms& terms, std::span<const fact_symbol> syms,
-                                         std::span<const index_t> vals) {
+TYPEX_API auto typex::detail::eval_terms(const dim_terms& terms, std::span<const fact_symbol> syms,
+                                         std::span<const index_t> vals) -> std::optional<index_t> {
   index_t stack[64];
   std::size_t top = 0;
   for (const dim_term& t : terms) {
@@ -93,16 +200,7 @@ inline std::optional<index_t> eval_terms(const dim_terms& terms, std::span<const
   return top == 1 ? std::optional<index_t>(stack[0]) : std::nullopt;
 }
 
-inline std::optional<bool> fact_holds(const shape_requirement& r, std::span<const fact_symbol> syms,
-                                      std::span<const index_t> vals) {
-  const auto a = eval_terms(r.lhs_terms, syms, vals), b = eval_terms(r.rhs_terms, syms, vals);
-  if (!a || !b) return std::nullopt;
-  return holds(r.rel, *a, *b);
-}
-
-// Values of [lo, hi] to try: all of them when there are few; otherwise both ends densely and the
-// middle geometrically (each point with its neighbours, so that parity-like facts show).
-inline std::vector<index_t> sample_range(index_t lo, index_t hi, index_t dense) {
+TYPEX_API auto typex::detail::sample_range(index_t lo, index_t hi, index_t dense) -> std::vector<index_t> {
   std::vector<index_t> v;
   if (hi - lo < 4 * dense) {
     for (index_t x = lo; x <= hi; ++x) v.push_back(x);
@@ -118,8 +216,7 @@ inline std::vector<index_t> sample_range(index_t lo, index_t hi, index_t dense) 
   return v;
 }
 
-// At most n of the values, both ends and the first few kept, the rest evenly spaced.
-inline std::vector<index_t> thin(std::vector<index_t> v, std::size_t n) {
+TYPEX_API auto typex::detail::thin(std::vector<index_t> v, std::size_t n) -> std::vector<index_t> {
   if (v.size() <= n || n < 16) return v;
   std::vector<index_t> out(v.begin(), v.begin() + 8);
   const std::size_t rest = n - 9;
@@ -129,24 +226,7 @@ inline std::vector<index_t> thin(std::vector<index_t> v, std::size_t n) {
   return out;
 }
 
-// What a fact is, given the declared ranges.
-struct fact_verdict {
-  enum class kind : unsigned char { implied, narrows, relation, undecided } k = kind::undecided;
-  fact_symbol symbol{};       // narrows, relation of one symbol: the symbol
-  index_t lo = 0, hi = 0;     // narrows: the interval where the fact holds
-  index_t multiple = 0;       // relation: it holds exactly for the multiples of this (> 1), if so
-};
-
-inline index_t gcd_of(index_t a, index_t b) noexcept {
-  while (b != 0) {
-    const index_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
-inline fact_verdict classify(const shape_requirement& r, const range_constraints& ranges) {
+TYPEX_API auto typex::detail::classify(const shape_requirement& r, const range_constraints& ranges) -> fact_verdict {
   if (has_anonymous(r.lhs_terms) || has_anonymous(r.rhs_terms)) return {};
   std::vector<fact_symbol> syms;
   collect_symbols(r.lhs_terms, ranges, syms);
@@ -210,23 +290,7 @@ inline fact_verdict classify(const shape_requirement& r, const range_constraints
   return {fact_verdict::kind::implied, {}, 0, 0};
 }
 
-// C++ spellings of declarations, for the suggested fixes.
-inline std::string sym_declaration(std::string_view name, index_t lo, index_t hi) {
-  std::string s = "typex::sym<\"";
-  s += name;
-  s += "\", ";
-  s += std::to_string(lo);
-  if (hi < int_oo) {
-    s += ", ";
-    s += std::to_string(hi);
-  }
-  s += '>';
-  return s;
-}
-
-// The C++ type of postfix terms (typex::dim_mul_t<typex::fix<2>, typex::sym<"seq", 1, 512>>), or
-// nullopt where no alias spells an op.
-inline std::optional<std::string> terms_declaration(const dim_terms& terms, const range_constraints& ranges) {
+TYPEX_API auto typex::detail::terms_declaration(const dim_terms& terms, const range_constraints& ranges) -> std::optional<std::string> {
   std::vector<std::string> stack;
   for (const dim_term& t : terms) {
     switch (t.k) {
@@ -260,23 +324,7 @@ inline std::optional<std::string> terms_declaration(const dim_terms& terms, cons
   return stack.front();
 }
 
-inline bool lone_symbol(const dim_terms& t) { return t.size() == 1 && t.front().k == dim_term::kind::symbol; }
-inline bool mentions(const dim_terms& terms, std::string_view name) {
-  return std::any_of(terms.begin(), terms.end(), [&](const dim_term& t) { return t.k == dim_term::kind::symbol && t.name == name; });
-}
-
-// `seq is divisible by 4` / `batch == 4` / `h + 2 >= 7`
-inline std::string fact_text(const shape_requirement& r) {
-  std::string s = r.lhs;
-  s += ' ';
-  s += to_string(r.rel);
-  s += ' ';
-  s += r.rhs;
-  return s;
-}
-
-// "typex::matmul (node 'matmul_1' in module 'layers.0', at model.cpp:21 in forward)"
-inline std::string fact_origin(const shape_requirement& r) {
+TYPEX_API auto typex::detail::fact_origin(const shape_requirement& r) -> std::string {
   std::string s = r.op.find("::") == std::string::npos && r.op.find('.') == std::string::npos ? "typex::" : "";
   s += r.op;
   if (!r.node.empty() || !r.site.empty()) {
@@ -301,17 +349,7 @@ inline std::string fact_origin(const shape_requirement& r) {
   return s;
 }
 
-// The violation's lines for one fact: what, why, and the fix.
-// "  - typex::matmul (node 'matmul', at model.cpp:21 in forward) needs batch == 4": a violation's head.
-inline std::string violation_head(const shape_requirement& r) {
-  std::string s = "  - ";
-  s += fact_origin(r);
-  s += " needs ";
-  s += fact_text(r);
-  return s;
-}
-
-inline std::string describe_violation(const shape_requirement& r, const fact_verdict& v, const range_constraints& ranges) {
+TYPEX_API auto typex::detail::describe_violation(const shape_requirement& r, const fact_verdict& v, const range_constraints& ranges) -> std::string {
   std::string s = violation_head(r);
   if (v.k == fact_verdict::kind::narrows) {
     const fact_symbol& x = v.symbol;
@@ -394,8 +432,7 @@ inline std::string describe_violation(const shape_requirement& r, const fact_ver
   return s;
 }
 
-// A fact's side as the IR's symbolic expression.
-inline ir::sym_expr terms_expr(const dim_terms& terms) {
+TYPEX_API auto typex::detail::terms_expr(const dim_terms& terms) -> ir::sym_expr {
   std::vector<ir::sym_expr> stack;
   for (const dim_term& t : terms) {
     switch (t.k) {
@@ -413,13 +450,7 @@ inline ir::sym_expr terms_expr(const dim_terms& terms) {
   return stack.front();
 }
 
-// The outcome of deciding a trace's facts: the assertions to keep, or a violation raised.
-struct decided_facts {
-  std::vector<const shape_requirement*> assertions;  // (when runtime_assertions was asked for)
-};
-
-// The violation's lines for a fact about a data-dependent size that the ranges do not imply.
-inline std::string describe_data_dependent(const shape_requirement& r, const tracing_context::unbacked_symbol& u) {
+TYPEX_API auto typex::detail::describe_data_dependent(const shape_requirement& r, const tracing_context::unbacked_symbol& u) -> std::string {
   std::string s = violation_head(r);
   s += ", but ";
   s += u.name;
@@ -439,9 +470,9 @@ inline std::string describe_data_dependent(const shape_requirement& r, const tra
   return s;
 }
 
-inline decided_facts decide_facts(const std::vector<shape_requirement>& facts, const range_constraints& ranges,
+TYPEX_API auto typex::detail::decide_facts(const std::vector<shape_requirement>& facts, const range_constraints& ranges,
                                   const export_options& options,
-                                  const std::vector<tracing_context::unbacked_symbol>& unbacked = {}) {
+                                  const std::vector<tracing_context::unbacked_symbol>& unbacked) -> decided_facts {
   decided_facts out;
   std::vector<std::string> seen;  // one verdict per distinct fact
   std::string violations;
@@ -473,6 +504,4 @@ inline decided_facts decide_facts(const std::vector<shape_requirement>& facts, c
   }
   return out;
 }
-
-}  // namespace detail
-}  // namespace typex
+#endif  // TYPEX_HEADER_DEFINITIONS

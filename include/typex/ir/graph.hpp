@@ -34,16 +34,7 @@ struct tensor_meta {
   std::vector<sym_expr> shape;
 
   std::size_t rank() const noexcept { return shape.size(); }
-  std::string to_string() const {
-    std::string s(name(scalar_type));
-    s += '[';
-    for (std::size_t i = 0; i < shape.size(); ++i) {
-      if (i) s += ", ";
-      s += shape[i].to_string();
-    }
-    s += ']';
-    return s;
-  }
+  TYPEX_API std::string to_string() const;
   friend bool operator==(const tensor_meta&, const tensor_meta&) = default;
 };
 
@@ -126,85 +117,29 @@ class graph {
   // A placeholder (an input of the graph). A finished graph has them first, in the order of the
   // program's flat inputs; a tracer that finds an input late (a tensor constant) adds it where it
   // is and calls reorder() at the end.
-  node_id add_placeholder(std::string_view name_hint, tensor_meta meta) {
-    require_open();
-    node n;
-    n.op = node_op::placeholder;
-    n.name = unique_name(name_hint);
-    n.vals.push_back(std::move(meta));
-    return push(std::move(n));
-  }
+  TYPEX_API node_id add_placeholder(std::string_view name_hint, tensor_meta meta);
 
   // Appends a call: g.add_call({.target = op_id_of<relu_op>, .args = {value_ref{x}}, .vals = {meta}}).
   // Arguments must read existing values (graphs are built in topological order).
-  node_id add_call(call c) {
-    require_open();
-    if (!c.target) detail::raise_message<graph_error>("typex::ir::graph::add_call: a call needs an op (a null op_id)");
-    for (const argument& a : c.args) check_refs(a, c.target.name());
-    for (const auto& kv : c.kwargs) check_refs(kv.second, c.target.name());
-    node n;
-    n.op = node_op::call_function;
-    n.name = unique_name(c.name_hint.empty() ? c.target.short_name() : std::string_view(c.name_hint));
-    n.target = c.target;
-    n.args = std::move(c.args);
-    n.kwargs = std::move(c.kwargs);
-    n.vals = std::move(c.vals);
-    n.nn_module_stack = std::move(c.nn_module_stack);
-    n.stack_trace = std::move(c.stack_trace);
-    return push(std::move(n));
-  }
+  TYPEX_API node_id add_call(call c);
 
   // The one output node, returning `outs` (flat: the program's outputs in order).
-  node_id set_output(std::vector<value_ref> outs) {
-    require_open();
-    node n;
-    n.op = node_op::output;
-    n.name = "output";
-    for (const value_ref& r : outs) {
-      check_refs(r, "output");
-      n.args.emplace_back(r);
-    }
-    return push(std::move(n));
-  }
+  TYPEX_API node_id set_output(std::vector<value_ref> outs);
 
   const std::vector<node>& nodes() const noexcept { return nodes_; }
   const node& operator[](node_id id) const { return nodes_.at(id); }
   std::size_t size() const noexcept { return nodes_.size(); }
   bool has_output() const noexcept { return !nodes_.empty() && nodes_.back().op == node_op::output; }
 
-  const node& output() const {
-    if (!has_output()) detail::raise_message<graph_error>("typex::ir::graph: the graph has no output node yet");
-    return nodes_.back();
-  }
+  TYPEX_API const node& output() const;
 
-  const tensor_meta& meta(value_ref r) const {
-    const node& n = nodes_.at(r.node);
-    if (r.index >= n.vals.size()) {
-      detail::raise<graph_error>([&](auto& w) {
-        w.put("typex::ir::graph: node '"); w.put(n.name); w.put("' has no output "); w.put_int(r.index);
-      });
-    }
-    return n.vals[r.index];
-  }
+  TYPEX_API const tensor_meta& meta(value_ref r) const;
 
   // The placeholders, in graph order.
-  std::vector<node_id> placeholders() const {
-    std::vector<node_id> out;
-    for (node_id i = 0; i < nodes_.size(); ++i)
-      if (nodes_[i].op == node_op::placeholder) out.push_back(i);
-    return out;
-  }
+  TYPEX_API std::vector<node_id> placeholders() const;
 
   // users()[i]: the nodes that read node i, in graph order (each once).
-  std::vector<std::vector<node_id>> users() const {
-    std::vector<std::vector<node_id>> u(nodes_.size());
-    for (node_id i = 0; i < nodes_.size(); ++i) {
-      for_each_ref(nodes_[i], [&](value_ref r) {
-        if (u[r.node].empty() || u[r.node].back() != i) u[r.node].push_back(i);
-      });
-    }
-    return u;
-  }
+  TYPEX_API std::vector<std::vector<node_id>> users() const;
 
   // Calls f(value_ref) for every value an argument holds (a list holds several).
   template <class F>
@@ -221,70 +156,14 @@ class graph {
   }
 
   // A name not used yet, from a hint, as torch.fx makes them: linear, linear_1, linear_2, ...
-  std::string unique_name(std::string_view hint) {
-    std::string base = sanitize(hint);
-    if (!taken(base)) return base;
-    for (int k = 1;; ++k) {
-      std::string candidate = typex::detail::with_number(base + "_", k);
-      if (!taken(candidate)) return candidate;
-    }
-  }
+  TYPEX_API std::string unique_name(std::string_view hint);
 
   // Puts the nodes in the order `order` (a permutation of the node ids), renumbering references.
   // The result must still read every value after it is produced.
-  void reorder(const std::vector<node_id>& order) {
-    if (order.size() != nodes_.size())
-      detail::raise_message<graph_error>("typex::ir::graph::reorder: the order must list every node once");
-    std::vector<node_id> position(nodes_.size(), static_cast<node_id>(-1));
-    for (node_id k = 0; k < order.size(); ++k) {
-      if (order[k] >= nodes_.size() || position[order[k]] != static_cast<node_id>(-1))
-        detail::raise_message<graph_error>("typex::ir::graph::reorder: the order must list every node once");
-      position[order[k]] = k;
-    }
-    // check everything before touching anything: a failed reorder leaves the graph as it was
-    for (node_id old = 0; old < nodes_.size(); ++old) {
-      for_each_ref(nodes_[old], [&](value_ref r) {
-        if (position[r.node] >= position[old])
-          detail::raise_message<graph_error>("typex::ir::graph::reorder: a node would read a value produced after it");
-      });
-    }
-    std::vector<node> reordered;
-    reordered.reserve(nodes_.size());
-    for (node_id old : order) reordered.push_back(std::move(nodes_[old]));
-    auto fix = [&](argument& a) {
-      if (auto* r = std::get_if<value_ref>(&a)) r->node = position[r->node];
-      else if (auto* rs = std::get_if<std::vector<value_ref>>(&a))
-        for (value_ref& x : *rs) x.node = position[x.node];
-    };
-    for (node& n : reordered) {
-      for (argument& a : n.args) fix(a);
-      for (auto& kv : n.kwargs) fix(kv.second);
-    }
-    nodes_ = std::move(reordered);
-  }
+  TYPEX_API void reorder(const std::vector<node_id>& order);
 
   // Rebuilds the node list keeping only `keep[i]` nodes, renumbering references. Used by passes.
-  void retain(const std::vector<bool>& keep) {
-    std::vector<node_id> remap(nodes_.size(), static_cast<node_id>(-1));
-    std::vector<node> kept;
-    for (node_id i = 0; i < nodes_.size(); ++i) {
-      if (!keep[i]) continue;
-      remap[i] = static_cast<node_id>(kept.size());
-      kept.push_back(std::move(nodes_[i]));
-    }
-    auto fix = [&](argument& a) {
-      if (auto* r = std::get_if<value_ref>(&a)) r->node = checked(remap, r->node);
-      else if (auto* rs = std::get_if<std::vector<value_ref>>(&a))
-        for (value_ref& x : *rs) x.node = checked(remap, x.node);
-    };
-    for (node& n : kept) {
-      for (argument& a : n.args) fix(a);
-      for (auto& kv : n.kwargs) fix(kv.second);
-    }
-    nodes_ = std::move(kept);
-    names_.clear();
-    for (const node& n : nodes_) names_.insert(n.name);
-  }
+  TYPEX_API void retain(const std::vector<bool>& keep);
 
  private:
   static node_id checked(const std::vector<node_id>& remap, node_id old) {
@@ -303,32 +182,183 @@ class graph {
     if (has_output()) detail::raise_message<graph_error>("typex::ir::graph: the output node is already set");
   }
 
-  void check_refs(const argument& a, std::string_view who) const {
-    for_each_ref(a, [&](value_ref r) {
-      if (r.node >= nodes_.size() || r.index >= nodes_[r.node].vals.size()) {
-        detail::raise<graph_error>([&](auto& w) {
-          w.put("typex::ir::graph: "); w.put(who); w.put(" reads value "); w.put_int(r.node); w.put('.');
-          w.put_int(r.index); w.put(", which does not exist yet (graphs are built in topological order)");
-        });
-      }
-    });
-  }
+  TYPEX_API void check_refs(const argument& a, std::string_view who) const;
 
   bool taken(const std::string& s) const { return s == "output" || names_.contains(s); }
 
   // A Python-like identifier: [A-Za-z_][A-Za-z0-9_]*.
-  static std::string sanitize(std::string_view hint) {
-    std::string s;
-    for (char c : hint) {
-      const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-      s += ok ? c : '_';
-    }
-    if (s.empty() || (s[0] >= '0' && s[0] <= '9')) s.insert(s.begin(), '_');
-    return s;
-  }
+  TYPEX_API static std::string sanitize(std::string_view hint);
 
   std::vector<node> nodes_;
   std::unordered_set<std::string> names_;  // for unique_name: graphs reach thousands of nodes
 };
 
 }  // namespace typex::ir
+
+// ---- definitions: compiled once in typex::runtime, or inline here in header-only builds
+// (config.hpp: TYPEX_SEPARATE_COMPILATION) ----
+#if TYPEX_HEADER_DEFINITIONS
+TYPEX_API auto typex::ir::graph::add_placeholder(std::string_view name_hint, tensor_meta meta) -> node_id {
+  require_open();
+  node n;
+  n.op = node_op::placeholder;
+  n.name = unique_name(name_hint);
+  n.vals.push_back(std::move(meta));
+  return push(std::move(n));
+}
+
+TYPEX_API auto typex::ir::graph::add_call(call c) -> node_id {
+  require_open();
+  if (!c.target) detail::raise_message<graph_error>("typex::ir::graph::add_call: a call needs an op (a null op_id)");
+  for (const argument& a : c.args) check_refs(a, c.target.name());
+  for (const auto& kv : c.kwargs) check_refs(kv.second, c.target.name());
+  node n;
+  n.op = node_op::call_function;
+  n.name = unique_name(c.name_hint.empty() ? c.target.short_name() : std::string_view(c.name_hint));
+  n.target = c.target;
+  n.args = std::move(c.args);
+  n.kwargs = std::move(c.kwargs);
+  n.vals = std::move(c.vals);
+  n.nn_module_stack = std::move(c.nn_module_stack);
+  n.stack_trace = std::move(c.stack_trace);
+  return push(std::move(n));
+}
+
+TYPEX_API auto typex::ir::graph::set_output(std::vector<value_ref> outs) -> node_id {
+  require_open();
+  node n;
+  n.op = node_op::output;
+  n.name = "output";
+  for (const value_ref& r : outs) {
+    check_refs(r, "output");
+    n.args.emplace_back(r);
+  }
+  return push(std::move(n));
+}
+
+TYPEX_API auto typex::ir::graph::output() const -> const node& {
+  if (!has_output()) detail::raise_message<graph_error>("typex::ir::graph: the graph has no output node yet");
+  return nodes_.back();
+}
+
+TYPEX_API auto typex::ir::graph::meta(value_ref r) const -> const tensor_meta& {
+  const node& n = nodes_.at(r.node);
+  if (r.index >= n.vals.size()) {
+    detail::raise<graph_error>([&](auto& w) {
+      w.put("typex::ir::graph: node '"); w.put(n.name); w.put("' has no output "); w.put_int(r.index);
+    });
+  }
+  return n.vals[r.index];
+}
+
+TYPEX_API auto typex::ir::graph::placeholders() const -> std::vector<node_id> {
+  std::vector<node_id> out;
+  for (node_id i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].op == node_op::placeholder) out.push_back(i);
+  return out;
+}
+
+TYPEX_API auto typex::ir::graph::users() const -> std::vector<std::vector<node_id>> {
+  std::vector<std::vector<node_id>> u(nodes_.size());
+  for (node_id i = 0; i < nodes_.size(); ++i) {
+    for_each_ref(nodes_[i], [&](value_ref r) {
+      if (u[r.node].empty() || u[r.node].back() != i) u[r.node].push_back(i);
+    });
+  }
+  return u;
+}
+
+TYPEX_API auto typex::ir::graph::unique_name(std::string_view hint) -> std::string {
+  std::string base = sanitize(hint);
+  if (!taken(base)) return base;
+  for (int k = 1;; ++k) {
+    std::string candidate = typex::detail::with_number(base + "_", k);
+    if (!taken(candidate)) return candidate;
+  }
+}
+
+TYPEX_API auto typex::ir::graph::reorder(const std::vector<node_id>& order) -> void {
+  if (order.size() != nodes_.size())
+    detail::raise_message<graph_error>("typex::ir::graph::reorder: the order must list every node once");
+  std::vector<node_id> position(nodes_.size(), static_cast<node_id>(-1));
+  for (node_id k = 0; k < order.size(); ++k) {
+    if (order[k] >= nodes_.size() || position[order[k]] != static_cast<node_id>(-1))
+      detail::raise_message<graph_error>("typex::ir::graph::reorder: the order must list every node once");
+    position[order[k]] = k;
+  }
+  // check everything before touching anything: a failed reorder leaves the graph as it was
+  for (node_id old = 0; old < nodes_.size(); ++old) {
+    for_each_ref(nodes_[old], [&](value_ref r) {
+      if (position[r.node] >= position[old])
+        detail::raise_message<graph_error>("typex::ir::graph::reorder: a node would read a value produced after it");
+    });
+  }
+  std::vector<node> reordered;
+  reordered.reserve(nodes_.size());
+  for (node_id old : order) reordered.push_back(std::move(nodes_[old]));
+  auto fix = [&](argument& a) {
+    if (auto* r = std::get_if<value_ref>(&a)) r->node = position[r->node];
+    else if (auto* rs = std::get_if<std::vector<value_ref>>(&a))
+      for (value_ref& x : *rs) x.node = position[x.node];
+  };
+  for (node& n : reordered) {
+    for (argument& a : n.args) fix(a);
+    for (auto& kv : n.kwargs) fix(kv.second);
+  }
+  nodes_ = std::move(reordered);
+}
+
+TYPEX_API auto typex::ir::graph::retain(const std::vector<bool>& keep) -> void {
+  std::vector<node_id> remap(nodes_.size(), static_cast<node_id>(-1));
+  std::vector<node> kept;
+  for (node_id i = 0; i < nodes_.size(); ++i) {
+    if (!keep[i]) continue;
+    remap[i] = static_cast<node_id>(kept.size());
+    kept.push_back(std::move(nodes_[i]));
+  }
+  auto fix = [&](argument& a) {
+    if (auto* r = std::get_if<value_ref>(&a)) r->node = checked(remap, r->node);
+    else if (auto* rs = std::get_if<std::vector<value_ref>>(&a))
+      for (value_ref& x : *rs) x.node = checked(remap, x.node);
+  };
+  for (node& n : kept) {
+    for (argument& a : n.args) fix(a);
+    for (auto& kv : n.kwargs) fix(kv.second);
+  }
+  nodes_ = std::move(kept);
+  names_.clear();
+  for (const node& n : nodes_) names_.insert(n.name);
+}
+
+TYPEX_API auto typex::ir::graph::check_refs(const argument& a, std::string_view who) const -> void {
+  for_each_ref(a, [&](value_ref r) {
+    if (r.node >= nodes_.size() || r.index >= nodes_[r.node].vals.size()) {
+      detail::raise<graph_error>([&](auto& w) {
+        w.put("typex::ir::graph: "); w.put(who); w.put(" reads value "); w.put_int(r.node); w.put('.');
+        w.put_int(r.index); w.put(", which does not exist yet (graphs are built in topological order)");
+      });
+    }
+  });
+}
+
+TYPEX_API auto typex::ir::graph::sanitize(std::string_view hint) -> std::string {
+  std::string s;
+  for (char c : hint) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    s += ok ? c : '_';
+  }
+  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) s.insert(s.begin(), '_');
+  return s;
+}
+
+TYPEX_API auto typex::ir::tensor_meta::to_string() const -> std::string {
+  std::string s(name(scalar_type));
+  s += '[';
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += shape[i].to_string();
+  }
+  s += ']';
+  return s;
+}
+#endif  // TYPEX_HEADER_DEFINITIONS

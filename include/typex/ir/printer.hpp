@@ -17,7 +17,27 @@
 namespace typex::ir {
 
 namespace detail {
-inline void print_double(std::string& s, double v) {
+TYPEX_API void print_double(std::string& s, double v);
+
+// A string as Python's repr writes it: single quotes, or double quotes when it holds a single
+// quote and no double one; backslashes and the chosen quote escaped.
+TYPEX_API void print_string(std::string& s, std::string_view v);
+
+TYPEX_API void print_value(std::string& s, const graph& g, value_ref r);
+
+TYPEX_API void print_argument(std::string& s, const graph& g, const argument& a);
+
+TYPEX_API void print_meta_annotation(std::string& s, const node& n);
+}  // namespace detail
+
+TYPEX_API std::string print_readable(const graph& g, std::string_view class_name = "GraphModule");
+
+}  // namespace typex::ir
+
+// ---- definitions: compiled once in typex::runtime, or inline here in header-only builds
+// (config.hpp: TYPEX_SEPARATE_COMPILATION) ----
+#if TYPEX_HEADER_DEFINITIONS
+TYPEX_API void typex::ir::detail::print_double(std::string& s, double v) {
   char buf[64];
   const auto res = std::to_chars(buf, buf + sizeof buf, v);  // shortest round-trip form, as Python's repr
   const std::string_view t(buf, static_cast<std::size_t>(res.ptr - buf));
@@ -25,9 +45,7 @@ inline void print_double(std::string& s, double v) {
   if (t.find_first_of(".enia") == std::string_view::npos) s += ".0";  // 1 -> 1.0
 }
 
-// A string as Python's repr writes it: single quotes, or double quotes when it holds a single
-// quote and no double one; backslashes and the chosen quote escaped.
-inline void print_string(std::string& s, std::string_view v) {
+TYPEX_API void typex::ir::detail::print_string(std::string& s, std::string_view v) {
   const char q = v.find('\'') != std::string_view::npos && v.find('"') == std::string_view::npos ? '"' : '\'';
   s += q;
   for (char c : v) {
@@ -37,7 +55,7 @@ inline void print_string(std::string& s, std::string_view v) {
   s += q;
 }
 
-inline void print_value(std::string& s, const graph& g, value_ref r) {
+TYPEX_API void typex::ir::detail::print_value(std::string& s, const graph& g, value_ref r) {
   s += g[r.node].name;
   if (g[r.node].vals.size() > 1) {
     s += '[';
@@ -46,7 +64,7 @@ inline void print_value(std::string& s, const graph& g, value_ref r) {
   }
 }
 
-inline void print_argument(std::string& s, const graph& g, const argument& a) {
+TYPEX_API void typex::ir::detail::print_argument(std::string& s, const graph& g, const argument& a) {
   std::visit(
       [&](const auto& v) {
         using T = std::decay_t<decltype(v)>;
@@ -81,16 +99,15 @@ inline void print_argument(std::string& s, const graph& g, const argument& a) {
       a);
 }
 
-inline void print_meta_annotation(std::string& s, const node& n) {
+TYPEX_API void typex::ir::detail::print_meta_annotation(std::string& s, const node& n) {
   if (n.vals.size() == 1) {
     s += ": \"";
     s += n.vals[0].to_string();
     s += '"';
   }
 }
-}  // namespace detail
 
-inline std::string print_readable(const graph& g, std::string_view class_name = "GraphModule") {
+TYPEX_API auto typex::ir::print_readable(const graph& g, std::string_view class_name) -> std::string {
   std::string s = "class ";
   s += class_name;
   s += "(torch.nn.Module):\n    def forward(self";
@@ -166,5 +183,4 @@ inline std::string print_readable(const graph& g, std::string_view class_name = 
   }
   return s;
 }
-
-}  // namespace typex::ir
+#endif  // TYPEX_HEADER_DEFINITIONS

@@ -18,11 +18,7 @@ namespace typex::ir {
 
 namespace detail {
 // "aten.add_.Tensor" and "aten.relu_.default" are in-place; "aten.add.Tensor" is not.
-inline bool is_inplace_target(std::string_view target) {
-  if (target.starts_with("aten.")) target.remove_prefix(5);
-  const std::string_view op = target.substr(0, target.find('.'));
-  return op.size() > 1 && op.back() == '_' && op.substr(0, 2) != "__";
-}
+TYPEX_API bool is_inplace_target(std::string_view target);
 
 constexpr std::string_view kind_of(const argument& a) noexcept {
   constexpr std::string_view kinds[] = {"a tensor",   "None",           "a bool",      "an int", "a float",
@@ -58,7 +54,22 @@ inline bool accepts(const arg_spec& spec, const argument& a) noexcept {
 
 // What is wrong with calling `op` with `args`, by its schema; empty when nothing is (or when the op
 // declares no schema: a user op may leave its arguments unchecked).
-inline std::string argument_mismatch(op_id op, std::span<const argument> args) {
+TYPEX_API std::string argument_mismatch(op_id op, std::span<const argument> args);
+
+TYPEX_API void verify(const graph& g);
+
+}  // namespace typex::ir
+
+// ---- definitions: compiled once in typex::runtime, or inline here in header-only builds
+// (config.hpp: TYPEX_SEPARATE_COMPILATION) ----
+#if TYPEX_HEADER_DEFINITIONS
+TYPEX_API auto typex::ir::detail::is_inplace_target(std::string_view target) -> bool {
+  if (target.starts_with("aten.")) target.remove_prefix(5);
+  const std::string_view op = target.substr(0, target.find('.'));
+  return op.size() > 1 && op.back() == '_' && op.substr(0, 2) != "__";
+}
+
+TYPEX_API auto typex::ir::argument_mismatch(op_id op, std::span<const argument> args) -> std::string {
   const op_schema s = op.schema();
   if (s.empty()) return {};
   std::string out;
@@ -92,7 +103,7 @@ inline std::string argument_mismatch(op_id op, std::span<const argument> args) {
   return out;
 }
 
-inline void verify(const graph& g) {
+TYPEX_API void typex::ir::verify(const graph& g) {
   auto fail = [&](std::string_view what, const node* n) {
     typex::detail::raise<graph_error>([&](auto& w) {
       w.put("typex::ir::verify: ");
@@ -140,5 +151,4 @@ inline void verify(const graph& g) {
     });
   }
 }
-
-}  // namespace typex::ir
+#endif  // TYPEX_HEADER_DEFINITIONS

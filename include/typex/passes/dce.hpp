@@ -12,7 +12,14 @@
 namespace typex::passes {
 
 // Returns the number of nodes removed.
-inline std::size_t eliminate_dead_code(ir::graph& g) {
+TYPEX_API std::size_t eliminate_dead_code(ir::graph& g);
+
+}  // namespace typex::passes
+
+// ---- definitions: compiled once in typex::runtime, or inline here in header-only builds
+// (config.hpp: TYPEX_SEPARATE_COMPILATION) ----
+#if TYPEX_HEADER_DEFINITIONS
+TYPEX_API auto typex::passes::eliminate_dead_code(ir::graph& g) -> std::size_t {
   const std::size_t n = g.size();
   std::vector<bool> live(n, false);
   for (std::size_t k = n; k-- > 0;) {
@@ -26,5 +33,4 @@ inline std::size_t eliminate_dead_code(ir::graph& g) {
   if (removed) g.retain(live);
   return removed;
 }
-
-}  // namespace typex::passes
+#endif  // TYPEX_HEADER_DEFINITIONS

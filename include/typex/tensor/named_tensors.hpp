@@ -19,15 +19,7 @@ namespace typex {
 class named_tensors {
  public:
   // Adds `name`; a name already present throws argument_error (FQNs are unique).
-  void insert(std::string name, any_tensor t) {
-    if (index_.contains(name)) {
-      detail::raise<argument_error>([&](auto& w) {
-        w.put("typex: '"); w.put(name); w.put("' is already present; fully-qualified names are unique");
-      });
-    }
-    index_.emplace(name, entries_.size());
-    entries_.emplace_back(std::move(name), std::move(t));
-  }
+  TYPEX_API void insert(std::string name, any_tensor t);
 
   const any_tensor* find(std::string_view name) const {
     const auto it = index_.find(std::string(name));
@@ -51,3 +43,17 @@ class named_tensors {
 };
 
 }  // namespace typex
+
+// ---- definitions: compiled once in typex::runtime, or inline here in header-only builds
+// (config.hpp: TYPEX_SEPARATE_COMPILATION) ----
+#if TYPEX_HEADER_DEFINITIONS
+TYPEX_API auto typex::named_tensors::insert(std::string name, any_tensor t) -> void {
+  if (index_.contains(name)) {
+    detail::raise<argument_error>([&](auto& w) {
+      w.put("typex: '"); w.put(name); w.put("' is already present; fully-qualified names are unique");
+    });
+  }
+  index_.emplace(name, entries_.size());
+  entries_.emplace_back(std::move(name), std::move(t));
+}
+#endif  // TYPEX_HEADER_DEFINITIONS

@@ -39,49 +39,7 @@ struct module_call_record {
 };
 
 // Where the user's code recorded an op: "model.cpp:21 in forward" (torch.export's stack_trace).
-inline std::string format_location(const std::source_location& loc) {
-  std::string_view file = loc.file_name();
-  if (const auto slash = file.find_last_of('/'); slash != std::string_view::npos) file.remove_prefix(slash + 1);
-  std::string s(file);
-  s += ':';
-  s += std::to_string(loc.line());
-  std::string_view fn = loc.function_name();
-  // "auto ns::model::operator()(const X&) const [with X = ...]" -> "operator()";
-  // "auto ns::mha<...>::attend<Q, K>(const Q&) const::<lambda()>" -> "attend"; "void ns::f(int)" -> "f"
-  int depth = 0;
-  std::size_t end = fn.size();
-  for (std::size_t i = 0; i < fn.size(); ++i) {  // the first '(' outside template arguments
-    if (fn[i] == '<') ++depth;
-    else if (fn[i] == '>') --depth;
-    else if (fn[i] == '(' && depth == 0) {
-      if (fn.substr(i).starts_with("(anonymous")) {  // clang's "(anonymous namespace)::" is not a parameter list
-        i = fn.find(')', i);
-        if (i == std::string_view::npos) break;
-        continue;
-      }
-      end = i;
-      break;
-    }
-  }
-  fn = fn.substr(0, end);
-  if (fn.ends_with("operator")) fn = "operator()";  // (the '(' found was the one of "operator()")
-  if (!fn.empty() && fn.back() == '>') {  // drop the function's own template arguments
-    depth = 0;
-    for (std::size_t i = fn.size(); i-- > 0;) {
-      if (fn[i] == '>') ++depth;
-      else if (fn[i] == '<' && --depth == 0) {
-        fn = fn.substr(0, i);
-        break;
-      }
-    }
-  }
-  if (const auto sep = fn.find_last_of(" :"); sep != std::string_view::npos && fn != "operator()") fn.remove_prefix(sep + 1);
-  if (!fn.empty()) {
-    s += " in ";
-    s += fn;
-  }
-  return s;
-}
+TYPEX_API std::string format_location(const std::source_location& loc);
 
 class tracing_context final : public requirement_recorder {
  public:
@@ -90,7 +48,7 @@ class tracing_context final : public requirement_recorder {
   ir::symbol_namer& namer() noexcept { return namer_; }
 
   // -- shape facts --------------------------------------------------------------------------------
-  void record(shape_requirement r) override { requirements_.push_back(std::move(r)); }
+  TYPEX_API void record(shape_requirement r) override;
   const std::vector<shape_requirement>& requirements() const noexcept { return requirements_; }
   // -- data-dependent sizes (unbacked symbols) ------------------------------------------------------
   struct unbacked_symbol {
@@ -174,35 +132,17 @@ class tracing_context final : public requirement_recorder {
   // Remembers a module object's FQN and type (export registers the whole tree before tracing).
   // A module is known by its address and its type together: a struct's first member, and the
   // elements of a std::tuple of modules (empty ones share addresses), live where their parent does.
-  void register_module(const void* address, std::string fqn, std::string type) {
-    std::string key = type;
-    modules_.insert_or_assign(std::pair{address, std::move(key)}, ir::module_frame{std::move(fqn), std::move(type)});
-  }
+  TYPEX_API void register_module(const void* address, std::string fqn, std::string type);
   // The module at `address` of type `type`; failing that, the only module at `address` (a module
   // deriving from another calls its base's operator(), whose scope names the base type).
-  const ir::module_frame* find_module(const void* address, std::string_view type) const {
-    if (const auto it = modules_.find(std::pair{address, std::string(type)}); it != modules_.end()) return &it->second;
-    auto it = modules_.lower_bound(std::pair{address, std::string{}});
-    if (it == modules_.end() || it->first.first != address) return nullptr;
-    const ir::module_frame* only = &it->second;
-    return ++it != modules_.end() && it->first.first == address ? nullptr : only;
-  }
+  TYPEX_API const ir::module_frame* find_module(const void* address, std::string_view type) const;
   // The submodule calls seen, in call order (the module call graph's entries).
   std::vector<module_call_record>& module_calls() noexcept { return module_calls_; }
   const std::vector<module_call_record>& module_calls() const noexcept { return module_calls_; }
 
   // Records a call and returns its (first) value. `loc` may be null (operators have no location).
-  ir::value_ref call(op_id target, std::vector<ir::argument> args, std::vector<ir::tensor_meta> vals,
-                     std::vector<std::pair<std::string, ir::argument>> kwargs, const std::source_location* loc) {
-    const ir::node_id n = graph_.add_call({.target = target,
-                                           .args = std::move(args),
-                                           .kwargs = std::move(kwargs),
-                                           .vals = std::move(vals),
-                                           .name_hint = {},
-                                           .nn_module_stack = stack_,
-                                           .stack_trace = loc ? format_location(*loc) : std::string{}});
-    return ir::value_ref{n};
-  }
+  TYPEX_API ir::value_ref call(op_id target, std::vector<ir::argument> args, std::vector<ir::tensor_meta> vals,
+                     std::vector<std::pair<std::string, ir::argument>> kwargs, const std::source_location* loc);
 
   // The metadata of a typed tensor: its dims as symbolic expressions (anonymous dims get fresh
   // symbols s0, s1, ...).
@@ -329,3 +269,78 @@ class module_scope {
 };
 
 }  // namespace typex
+
+// ---- definitions: compiled once in typex::runtime, or inline here in header-only builds
+// (config.hpp: TYPEX_SEPARATE_COMPILATION) ----
+#if TYPEX_HEADER_DEFINITIONS
+TYPEX_API auto typex::format_location(const std::source_location& loc) -> std::string {
+  std::string_view file = loc.file_name();
+  if (const auto slash = file.find_last_of('/'); slash != std::string_view::npos) file.remove_prefix(slash + 1);
+  std::string s(file);
+  s += ':';
+  s += std::to_string(loc.line());
+  std::string_view fn = loc.function_name();
+  // "auto ns::model::operator()(const X&) const [with X = ...]" -> "operator()";
+  // "auto ns::mha<...>::attend<Q, K>(const Q&) const::<lambda()>" -> "attend"; "void ns::f(int)" -> "f"
+  int depth = 0;
+  std::size_t end = fn.size();
+  for (std::size_t i = 0; i < fn.size(); ++i) {  // the first '(' outside template arguments
+    if (fn[i] == '<') ++depth;
+    else if (fn[i] == '>') --depth;
+    else if (fn[i] == '(' && depth == 0) {
+      if (fn.substr(i).starts_with("(anonymous")) {  // clang's "(anonymous namespace)::" is not a parameter list
+        i = fn.find(')', i);
+        if (i == std::string_view::npos) break;
+        continue;
+      }
+      end = i;
+      break;
+    }
+  }
+  fn = fn.substr(0, end);
+  if (fn.ends_with("operator")) fn = "operator()";  // (the '(' found was the one of "operator()")
+  if (!fn.empty() && fn.back() == '>') {  // drop the function's own template arguments
+    depth = 0;
+    for (std::size_t i = fn.size(); i-- > 0;) {
+      if (fn[i] == '>') ++depth;
+      else if (fn[i] == '<' && --depth == 0) {
+        fn = fn.substr(0, i);
+        break;
+      }
+    }
+  }
+  if (const auto sep = fn.find_last_of(" :"); sep != std::string_view::npos && fn != "operator()") fn.remove_prefix(sep + 1);
+  if (!fn.empty()) {
+    s += " in ";
+    s += fn;
+  }
+  return s;
+}
+
+TYPEX_API auto typex::tracing_context::record(shape_requirement r) -> void { requirements_.push_back(std::move(r)); }
+
+TYPEX_API auto typex::tracing_context::register_module(const void* address, std::string fqn, std::string type) -> void {
+  std::string key = type;
+  modules_.insert_or_assign(std::pair{address, std::move(key)}, ir::module_frame{std::move(fqn), std::move(type)});
+}
+
+TYPEX_API auto typex::tracing_context::find_module(const void* address, std::string_view type) const -> const ir::module_frame* {
+  if (const auto it = modules_.find(std::pair{address, std::string(type)}); it != modules_.end()) return &it->second;
+  auto it = modules_.lower_bound(std::pair{address, std::string{}});
+  if (it == modules_.end() || it->first.first != address) return nullptr;
+  const ir::module_frame* only = &it->second;
+  return ++it != modules_.end() && it->first.first == address ? nullptr : only;
+}
+
+TYPEX_API auto typex::tracing_context::call(op_id target, std::vector<ir::argument> args, std::vector<ir::tensor_meta> vals,
+                     std::vector<std::pair<std::string, ir::argument>> kwargs, const std::source_location* loc) -> ir::value_ref {
+  const ir::node_id n = graph_.add_call({.target = target,
+                                         .args = std::move(args),
+                                         .kwargs = std::move(kwargs),
+                                         .vals = std::move(vals),
+                                         .name_hint = {},
+                                         .nn_module_stack = stack_,
+                                         .stack_trace = loc ? format_location(*loc) : std::string{}});
+  return ir::value_ref{n};
+}
+#endif  // TYPEX_HEADER_DEFINITIONS

@@ -1,0 +1,5 @@
+// typex's run-time code, compiled once: the typex::runtime library (CMake) is this unit. Its users
+// see only the declarations (TYPEX_SEPARATE_COMPILATION), so a unit that exports and runs a model
+// does not compile the graph, printer, verifiers, input binding and export's bookkeeping again.
+#define TYPEX_IMPLEMENTATION
+#include <typex/typex.hpp>
