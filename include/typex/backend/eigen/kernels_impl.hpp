@@ -15,6 +15,7 @@
 #include <typex/backend/eigen/plan.hpp>
 #include <typex/core/half.hpp>
 #include <typex/core/rules/conv.hpp>
+#include <typex/ir/typed_call.hpp>
 #include <typex/ops/all.hpp>
 #include <typex/plan/planner.hpp>
 

@@ -208,8 +208,8 @@ class planned_engine final : public engine, private plan::target {
     if (!gemm_dtype(v.dt)) return nullptr;
     const std::vector<const any_tensor*> no_tensors(node.args.size(), nullptr);
     const kernel_args ka(node.target, node.args, no_tensors, &p.symbols());
+    // the value the call passes as argument k (positions from the ops' schemas: ir::arg_index)
     const auto arg_at = [&](std::size_t k) { return p.arg(node, k); };
-    const auto arg = [&](arg_name name) { return arg_at(ka.index(name)); };
     const auto plain = [&](const value* a) { return a != nullptr && !a->strided() && a->dt == v.dt; };
     const activation act = sp.epilogue != plan::no_node ? activation_node(g[sp.epilogue]) : activation{};
     std::unique_ptr<step> out;
@@ -217,8 +217,10 @@ class planned_engine final : public engine, private plan::target {
       using T = decltype(tag);
       const op_id t = node.target;
       if (t == op_id_of<linear_op>) {
-        const value *x = arg("input"), *w = arg("weight"), *b = arg("bias");
-        if (!plain(x) || !plain(w) || (ka.has("bias") && !plain(b))) return;
+        using op = linear_op;
+        const value *x = arg_at(ir::arg_index<op, "input">), *w = arg_at(ir::arg_index<op, "weight">),
+                    *b = arg_at(ir::arg_index<op, "bias">);
+        if (!plain(x) || !plain(w) || (ka.has(ir::arg_index<op, "bias">) && !plain(b))) return;
         // (shapes the eager kernel would reject: leave them to it, for its message)
         if (w->extents.size() != 2 || x->extents.empty() || x->extents.back() != w->extents[1] ||
             (b != nullptr && b->numel() != w->extents[0]))
@@ -229,7 +231,9 @@ class planned_engine final : public engine, private plan::target {
         s->prepare(packed_);
         out = std::move(s);
       } else if (t == op_id_of<aten::conv2d>) {
-        const value *x = arg("input"), *w = arg("weight"), *b = arg("bias");
+        using op = aten::conv2d;
+        const value *x = arg_at(ir::arg_index<op, "input">), *w = arg_at(ir::arg_index<op, "weight">),
+                    *b = arg_at(ir::arg_index<op, "bias">);
         if (!plain(x) || !plain(w) || (b != nullptr && !plain(b))) return;
         std::optional<pool_geometry> pool;
         if (sp.pool != plan::no_node && !(pool = fusable_pool(g[sp.pool], v))) sp.pool = plan::no_node;
@@ -266,19 +270,20 @@ class planned_engine final : public engine, private plan::target {
         s->x = x->at, s->out = v.at, s->n = v.numel(), s->act = a;
         out = std::move(s);
       } else if (const auto f = binary_fn(t)) {
-        const value *a = arg("self"), *b = arg("other");
+        const value *a = arg_at(ir::arg_index<add_op, "self">), *b = arg_at(ir::arg_index<add_op, "other">);  // (add, sub, mul, div alike)
         if (!plain(a)) return;
         auto s = std::make_unique<binary_step<T>>();
         s->f = *f;
         if (b == nullptr) {
-          const std::size_t k = ka.index("other");  // (a wrapped number: a float or an int, not a symbol)
+          constexpr std::size_t k = ir::arg_index<add_op, "other">;  // (a wrapped number: a float or an int, not a symbol)
           if (node.args.size() <= k || !(std::holds_alternative<double>(node.args[k]) || std::holds_alternative<std::int64_t>(node.args[k]))) return;
           s->b_number = true;
-          s->number = static_cast<T>(ka.real("other"));
+          s->number = static_cast<T>(ka.real(k));
         } else if (!plain(b)) {
           return;
         }
-        if (t == op_id_of<add_op> || t == op_id_of<sub_op>) s->alpha = static_cast<T>(ka.real_or_default("alpha"));
+        if (t == op_id_of<add_op>) s->alpha = static_cast<T>(ir::arg<add_op, "alpha">(ka));
+        if (t == op_id_of<sub_op>) s->alpha = static_cast<T>(ir::arg<sub_op, "alpha">(ka));
         const auto broadcasts = [&](const value* o) {
           if (o == nullptr) return true;
           if (o->extents.size() > v.extents.size()) return false;
@@ -294,16 +299,21 @@ class planned_engine final : public engine, private plan::target {
         link_chain(p, *s, sp);
         out = std::move(s);
       } else if (t == op_id_of<aten::softmax_int> || t == op_id_of<aten::log_softmax_int>) {
-        const value* x = arg("self");
-        if (!plain(x) || x->extents.empty() || wrap_dim(ka.target(), ka.integer("dim"), x->extents.size()) + 1 != x->extents.size()) return;
+        using op = aten::softmax_int;  // (log_softmax's arguments alike)
+        const value* x = arg_at(ir::arg_index<op, "self">);
+        if (!plain(x) || x->extents.empty() ||
+            wrap_dim(ka.target(), ir::arg<op, "dim">(ka), x->extents.size()) + 1 != x->extents.size())
+          return;
         auto s = std::make_unique<softmax_step<T>>();
         s->x = x->at, s->out = v.at, s->len = x->extents.back(), s->rows = s->len ? x->numel() / s->len : 0;
         s->log = t == op_id_of<aten::log_softmax_int>;
         out = std::move(s);
       } else if (t == op_id_of<layer_norm_op>) {
-        const value *x = arg("input"), *w = arg("weight"), *b = arg("bias");
+        using op = layer_norm_op;
+        const value *x = arg_at(ir::arg_index<op, "input">), *w = arg_at(ir::arg_index<op, "weight">),
+                    *b = arg_at(ir::arg_index<op, "bias">);
         if (!plain(x) || (w && !plain(w)) || (b && !plain(b))) return;
-        const auto normalized = ka.ints("normalized_shape");
+        const auto normalized = ir::arg<op, "normalized_shape">(ka);
         if (normalized.size() > x->extents.size()) return;
         index_t m = 1;
         for (std::size_t k = 0; k < normalized.size(); ++k) {
@@ -313,17 +323,17 @@ class planned_engine final : public engine, private plan::target {
         if ((w && w->numel() != m) || (b && b->numel() != m)) return;
         auto s = std::make_unique<layer_norm_step<T>>();
         s->x = x->at, s->w = w ? w->at : operand{}, s->b = b ? b->at : operand{}, s->out = v.at;
-        s->m = m, s->rows = m ? x->numel() / m : 0, s->eps = ka.has("eps") ? ka.real("eps") : 1e-5;
+        s->m = m, s->rows = m ? x->numel() / m : 0, s->eps = ir::arg<op, "eps">(ka);
         out = std::move(s);
       } else if (t == op_id_of<aten::max_pool2d>) {
-        const value* x = arg("self");
+        const value* x = arg_at(ir::arg_index<aten::max_pool2d, "self">);
         if (!plain(x)) return;
         auto s = std::make_unique<max_pool_step<T>>();
         s->g = pool_geometry_of<true>(ka, {x->dt, x->extents});
         s->x = x->at, s->out = v.at;
         out = std::move(s);
       } else if (has(plan::rules_of(t), plan::rule::permute)) {
-        const value* x = arg("self");
+        const value* x = arg_at(0);  // (transpose's and permute's self)
         if (x == nullptr || x->dt != v.dt || x->extents.empty()) return;
         const std::vector<std::size_t> perm = plan::permutation(ka, x->extents.size());  // (output dim d reads input dim perm[d])
         const std::vector<index_t> base = x->strided() ? x->strides : contiguous_strides(x->extents);
@@ -335,6 +345,11 @@ class planned_engine final : public engine, private plan::target {
     });
     return out;
   }
+
+  // add / sub / mul / div take their tensors at the same positions (read by add's)
+  static_assert(ir::arg_index<sub_op, "other"> == ir::arg_index<add_op, "other"> && ir::arg_index<mul_op, "other"> == ir::arg_index<add_op, "other"> &&
+                ir::arg_index<div_op, "other"> == ir::arg_index<add_op, "other"> && ir::arg_index<mul_op, "self"> == ir::arg_index<add_op, "self">);
+  static_assert(ir::arg_index<aten::log_softmax_int, "dim"> == ir::arg_index<aten::softmax_int, "dim">);
 
   // The pointwise function of add / sub / mul / div.
   static std::optional<pointwise_fn> binary_fn(op_id t) {
@@ -374,7 +389,8 @@ class planned_engine final : public engine, private plan::target {
         }
         if (*f == pointwise_fn::add || *f == pointwise_fn::sub) {
           const std::vector<const any_tensor*> none(un.args.size(), nullptr);
-          l.alpha = static_cast<T>(kernel_args(un.target, un.args, none, &p.symbols()).real_or_default("alpha"));
+          const kernel_args ua(un.target, un.args, none, &p.symbols());
+          l.alpha = static_cast<T>(*f == pointwise_fn::add ? ir::arg<add_op, "alpha">(ua) : ir::arg<sub_op, "alpha">(ua));
         }
       } else {  // (an op with the pointwise rule that this backend has no link for: the chain ends before it)
         sp.chain.resize(k);

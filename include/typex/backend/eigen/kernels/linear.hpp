@@ -16,9 +16,9 @@ template <class T>
 using row_matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 inline any_tensor linear(const kernel_args& a) {
-  const any_tensor& x = a.tensor("input");
-  const any_tensor& w = a.tensor("weight");
-  const any_tensor* b = a.optional_tensor("bias");
+  const any_tensor& x = ir::arg<linear_op, "input">(a);
+  const any_tensor& w = ir::arg<linear_op, "weight">(a);
+  const any_tensor* b = ir::arg<linear_op, "bias">(a);
   if (w.rank() != 2) rank_error(a.target(), "weight", w, "2-d: [out_features, in_features]");
   if (x.rank() == 0 || x.extents().back() != w.extents()[1]) {
     raise<shape_error>([&](auto& o) {
@@ -136,7 +136,9 @@ inline any_tensor matmul_of(std::string_view op, const any_tensor& x, const any_
   return out;
 }
 
-inline any_tensor matmul(const kernel_args& a) { return matmul_of(a.target(), a.tensor("self"), a.tensor("other")); }
+inline any_tensor matmul(const kernel_args& a) {
+  return matmul_of(a.target(), ir::arg<matmul_op, "self">(a), ir::arg<matmul_op, "other">(a));
+}
 
 // mm: [n, k] x [k, m]; bmm: [b, n, k] x [b, k, m] with equal batches (no broadcasting, as torch).
 template <std::size_t Rank>
@@ -154,15 +156,15 @@ any_tensor mm(const kernel_args& a) {
 
 // addmm(bias, x, y, beta=1, alpha=1) = beta * bias + alpha * (x @ y), bias broadcast to [n, m].
 inline any_tensor addmm(const kernel_args& a) {
-  const any_tensor& bias = a.tensor("self");
-  const any_tensor& x = a.tensor("mat1");
-  const any_tensor& y = a.tensor("mat2");
+  const any_tensor& bias = ir::arg<addmm_op, "self">(a);
+  const any_tensor& x = ir::arg<addmm_op, "mat1">(a);
+  const any_tensor& y = ir::arg<addmm_op, "mat2">(a);
   if (x.rank() != 2 || y.rank() != 2) {
     raise<shape_error>([&](auto& o) {
       o.put(a.target()); o.put(": expected two matrices, got "); o.put(x.to_string()); o.put(" and "); o.put(y.to_string());
     });
   }
-  const double beta = a.real_or_default("beta"), alpha = a.real_or_default("alpha");
+  const double beta = ir::arg<addmm_op, "beta">(a), alpha = ir::arg<addmm_op, "alpha">(a);
   any_tensor out = matmul_of(a.target(), x, y);
   const auto& oe = out.extents();
   if (broadcast_extents(a.target(), bias.extents(), oe) != oe) {

@@ -39,19 +39,19 @@ void layer_norm_rows(const T* x, T* y, index_t rows, index_t m, const T* w, cons
 
 // (input, normalized_shape, weight, bias, eps): over the trailing dims.
 inline any_tensor layer_norm(const kernel_args& a) {
-  const any_tensor& x = a.tensor("input");
-  const auto normalized = a.ints("normalized_shape");
+  const any_tensor& x = ir::arg<layer_norm_op, "input">(a);
+  const auto normalized = ir::arg<layer_norm_op, "normalized_shape">(a);
   if (normalized.size() > x.rank()) a.fail_text("normalized_shape", "has more dims than the input");
   index_t m = 1;
   for (std::size_t k = 0; k < normalized.size(); ++k) {
     if (x.extents()[x.rank() - normalized.size() + k] != normalized[k]) a.fail_text("normalized_shape", "is not the input's trailing dims");
     m *= normalized[k];
   }
-  const any_tensor* w = a.optional_tensor("weight");
-  const any_tensor* b = a.optional_tensor("bias");
+  const any_tensor* w = ir::arg<layer_norm_op, "weight">(a);
+  const any_tensor* b = ir::arg<layer_norm_op, "bias">(a);
   require_extents(a.target(), "weight", w, m);
   require_extents(a.target(), "bias", b, m);
-  const double eps = a.has("eps") ? a.real("eps") : 1e-5;
+  const double eps = ir::arg<layer_norm_op, "eps">(a);  // (1e-05 where the call leaves it out: the schema's)
   any_tensor out(x.scalar_type(), x.extents());
   const dtype dt = x.scalar_type();
   if (dt == dtype::f32 || dt == dtype::f64) {
@@ -171,19 +171,20 @@ inline any_tensor batch_norm_training(const kernel_args& a) {
 
 // (input, num_groups, weight, bias, eps, cudnn_enabled): statistics per (sample, group).
 inline any_tensor group_norm(const kernel_args& a) {
-  const any_tensor& x = a.tensor("input");
+  using op = aten::group_norm;
+  const any_tensor& x = ir::arg<op, "input">(a);
   if (x.rank() < 2) rank_error(a.target(), "input", x, "[N, C, ...]");
-  const index_t c = x.extents()[1], g = a.integer("num_groups");
+  const index_t c = x.extents()[1], g = ir::arg<op, "num_groups">(a);
   if (g < 1 || c % g != 0) {
     raise<shape_error>([&](auto& o) {
       o.put(a.target()); o.put(": "); o.put_int(c); o.put(" channels do not split into "); o.put_int(g); o.put(" groups");
     });
   }
-  const any_tensor* w = a.optional_tensor("weight");
-  const any_tensor* b = a.optional_tensor("bias");
+  const any_tensor* w = ir::arg<op, "weight">(a);
+  const any_tensor* b = ir::arg<op, "bias">(a);
   require_extents(a.target(), "weight", w, c);
   require_extents(a.target(), "bias", b, c);
-  const double eps = a.has("eps") ? a.real("eps") : 1e-5;
+  const double eps = ir::arg<op, "eps">(a);
   const index_t inner = trailing_numel(x, 2), per = c / g, len = per * inner;
   any_tensor out(x.scalar_type(), x.extents());
   dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
