@@ -53,5 +53,6 @@
 #include <typex/export/exported_program.hpp>
 #include <typex/export/graph_signature.hpp>
 #include <typex/export/module_call_graph.hpp>
+#include <typex/export/program_binding.hpp>
 #include <typex/export/program_module.hpp>
 #include <typex/export/range_constraints.hpp>

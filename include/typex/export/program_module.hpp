@@ -24,6 +24,7 @@
 #include <typex/core/error.hpp>
 #include <typex/core/symbol_table.hpp>
 #include <typex/export/exported_program.hpp>
+#include <typex/export/program_binding.hpp>
 #include <typex/ir/graph.hpp>
 #include <typex/tensor/host_tensor.hpp>
 #include <typex/tensor/named_tensors.hpp>
@@ -38,28 +39,6 @@
 #include <vector>
 
 namespace typex {
-
-// What a backend gets to run a program.
-struct program_binding {
-  std::shared_ptr<const ir::graph> graph;  // (keeps the program it belongs to alive)
-  // The placeholders each call feeds, in the order of the executor's inputs: the user inputs'
-  // tensor leaves, then the buffers the program writes (the module's copies).
-  std::vector<ir::node_id> inputs;
-  // The placeholders bound for the program's life: lifted parameters, buffers, constants.
-  std::vector<std::pair<ir::node_id, any_tensor>> constants;
-  // Symbols that only an op binds when it runs (nonzero's count): empty when every size follows
-  // from the inputs (a backend may then plan from the inputs' extents).
-  std::vector<std::string> data_dependent;
-  // Checks the symbols' ranges and the program's run-time assertions, for an executor that binds
-  // data-dependent symbols while it runs.
-  std::function<void(const symbol_table&)> check;
-
-  bool is_data_dependent(std::string_view symbol) const noexcept {
-    for (const auto& s : data_dependent)
-      if (s == symbol) return true;
-    return false;
-  }
-};
 
 // The executor contract a backend's program runs on.
 template <class E>

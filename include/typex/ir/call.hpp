@@ -21,6 +21,19 @@
 
 namespace typex::ir {
 
+// Dim d of a call of `op` (negative: from the end, as PyTorch's wrap_dim) for a value of rank
+// `rank`; a rank-0 value takes dim 0 or -1. Out of range: an argument_error naming the op.
+inline std::size_t wrap_dim(std::string_view op, std::int64_t d, std::size_t rank) {
+  const auto r = static_cast<std::int64_t>(rank);
+  const std::int64_t w = d < 0 ? d + r : d;
+  if (w < 0 || w >= (r > 1 ? r : 1)) {
+    typex::detail::raise<argument_error>([&](auto& out) {
+      out.put(op); out.put(": dim "); out.put_int(d); out.put(" is out of range for rank "); out.put_int(r);
+    });
+  }
+  return static_cast<std::size_t>(w);
+}
+
 // An argument's name, as a kernel asks for it: a.real("alpha"). (A literal only: a typo is caught
 // by the schema look-up, which every parity case exercises.)
 struct arg_name {

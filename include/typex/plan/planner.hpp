@@ -82,24 +82,14 @@ class target {
 // The output permutation of a transpose / permute call on a value of rank `rank`: the output's dim
 // d reads the input's dim perm[d].
 inline std::vector<std::size_t> permutation(const ir::call_args& a, std::size_t rank) {
-  const auto wrap = [&](std::int64_t d) {
-    const auto r = static_cast<std::int64_t>(rank);
-    const std::int64_t w = d < 0 ? d + r : d;
-    if (w < 0 || w >= std::max<std::int64_t>(r, 1)) {
-      typex::detail::raise<argument_error>([&](auto& out) {
-        out.put(a.target()); out.put(": dim "); out.put_int(d); out.put(" is out of range for rank "); out.put_int(r);
-      });
-    }
-    return static_cast<std::size_t>(w);
-  };
   std::vector<std::size_t> perm(rank);
   for (std::size_t d = 0; d < rank; ++d) perm[d] = d;
   if (a.op() == op_id_of<aten::transpose_int>) {
-    if (rank != 0) std::swap(perm[wrap(a.integer("dim0"))], perm[wrap(a.integer("dim1"))]);
+    if (rank != 0) std::swap(perm[ir::wrap_dim(a.target(), a.integer("dim0"), rank)], perm[ir::wrap_dim(a.target(), a.integer("dim1"), rank)]);
   } else {
     const auto p = a.ints("dims");
     if (p.size() != rank) a.fail_text("dims", "does not list every dim");
-    for (std::size_t d = 0; d < rank; ++d) perm[d] = wrap(p[d]);
+    for (std::size_t d = 0; d < rank; ++d) perm[d] = ir::wrap_dim(a.target(), p[d], rank);
   }
   return perm;
 }

@@ -23,7 +23,7 @@
 #pragma once
 
 #include <typex/core/symbol_table.hpp>
-#include <typex/export/program_module.hpp>
+#include <typex/export/program_binding.hpp>
 #include <typex/ir/graph.hpp>
 #include <typex/plan/plan.hpp>
 #include <typex/tensor/host_tensor.hpp>

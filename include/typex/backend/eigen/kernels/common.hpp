@@ -111,16 +111,7 @@ struct tensor_shape {
   });
 }
 
-inline std::size_t wrap_dim(std::string_view op, std::int64_t d, std::size_t rank) {
-  const auto r = static_cast<std::int64_t>(rank);
-  const std::int64_t w = d < 0 ? d + r : d;
-  if (w < 0 || w >= std::max<std::int64_t>(r, 1)) {
-    raise<argument_error>([&](auto& out) {
-      out.put(op); out.put(": dim "); out.put_int(d); out.put(" is out of range for rank "); out.put_int(r);
-    });
-  }
-  return static_cast<std::size_t>(w);
-}
+using ir::wrap_dim;  // (a dim of a call, checked against a rank: ir/call.hpp)
 
 // ---------------------------------------------------------------------------------------------
 
