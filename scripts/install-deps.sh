@@ -2,12 +2,13 @@
 # Installs what typex's build, tests, demo and benchmarks need on Debian 12 (bookworm), from
 # Debian's packages. Idempotent, and silent when everything is already there. Runs as root (as on
 # a fresh machine or in CI) or through sudo.
-#   TYPEX_WITH_CLANG=1  also install clang-16 (the second compiler the test script builds with)
+#   TYPEX_WITH_CLANG=1  also install clang-16 and its sanitizer runtimes (the test script's
+#                       sanitizer stages build with it)
 set -euo pipefail
 
 pkgs=(cmake make g++ libeigen3-dev libboost-dev doctest-dev libbenchmark-dev ccache time)
 if [ "${TYPEX_WITH_CLANG:-0}" = 1 ]; then
-  pkgs+=(clang-16)
+  pkgs+=(clang-16 libclang-rt-16-dev)  # (the sanitizer and libFuzzer runtimes)
 fi
 
 missing=()

@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# The test command (README, .ci/run): installs what is missing, builds everything with g++ 12 and
-# runs the whole suite; then does the same with clang 16. Build trees: build/gcc, build/clang.
-#   TYPEX_SKIP_CLANG=1   only the g++ build
+# The test command (README, .ci/run): installs what is missing, then three stages.
+#   1. g++ 12, Release: the whole suite (unit, robustness, concurrency, static, compile-fail pairs,
+#      headers, layering, install consumers, docs).                            build/gcc
+#   2. clang 16 with AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer included): the
+#      whole suite again under the second compiler, plus the bounded libFuzzer run.  build/clang
+#   3. clang 16 with ThreadSanitizer: the concurrency tests (8 threads sharing modules, copies,
+#      buffers written, the pool resized while programs run).                  build/tsan
+# DEVELOPERS.md gives what each stage costs.
+#   TYPEX_SKIP_CLANG=1   only stage 1
 #   TYPEX_JOBS=N         parallel jobs (default: number of cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,15 +22,30 @@ if command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 
-run_suite() {  # name compiler
+stage() { echo "== typex: $1 ($(date -u +%H:%M:%S))"; }
+
+run_suite() {  # name compiler [cmake args...]
   local name=$1 cxx=$2
-  echo "== typex: $name build ($cxx)"
-  cmake -S . -B "build/$name" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$cxx" "${launcher[@]}" >/dev/null
+  shift 2
+  stage "$name build ($cxx $*)"
+  cmake -S . -B "build/$name" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$cxx" "${launcher[@]}" "$@" >/dev/null
   cmake --build "build/$name" -j "$jobs"
+  stage "$name tests"
   ctest --test-dir "build/$name" -j "$jobs" --output-on-failure
 }
 
-run_suite gcc g++
+run_suite gcc g++ -DTYPEX_SANITIZE=
 if [ "$with_clang" = 1 ]; then
-  run_suite clang clang++-16
+  # (halt on the first report, symbolized; the fuzz run's length is TYPEX_FUZZ_RUNS)
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  run_suite clang clang++-16 -DTYPEX_SANITIZE=address,undefined
+  unset ASAN_OPTIONS UBSAN_OPTIONS
+  stage "tsan build (clang++-16 -fsanitize=thread)"
+  cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++-16 "${launcher[@]}" \
+        -DTYPEX_SANITIZE=thread -DTYPEX_BUILD_EXAMPLES=OFF -DTYPEX_BUILD_BENCHMARKS=OFF >/dev/null
+  cmake --build build/tsan -j "$jobs" --target typex_concurrency_tests
+  stage "tsan tests"
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build/tsan/tests/typex_concurrency_tests
 fi
+stage "done"

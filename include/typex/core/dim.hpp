@@ -217,11 +217,15 @@ constexpr void write_dim_op(W& w, dim_op op, int parent_prec, L&& write_lhs, R&&
   if (parens) w.put(')');
 }
 
+// One step of a derived dim's value. +, - and * saturate at +-int_oo instead of wrapping (extents
+// come from users: 2*seq with seq = 2^62 must not become negative); a value at int_oo is rejected
+// where a derived dim is made (derived(v)) and by the size checks (core/sizes.hpp).
 constexpr index_t apply(dim_op op, index_t a, index_t b) noexcept {
+  index_t r = 0;
   switch (op) {
-    case dim_op::add: return a + b;
-    case dim_op::sub: return a - b;
-    case dim_op::mul: return a * b;
+    case dim_op::add: return __builtin_add_overflow(a, b, &r) ? (a > 0 ? int_oo : -int_oo) : sat(r);
+    case dim_op::sub: return __builtin_sub_overflow(a, b, &r) ? (a > 0 ? int_oo : -int_oo) : sat(r);
+    case dim_op::mul: return __builtin_mul_overflow(a, b, &r) ? ((a < 0) != (b < 0) ? -int_oo : int_oo) : sat(r);
     case dim_op::floordiv: return floordiv(a, b);
     case dim_op::ceildiv: return ceildiv(a, b);
     case dim_op::max: return max_of(a, b);
@@ -269,7 +273,7 @@ struct derived {
   constexpr derived(const A& a, const B& b) : derived(detail::apply(Op, a.get(), b.get())) {}
   // Checked: a derived extent must be >= 0 (e.g. h - k + 1 for a kernel larger than the input).
   constexpr explicit derived(index_t v) : value(v) {
-    if (v < 0) negative(v);
+    if (v < 0 || v >= int_oo) out_of_range(v);
   }
   constexpr index_t get() const noexcept { return value; }
 
@@ -280,10 +284,14 @@ struct derived {
   }
 
  private:
-  [[noreturn]] static void negative(index_t v) {
+  [[noreturn]] static void out_of_range(index_t v) {
     detail::raise<shape_error>([v](auto& w) {
-      w.put("typex: derived dim "); write_type(w); w.put(" evaluates to "); w.put_int(v);
-      w.put(", and an extent cannot be negative");
+      w.put("typex: derived dim "); write_type(w);
+      if (v >= int_oo) {
+        w.put(" overflows: its value reaches 2^62, the largest extent");
+      } else {
+        w.put(" evaluates to "); w.put_int(v); w.put(", and an extent cannot be negative");
+      }
     });
   }
 };

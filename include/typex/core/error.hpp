@@ -56,6 +56,13 @@ class unsupported_error : public error {
   using error::error;
 };
 
+// An object used after it lost its state: a tensor or module that was moved from (its storage or
+// program is gone). Use a tensor or module that owns its state.
+class state_error : public error {
+ public:
+  using error::error;
+};
+
 namespace detail {
 
 // Formats the message with `f(writer)` and throws E. Out of line and cold: the formatting code

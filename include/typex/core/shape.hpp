@@ -7,6 +7,7 @@
 #pragma once
 
 #include <typex/core/dim.hpp>
+#include <typex/core/sizes.hpp>
 
 #include <array>
 #include <cstddef>
@@ -76,11 +77,10 @@ struct shape : detail::dim_slots<std::index_sequence_for<D...>, D...> {
   }
   constexpr index_t extent(std::size_t i) const noexcept { return extents()[i]; }
 
-  constexpr index_t numel() const noexcept {
-    index_t n = 1;
-    for (index_t e : extents()) n *= e;
-    return n;
-  }
+  // The element count. Computed without undefined behaviour for any extents, but meaningful only
+  // when it fits: make_shape and host_tensor reject shapes whose count (or byte count) does not
+  // (core/sizes.hpp), so a tensor's shape always has a true numel().
+  constexpr index_t numel() const noexcept { return detail::unchecked_numel(extents()); }
 
   // Type-level text: "[batch, 784]".
   template <class W>
@@ -174,7 +174,9 @@ S make_shape(std::span<const index_t> extents, std::string_view what = "tensor")
       w.put(", but its type "); S::write_type(w); w.put(" has rank "); w.put_int(S::rank);
     });
   }
-  return detail::make_shape_impl<S>(extents, what, std::make_index_sequence<S::rank>{});
+  S s = detail::make_shape_impl<S>(extents, what, std::make_index_sequence<S::rank>{});
+  (void)detail::checked_numel(extents, what);
+  return s;
 }
 
 template <shape_type S>

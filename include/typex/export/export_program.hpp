@@ -27,6 +27,11 @@
 #include <typex/tree/map.hpp>
 
 #include <algorithm>
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -87,12 +92,59 @@ void add_symbol_ranges(range_constraints& ranges) {
   }
 }
 
+// A number input leaf, as export saw it: specialized into the program, so a call must pass the same
+// number. Compared exactly, in the leaf's own type: integers as integers (2^53 + 1 is not 2^53),
+// floating-point by value with NaN equal to NaN (a program exported with NaN can be called with
+// NaN) and -0.0 distinct from 0.0 (1 / x tells them apart).
+struct specialized_number {
+  enum class kind : unsigned char { boolean, signed_integer, unsigned_integer, floating };
+  kind k = kind::floating;
+  std::int64_t i = 0;
+  std::uint64_t u = 0;
+  double d = 0;
+
+  template <class L>
+  static specialized_number of(L v) {
+    specialized_number n;
+    if constexpr (std::is_same_v<L, bool>) { n.k = kind::boolean; n.i = v; }
+    else if constexpr (std::is_integral_v<L> && std::is_signed_v<L>) { n.k = kind::signed_integer; n.i = v; }
+    else if constexpr (std::is_integral_v<L>) { n.k = kind::unsigned_integer; n.u = v; }
+    else { n.k = kind::floating; n.d = static_cast<double>(v); }
+    return n;
+  }
+  bool operator==(const specialized_number& o) const noexcept {
+    if (k != o.k) return false;
+    switch (k) {
+      case kind::boolean:
+      case kind::signed_integer: return i == o.i;
+      case kind::unsigned_integer: return u == o.u;
+      case kind::floating: return (d != d && o.d != o.d) || std::bit_cast<std::uint64_t>(d) == std::bit_cast<std::uint64_t>(o.d);
+    }
+    return false;
+  }
+  std::string to_string() const {
+    switch (k) {
+      case kind::boolean: return i ? "true" : "false";
+      case kind::signed_integer: return std::to_string(i);
+      case kind::unsigned_integer: return std::to_string(u);
+      case kind::floating: {
+        if (d != d) return "nan";
+        if (d == 0) return std::signbit(d) ? "-0.0" : "0.0";
+        char buf[32];
+        const auto r = std::to_chars(buf, buf + sizeof buf, d);  // (shortest text that reads back as d)
+        return std::string(buf, r.ptr);
+      }
+    }
+    return {};
+  }
+};
+
 // One user input: a placeholder per tensor leaf (its symbolic dims join the range constraints),
 // the tree of traced values the module receives; scalar leaves are kept as they are (specialized
 // into the graph, as torch.export does) and remembered for the run-time check.
 template <class T>
 auto trace_input(tracing_context& ctx, const T& in, std::size_t i, std::vector<std::string>& names,
-                 range_constraints& ranges, std::vector<any_tensor>& examples, std::vector<double>& scalars) {
+                 range_constraints& ranges, std::vector<any_tensor>& examples, std::vector<specialized_number>& scalars) {
   const auto& v = input_parts<T>::value(in);
   std::vector<std::string> paths;
   leaf_names(v, input_parts<T>::name(i), paths);
@@ -101,7 +153,7 @@ auto trace_input(tracing_context& ctx, const T& in, std::size_t i, std::vector<s
     using L = std::remove_cvref_t<decltype(leaf)>;
     const std::string& path = paths[k++];
     if constexpr (std::is_arithmetic_v<L>) {
-      scalars.push_back(static_cast<double>(leaf));
+      scalars.push_back(specialized_number::of(leaf));
       return leaf;
     } else {
       static_assert(tensor_like<L>, "typex::export_program: an input leaf must be a tensor, a tensor_spec or a number");
@@ -148,22 +200,35 @@ class typed_program<std::tuple<In...>, Out> : public exported_program {
  public:
   using output_type = rebind_tree_t<Out, host_tensor>;
 
-  typed_program(exported_program ep, Out prototype, std::vector<double> scalars)
-      : exported_program(std::move(ep)), prototype_(std::move(prototype)), scalars_(std::move(scalars)) {}
+  typed_program(exported_program ep, Out prototype, std::vector<detail::specialized_number> scalars)
+      : exported_program(std::move(ep)), info_(std::make_shared<const typed_info>(typed_info{std::move(prototype), std::move(scalars)})) {}
 
+ private:
+  struct typed_info {
+    Out prototype;  // (its types give the outputs' types; its values are not used)
+    std::vector<detail::specialized_number> scalars;
+  };
+
+ public:
+
+  // The callable typed_program::module() returns. It owns what it needs (its program_module holds
+  // its own copy of the program and weights; the output prototype and the specialized numbers are
+  // shared): it may outlive the typed_program it came from. Thread-safe as program_module.
   template <class Backend>
   class typed_module {
    public:
-    explicit typed_module(const typed_program& p) : run_(p.exported_program::template module<Backend>()), program_(&p) {}
+    explicit typed_module(const typed_program& p)
+        : run_(p.exported_program::template module<Backend>()), info_(p.info_) {}
 
     output_type operator()(const rebind_tree_t<In, host_tensor>&... args) const {
+      if (!info_) detail::moved_from_module();
       std::vector<any_tensor> flat;
       std::size_t k = 0, leaf = 0;
       auto one = [&](const auto& tree) {
         for_each_leaf(tree, [&](const auto& l) {
           using L = std::remove_cvref_t<decltype(l)>;
           if constexpr (std::is_arithmetic_v<L>) {
-            check_scalar(k, leaf, static_cast<double>(l));
+            check_scalar(k, leaf, detail::specialized_number::of(l));
             ++k;
           } else {
             flat.push_back(l.erase());
@@ -176,53 +241,56 @@ class typed_program<std::tuple<In...>, Out> : public exported_program {
       if constexpr (!is_static_tree_v<std::tuple<rebind_tree_t<In, host_tensor>...>>) check_structure(args...);
       const std::vector<any_tensor> out = run_(flat);
       std::size_t i = 0;
-      return map_tree<host_tensor>(program_->prototype_, [&](const auto& l) {
+      return map_tree<host_tensor>(info_->prototype, [&](const auto& l) {
         using L = std::remove_cvref_t<decltype(l)>;
         const std::size_t at = i++;
-        return host_tensor<typename L::dtype_type, typename L::shape_type>::bind(out[at], program_->output_name(at));
+        return host_tensor<typename L::dtype_type, typename L::shape_type>::bind(out[at], output_name(run_.program(), at));
       });
     }
+
+    // The program_module underneath (state_dict, load_state_dict, report, the program).
+    const program_module<Backend>& untyped() const noexcept { return run_; }
+    program_module<Backend>& untyped() noexcept { return run_; }
 
    private:
     void check_structure(const rebind_tree_t<In, host_tensor>&... args) const {
       const tree_spec given = spec_of(std::make_tuple(map_tree<tensor_spec>(args, detail::to_spec)...));
-      if (given != program_->in_spec()) {
+      if (given != run_.program().in_spec()) {
         detail::raise<tree_error>([&](auto& w) {
           w.put("typex: the inputs have the structure "); w.put(given.to_string());
-          w.put(", but the program was exported for "); w.put(program_->in_spec().to_string());
+          w.put(", but the program was exported for "); w.put(run_.program().in_spec().to_string());
         });
       }
     }
 
-    void check_scalar(std::size_t k, std::size_t leaf, double v) const {
-      if (v == program_->scalars_[k]) return;
+    void check_scalar(std::size_t k, std::size_t leaf, const detail::specialized_number& v) const {
+      if (v == info_->scalars[k]) return;
       detail::raise<argument_error>([&](auto& w) {
         w.put("typex: input leaf "); w.put_int(static_cast<long long>(leaf)); w.put(" is the number ");
-        w.put(std::to_string(v)); w.put(", but the program was exported with ");
-        w.put(std::to_string(program_->scalars_[k])); w.put(" (numbers are specialized into the program; export again for another value)");
+        w.put(v.to_string()); w.put(", but the program was exported with ");
+        w.put(info_->scalars[k].to_string()); w.put(" (numbers are specialized into the program; export again for another value)");
       });
     }
 
     program_module<Backend> run_;
-    const typed_program* program_;
+    std::shared_ptr<const typed_info> info_;
   };
 
-  // A callable with the model's calling convention (the program must outlive it).
+  // A callable with the model's calling convention (it owns what it needs: see typed_module).
   template <class Backend = TYPEX_DEFAULT_BACKEND>
   typed_module<Backend> module() const {
     return typed_module<Backend>(*this);
   }
 
  private:
-  std::string output_name(std::size_t i) const {  // (i: among the user outputs)
+  static std::string output_name(const exported_program& ep, std::size_t i) {  // (i: among the user outputs)
     std::string s = "output '";
-    s += signature().user_outputs()[i];
+    s += ep.signature().user_outputs()[i];
     s += '\'';
     return s;
   }
 
-  Out prototype_;
-  std::vector<double> scalars_;
+  std::shared_ptr<const typed_info> info_;
 };
 
 namespace detail {
@@ -266,17 +334,31 @@ auto export_program(const export_options& options, const M& module, const In&...
   std::vector<lifted> lifted_tensors;
   named_tensors state, constants;
   for_each_module_tensor(module, [&](const std::string& fqn, tensor_role role, bool persistent, const auto& t) {
+    using T = std::remove_cvref_t<decltype(t)>;
+    if constexpr (!T::shape_type::is_static) {  // (a run-time error naming the member: a static_assert here would
+      detail::raise<argument_error>([&](auto& w) {  //  sit under the module walk's instantiation cascade)
+        w.put("typex::export_program: the module's tensor '"); w.put(fqn); w.put("' has the type "); T::write_type(w);
+        w.put(", with a dynamic dim: parameters, buffers and tensor members are lifted into the program with their "
+              "extents, so their types must give them (declare it with typex::fix<N> extents)");
+      });
+    }
     const void* id = t.get_storage().data();
+    if (id == nullptr) {  // (every tensor made by typex has storage, even an empty one)
+      detail::raise<state_error>([&](auto& w) {
+        w.put("typex::export_program: the module's tensor '"); w.put(fqn);
+        w.put("' has no storage: the module (or this member) was moved from; export a module that owns its tensors");
+      });
+    }
     const input_kind kind = role == tensor_role::parameter ? input_kind::parameter
                             : role == tensor_role::buffer  ? input_kind::buffer
                                                            : input_kind::constant_tensor;
-    if (id != nullptr && ctx.find_storage(id) != nullptr) {  // tied: lifted under its first name only,
+    if (ctx.find_storage(id) != nullptr) {  // tied: lifted under its first name only,
       if (kind == input_kind::parameter || (kind == input_kind::buffer && persistent))  // in the state dict
         state.insert(fqn, t.erase());                                                  // under every name (torch's)
       return;
     }
     const ir::node_id ph = g.add_placeholder(placeholder_name(kind, fqn), ctx.meta_of(t));
-    if (id != nullptr) ctx.bind_storage(id, ir::value_ref{ph});
+    ctx.bind_storage(id, ir::value_ref{ph});
     lifted_tensors.push_back({kind, persistent, fqn, ph, id});
     if (kind == input_kind::parameter || (kind == input_kind::buffer && persistent)) state.insert(fqn, t.erase());
     else constants.insert(fqn, t.erase());
@@ -290,7 +372,7 @@ auto export_program(const export_options& options, const M& module, const In&...
   range_constraints ranges;
   std::vector<std::string> input_names;
   std::vector<any_tensor> examples;
-  std::vector<double> scalars;
+  std::vector<detail::specialized_number> scalars;
   const std::size_t first_user = g.size();
   auto traced_inputs = [&]<std::size_t... I>(std::index_sequence<I...>) {
     return std::tuple{detail::trace_input(ctx, inputs, I, input_names, ranges, examples, scalars)...};

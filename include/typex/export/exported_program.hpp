@@ -30,6 +30,8 @@ namespace detail {
 // bound symbols determine: that symbol and its value (nullopt when there is none, or no integer).
 TYPEX_API std::optional<std::pair<std::string, index_t>> solve_for_symbol(const ir::sym_expr& e, index_t v,
                                                                       const symbol_table& t);
+// The symbols of e that t does not bind, each once, appended to out.
+TYPEX_API void unbound_symbols(const ir::sym_expr& e, const symbol_table& t, std::vector<std::string>& out);
 }  // namespace detail
 
 class exported_program {
@@ -119,6 +121,8 @@ class exported_program {
 
   // The signature against the graph, and the lifted tensors against the placeholders' metadata.
   TYPEX_API void verify() const;
+  // Every symbol of the user inputs' dims can be bound from a call's extents (constraint_violation).
+  TYPEX_API void check_inputs_bind_symbols() const;
 
   TYPEX_API static void check_lifted_meta(const ir::node& ph, const std::string& fqn, const any_tensor& t);
 
@@ -149,8 +153,9 @@ TYPEX_API auto typex::detail::solve_for_symbol(const ir::sym_expr& e, index_t v,
   const index_t k = av ? *av : *bv;
   const ir::sym_expr& u = av ? b : a;
   switch (e.op()) {
-    case dim_op::add: return solve_for_symbol(u, v - k, t);
-    case dim_op::sub: return av ? solve_for_symbol(u, k - v, t) : solve_for_symbol(u, v + k, t);
+    // (saturating: v is a checked extent, k may be anything the other symbols make)
+    case dim_op::add: return solve_for_symbol(u, detail::apply(dim_op::sub, v, k), t);
+    case dim_op::sub: return av ? solve_for_symbol(u, detail::apply(dim_op::sub, k, v), t) : solve_for_symbol(u, detail::apply(dim_op::add, v, k), t);
     case dim_op::mul:
       if (k == 0 || v % k != 0) return std::nullopt;
       return solve_for_symbol(u, v / k, t);
@@ -183,6 +188,7 @@ TYPEX_API auto typex::exported_program::bind_inputs(std::span<const any_tensor> 
     const ir::node& ph = g[user[i]];
     const ir::tensor_meta& m = ph.vals.front();
     const any_tensor& t = inputs[i];
+    t.check_storage("input '" + ph.name + "'");  // (a moved-from tensor: no data behind its extents)
     if (t.scalar_type() != m.scalar_type) {
       detail::raise<dtype_error>([&](auto& w) {
         w.put("typex: input '"); w.put(ph.name); w.put("' has dtype "); w.put(name(t.scalar_type()));
@@ -237,7 +243,7 @@ TYPEX_API auto typex::exported_program::bind_inputs(std::span<const any_tensor> 
           w.put(" is "); w.put_int(inputs[i].extents()[d]); w.put(", but ");
           if (v) {
             w.put(e.to_string()); w.put(" = "); w.put_int(*v);
-          } else {
+          } else {  // (no value of the unknown symbol gives it: export makes sure one unknown is all there is)
             w.put(e.to_string()); w.put(" cannot be "); w.put_int(inputs[i].extents()[d]);
             w.put(" for any integer value of its symbols");
           }
@@ -308,6 +314,62 @@ TYPEX_API auto typex::exported_program::to_string() const -> std::string {
   s += ranges_.to_string();
   s += '\n';
   return s;
+}
+
+TYPEX_API auto typex::detail::unbound_symbols(const ir::sym_expr& e, const symbol_table& t, std::vector<std::string>& out) -> void {
+  if (e.is_symbol()) {
+    if (!t.value(e.name()) && std::find(out.begin(), out.end(), e.name()) == out.end()) out.emplace_back(e.name());
+  } else if (!e.is_constant()) {
+    unbound_symbols(e.lhs(), t, out);
+    unbound_symbols(e.rhs(), t, out);
+  }
+}
+
+TYPEX_API auto typex::exported_program::check_inputs_bind_symbols() const -> void {
+  // What bind_inputs can do with any inputs: bind a symbol that is a whole dim, then solve a derived
+  // dim for its one unknown symbol when only +, - and * lead to it (2*seq, seq + 1), until no more.
+  // A symbol left unknown (a dim a*b whose a and b no other dim gives) cannot be bound from the
+  // inputs: every call would be rejected, so the export is.
+  const std::vector<ir::node_id> user = user_inputs();
+  symbol_table known;
+  auto solvable = [&](const ir::sym_expr& e, const auto& self) -> bool {  // (one unknown, through + - *)
+    if (e.is_symbol()) return !known.value(e.name());
+    if (e.is_constant()) return false;
+    const bool a = e.lhs().evaluate(known).has_value(), b = e.rhs().evaluate(known).has_value();
+    if (a == b || (e.op() != dim_op::add && e.op() != dim_op::sub && e.op() != dim_op::mul)) return false;
+    return self(a ? e.rhs() : e.lhs(), self);
+  };
+  for (const ir::node_id id : user)
+    for (const ir::sym_expr& e : graph_[id].vals.front().shape)
+      if (e.is_symbol() && !known.value(e.name())) known.bind(e.name(), 1, "");
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (const ir::node_id id : user)
+      for (const ir::sym_expr& e : graph_[id].vals.front().shape) {
+        if (e.is_constant() || e.is_symbol() || e.evaluate(known) || !solvable(e, solvable)) continue;
+        std::vector<std::string> one;
+        detail::unbound_symbols(e, known, one);
+        known.bind(one.front(), 1, "");
+        progress = true;
+      }
+  }
+  for (const ir::node_id id : user) {
+    const ir::tensor_meta& m = graph_[id].vals.front();
+    for (std::size_t d = 0; d < m.rank(); ++d) {
+      const ir::sym_expr& e = m.shape[d];
+      std::vector<std::string> unknown;
+      detail::unbound_symbols(e, known, unknown);
+      if (unknown.empty()) continue;
+      detail::raise<constraint_violation>([&](auto& w) {
+        w.put("typex: input '"); w.put(graph_[id].name); w.put("' has dim "); w.put_int(static_cast<long long>(d));
+        w.put(" = "); w.put(e.to_string()); w.put(", and no input binds ");
+        for (std::size_t k = 0; k < unknown.size(); ++k) { if (k) w.put(k + 1 == unknown.size() ? " and " : ", "); w.put(unknown[k]); }
+        w.put(": a call's extent does not tell the symbols apart, so no call could be checked");
+        w.put("\n    fix: declare that dim as one symbol of its own (typex::sym<\"name\", lo, hi>), or give another input a dim that is ");
+        w.put(unknown.front()); w.put(" alone");
+      });
+    }
+  }
 }
 
 TYPEX_API auto typex::exported_program::verify() const -> void {
@@ -391,6 +453,7 @@ TYPEX_API auto typex::exported_program::verify() const -> void {
       });
     }
   }
+  check_inputs_bind_symbols();
 }
 
 TYPEX_API auto typex::exported_program::check_lifted_meta(const ir::node& ph, const std::string& fqn, const any_tensor& t) -> void {

@@ -29,7 +29,10 @@
 #include <typex/tensor/host_tensor.hpp>
 #include <typex/tensor/named_tensors.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <functional>
 #include <memory>
 #include <span>
@@ -76,59 +79,62 @@ class program_module {
   int report() const { return 0; }
 };
 
+namespace detail {
+// A copy of `ep` whose state dict and constants are copies of their own (tied names stay tied):
+// what a module computes with can no longer change behind its back.
+TYPEX_API exported_program with_own_tensors(const exported_program& ep);
+// Whether [a, a + na) and [b, b + nb) (objects, by address) overlap.
+inline bool overlaps(const void* a, std::size_t na, const void* b, std::size_t nb) noexcept {
+  const auto x = reinterpret_cast<std::uintptr_t>(a), y = reinterpret_cast<std::uintptr_t>(b);
+  return na != 0 && nb != 0 && x < y + nb && y < x + na;
+}
+[[noreturn]] TYPEX_API void moved_from_module();
+}  // namespace detail
+
+// The calling convention on a backend. Contracts (docs/errors_and_guarantees.md):
+//  - weights: the module computes with copies of the program's parameters, buffers and constants
+//    taken when it is made. Loading weights into the model or writing into the program's tensors
+//    afterwards does not change it (no mix of old packed weights and new biases); the module's
+//    own load_state_dict() replaces them, and every later call (any shapes) uses the new ones.
+//  - threads: operator() and run() are const and may be called from any number of threads at
+//    once, on one module or on copies: each call leases an executor (its plan and arena) from the
+//    module's pool, making one when all are busy. A copy shares the pool and the (immutable)
+//    weights; a program that writes buffers gives each copy its own buffers, and serializes the
+//    calls of one module (they update its buffers in turn). Non-const members (assignment,
+//    load_state_dict) need the usual exclusive access.
+//  - aliasing: outputs never share memory with the inputs or the module's tensors; run(v, v) and
+//    outputs holding the inputs' storage are detected and computed as if they were distinct.
+//  - a moved-from module throws state_error when called.
 template <class Backend>
   requires backend<Backend>
 class program_module<Backend> {
  public:
   using options = typename Backend::options;
+  using executor = typename Backend::executor;
 
   explicit program_module(const exported_program& ep, const options& opts = {})
-      : ep_(std::make_shared<const exported_program>(ep)) {
-    const ir::graph& g = ep_->graph();
-    const auto& specs = ep_->signature().input_specs();
-    const auto placeholders = g.placeholders();
-    program_binding b;
-    b.graph = std::shared_ptr<const ir::graph>(ep_, &ep_->graph());
-    for (std::size_t i = 0; i < placeholders.size(); ++i) {
-      const input_spec& s = specs[i];
-      if (s.kind == input_kind::user_input) {
-        user_.push_back(placeholders[i]);
-        continue;
-      }
-      if (s.kind == input_kind::buffer && mutated(s.target)) continue;  // (below)
-      const bool in_state = s.kind == input_kind::parameter || (s.kind == input_kind::buffer && s.persistent);
-      const any_tensor* t = in_state ? ep_->state_dict().find(s.target) : ep_->constants().find(s.target);
-      b.constants.emplace_back(placeholders[i], *t);  // (the program's verifier saw it exists)
-    }
-    // the buffers the program writes: this module's own copies, inputs of every call (not folded),
-    // in the order of the mutation outputs
-    const auto writes = ep_->signature().buffers_to_mutate();
-    if (!writes.empty()) {
-      state_ = std::make_shared<mutable_state>();
-      for (const auto& [out, fqn] : writes) {
-        for (std::size_t i = 0; i < placeholders.size(); ++i) {
-          const input_spec& s = specs[i];
-          if (s.kind != input_kind::buffer || s.target != fqn) continue;
-          const any_tensor* t = s.persistent ? ep_->state_dict().find(fqn) : ep_->constants().find(fqn);
-          state_->placeholders.push_back(placeholders[i]);
-          state_->fqns.push_back(fqn);
-          state_->buffers.push_back(t->clone());
-        }
-      }
-    }
-    b.inputs = user_;
-    if (state_) b.inputs.insert(b.inputs.end(), state_->placeholders.begin(), state_->placeholders.end());
-    b.data_dependent = ep_->ranges().unbacked();
-    b.check = [p = ep_.get()](const symbol_table& symbols) {  // (the binding's graph keeps *p alive)
-      p->ranges().check(symbols);
-      p->check_assertions(symbols);
-    };
-    executor_ = Backend::compile(std::move(b), opts);
+      : core_(std::make_shared<const core>(detail::with_own_tensors(ep), opts)) {
+    init_state();
   }
 
+  // A copy shares the weights and the executors' pool; it has its own buffers (the values o holds now).
+  program_module(const program_module& o) : core_(o.core_) {
+    if (!o.state_) return;
+    state_ = std::make_unique<mutable_state>();
+    const std::lock_guard<std::mutex> lock(o.state_->calls);
+    for (const any_tensor& t : o.state_->buffers) state_->buffers.push_back(t.clone());
+  }
+  program_module(program_module&&) noexcept = default;
+  program_module& operator=(const program_module& o) {
+    if (this != &o) *this = program_module(o);
+    return *this;
+  }
+  program_module& operator=(program_module&&) noexcept = default;
+
   // The number of tensor inputs a call takes (the user inputs' tensor leaves).
-  std::size_t num_inputs() const noexcept { return user_.size(); }
-  const exported_program& program() const noexcept { return *ep_; }
+  std::size_t num_inputs() const { return get().user.size(); }
+  // The program this module runs (its tensors are the module's own copies).
+  const exported_program& program() const { return *get().ep; }
 
   std::vector<any_tensor> operator()(const std::vector<any_tensor>& inputs) const {
     std::vector<any_tensor> out;
@@ -141,19 +147,30 @@ class program_module<Backend> {
   // A program that writes buffers (BUFFER_MUTATION outputs) updates this module's copies of them
   // after each call, and returns the user outputs only.
   void run(std::span<const any_tensor> inputs, std::vector<any_tensor>& outputs) const {
+    const core& c = get();
+    // run(v, v), or inputs inside the outputs' vector: resizing or writing the outputs would
+    // destroy or overwrite the inputs while they are read. Hold the inputs' handles: then no
+    // output reuses their storage (it is shared), and the span no longer points into `outputs`.
+    std::vector<any_tensor> held;
+    if (detail::overlaps(inputs.data(), inputs.size_bytes(), outputs.data(), outputs.capacity() * sizeof(any_tensor))) {
+      held.assign(inputs.begin(), inputs.end());
+      inputs = held;
+    }
+    for (std::size_t i = 0; i < inputs.size() && i < c.user.size(); ++i)
+      if (inputs[i].raw_data() == nullptr || inputs[i].get_storage().bytes() < inputs[i].nbytes()) check_storage_of(inputs, i);
     if (!state_) {
-      run_executor(inputs, inputs, outputs);
+      run_leased(c, inputs, inputs, outputs);
       return;
     }
     mutable_state& st = *state_;
+    const std::lock_guard<std::mutex> lock(st.calls);  // (one call at a time updates the buffers)
     st.inputs.assign(inputs.begin(), inputs.end());  // (the user inputs, then the buffers: no
     st.inputs.insert(st.inputs.end(), st.buffers.begin(), st.buffers.end());  //  allocation once sized)
-    run_executor(inputs, st.inputs, st.outputs);
+    run_leased(c, inputs, st.inputs, st.outputs);
     const std::size_t n = st.buffers.size();
     for (std::size_t k = 0; k < n; ++k) {
       const any_tensor& v = st.outputs[k];
-      const std::size_t bytes = static_cast<std::size_t>(v.numel()) * itemsize(v.scalar_type());
-      if (bytes != 0) std::memcpy(st.buffers[k].raw_data(), v.raw_data(), bytes);
+      if (v.nbytes() != 0) std::memcpy(st.buffers[k].raw_data(), v.raw_data(), v.nbytes());
     }
     outputs.resize(st.outputs.size() - n);
     for (std::size_t i = 0; i < outputs.size(); ++i) std::swap(outputs[i], st.outputs[n + i]);  // (tensors cycle: reused)
@@ -163,60 +180,227 @@ class program_module<Backend> {
   // The buffer `fqn` as this module holds it now: its own copy for a buffer the program writes
   // (updated by each call: training-mode batch norm's running statistics), else the program's.
   const any_tensor& buffer(std::string_view fqn) const {
+    const core& c = get();
     if (state_)
-      for (std::size_t k = 0; k < state_->fqns.size(); ++k)
-        if (state_->fqns[k] == fqn) return state_->buffers[k];
-    if (const any_tensor* t = ep_->state_dict().find(fqn)) return *t;
-    return ep_->constants().at(fqn);
+      for (std::size_t k = 0; k < c.fqns.size(); ++k)
+        if (c.fqns[k] == fqn) return state_->buffers[k];
+    if (const any_tensor* t = c.ep->state_dict().find(fqn)) return *t;
+    return c.ep->constants().at(fqn);
   }
-  // The program's state dict with this module's current buffers (what to save after training).
+  // The state dict this module computes with, with its current buffers (what to save after training).
   named_tensors state_dict() const {
+    const core& c = get();
     named_tensors out;
-    for (const auto& [fqn, t] : ep_->state_dict()) out.insert(fqn, state_ ? buffer(fqn) : t);
+    for (const auto& [fqn, t] : c.ep->state_dict()) out.insert(fqn, state_ ? buffer(fqn) : t);
     return out;
+  }
+
+  // Replaces the weights this module computes with (torch's load_state_dict rules: names, dtypes
+  // and extents checked; strict: missing and unexpected keys are an error and nothing changes).
+  // Every later call, with any shapes, uses the new values (plans and packed weights are remade).
+  // Copies of this module made before keep theirs. Not concurrent with calls on this object.
+  load_result load_state_dict(const named_tensors& sd, bool strict = true) {
+    const core& c = get();
+    const exported_program fresh = detail::with_own_tensors(*c.ep);
+    std::vector<std::pair<std::string, any_tensor>> dst;
+    for (const auto& [fqn, t] : fresh.state_dict()) dst.emplace_back(fqn, t);
+    load_result r = detail::load_named(dst, sd, strict, "typex::program_module::load_state_dict");
+    auto next = std::make_shared<const core>(fresh, c.opts);
+    if (state_)  // (the buffers the program writes: the loaded values, where loaded)
+      for (std::size_t k = 0; k < next->fqns.size(); ++k)
+        if (const any_tensor* t = fresh.state_dict().find(next->fqns[k])) std::memcpy(state_->buffers[k].raw_data(), t->raw_data(), t->nbytes());
+    core_ = std::move(next);
+    return r;
   }
 
   // What the backend's executor reports of its plan for the last shapes run (the Eigen backend:
   // steps, fusions, views, the arena's planned peak).
-  auto report() const { return executor_->report(); }
+  auto report() const {
+    const core& c = get();
+    std::shared_ptr<executor> e;
+    {
+      const std::lock_guard<std::mutex> lock(c.pool);
+      e = c.last.lock();
+      if (e && c.busy(e.get())) e = nullptr;
+      if (e) c.in_use.push_back(e.get());
+    }
+    if (!e) return Backend::compile(c.binding, c.opts)->report();  // (none idle: an empty plan's)
+    auto r = e->report();
+    c.give_back(e);
+    return r;
+  }
 
  private:
-  // user: the user inputs (checked); all: what the executor takes (the user inputs, then the
-  // buffers the program writes).
-  void run_executor(std::span<const any_tensor> user, std::span<const any_tensor> all, std::vector<any_tensor>& outputs) const {
-    if (!executor_->planned_for(all)) {
-      const symbol_table symbols = ep_->bind_inputs(user);
-      executor_->run(all, symbols, outputs);
-    } else {
-      check_dtypes(user);
-      executor_->run(all, symbol_table{}, outputs);
+  // What copies share: the program with the module's own tensors, its binding, and the pool of
+  // executors (each a plan and its arena; leased by one call at a time).
+  struct core {
+    core(exported_program program, const options& o) : ep(std::make_shared<const exported_program>(std::move(program))), opts(o) {
+      const ir::graph& g = ep->graph();
+      const auto& specs = ep->signature().input_specs();
+      const auto placeholders = g.placeholders();
+      const auto writes = ep->signature().buffers_to_mutate();
+      auto mutated = [&](std::string_view fqn) {
+        for (const auto& [out, target] : writes)
+          if (target == fqn) return true;
+        return false;
+      };
+      binding.graph = std::shared_ptr<const ir::graph>(ep, &ep->graph());
+      for (std::size_t i = 0; i < placeholders.size(); ++i) {
+        const input_spec& s = specs[i];
+        if (s.kind == input_kind::user_input) {
+          user.push_back(placeholders[i]);
+          continue;
+        }
+        if (s.kind == input_kind::buffer && mutated(s.target)) continue;  // (below)
+        const bool in_state = s.kind == input_kind::parameter || (s.kind == input_kind::buffer && s.persistent);
+        const any_tensor* t = in_state ? ep->state_dict().find(s.target) : ep->constants().find(s.target);
+        binding.constants.emplace_back(placeholders[i], *t);  // (the program's verifier saw it exists)
+      }
+      // the buffers the program writes: each module's own copies, inputs of every call (not
+      // folded), in the order of the mutation outputs
+      for (const auto& [out, fqn] : writes) {
+        for (std::size_t i = 0; i < placeholders.size(); ++i) {
+          const input_spec& s = specs[i];
+          if (s.kind != input_kind::buffer || s.target != fqn) continue;
+          state_placeholders.push_back(placeholders[i]);
+          fqns.push_back(fqn);
+          initial.push_back(s.persistent ? *ep->state_dict().find(fqn) : *ep->constants().find(fqn));
+        }
+      }
+      binding.inputs = user;
+      binding.inputs.insert(binding.inputs.end(), state_placeholders.begin(), state_placeholders.end());
+      binding.data_dependent = ep->ranges().unbacked();
+      binding.check = [p = ep.get()](const symbol_table& symbols) {  // (the binding's graph keeps *p alive)
+        p->ranges().check(symbols);
+        p->check_assertions(symbols);
+      };
+      idle.push_back(Backend::compile(binding, opts));  // (checks now that the backend runs every node)
+      last = idle.back();
     }
-  }
-  bool mutated(std::string_view fqn) const {
-    for (const auto& [out, target] : ep_->signature().buffers_to_mutate())
-      if (target == fqn) return true;
-    return false;
-  }
 
-  struct mutable_state {
-    std::vector<ir::node_id> placeholders;
-    std::vector<std::string> fqns;
-    std::vector<any_tensor> buffers;          // this module's copies (shared by its copies)
-    std::vector<any_tensor> inputs, outputs;  // reused by each call
+    // An idle executor, preferably one planned for these inputs' extents; a new one when all are busy.
+    std::shared_ptr<executor> lease(std::span<const any_tensor> all) const {
+      {
+        const std::lock_guard<std::mutex> lock(pool);
+        if (!idle.empty()) {
+          std::size_t k = idle.size() - 1;  // (the last given back, unless another fits these extents)
+          for (std::size_t j = idle.size(); j-- > 0;)
+            if (idle[j]->planned_for(all)) {
+              k = j;
+              break;
+            }
+          std::shared_ptr<executor> e = std::move(idle[k]);
+          idle.erase(idle.begin() + static_cast<std::ptrdiff_t>(k));
+          in_use.push_back(e.get());
+          return e;
+        }
+      }
+      std::shared_ptr<executor> e = Backend::compile(binding, opts);
+      const std::lock_guard<std::mutex> lock(pool);
+      in_use.push_back(e.get());
+      return e;
+    }
+    void give_back(std::shared_ptr<executor> e) const noexcept {
+      const std::lock_guard<std::mutex> lock(pool);
+      std::erase(in_use, e.get());
+      last = e;
+      try {
+        idle.push_back(std::move(e));
+      } catch (...) {  // (out of memory: the executor is dropped, a later call makes another)
+      }
+    }
+    bool busy(const executor* e) const noexcept { return std::find(in_use.begin(), in_use.end(), e) != in_use.end(); }
+
+    std::shared_ptr<const exported_program> ep;
+    options opts;
+    program_binding binding;
+    std::vector<ir::node_id> user;
+    std::vector<ir::node_id> state_placeholders;
+    std::vector<std::string> fqns;       // the buffers the program writes
+    std::vector<any_tensor> initial;     // their values in the program
+    mutable std::mutex pool;
+    mutable std::vector<std::shared_ptr<executor>> idle;
+    mutable std::vector<const executor*> in_use;
+    mutable std::weak_ptr<executor> last;  // the last one a call gave back (report())
   };
 
-  void check_dtypes(std::span<const any_tensor> inputs) const {
-    const ir::graph& g = ep_->graph();
-    for (std::size_t i = 0; i < inputs.size(); ++i)
-      if (inputs[i].scalar_type() != g[user_[i]].vals.front().scalar_type) (void)ep_->bind_inputs(inputs);  // throws the full message
+  struct mutable_state {
+    std::vector<any_tensor> buffers;          // this module's copies
+    std::vector<any_tensor> inputs, outputs;  // reused by each call
+    std::mutex calls;
+  };
+
+  const core& get() const {
+    if (!core_) detail::moved_from_module();
+    return *core_;
+  }
+  void init_state() {
+    const core& c = get();
+    if (c.fqns.empty()) return;
+    state_ = std::make_unique<mutable_state>();
+    for (const any_tensor& t : c.initial) state_->buffers.push_back(t.clone());
+  }
+  void check_storage_of(std::span<const any_tensor> inputs, std::size_t i) const {
+    const exported_program& ep = *get().ep;
+    std::string what = "input '";
+    what += ep.graph()[get().user[i]].name;
+    what += '\'';
+    inputs[i].check_storage(what);
   }
 
-  std::shared_ptr<const exported_program> ep_;
-  std::vector<ir::node_id> user_;
-  // The plan for the last shapes. Copies of a module share it: one module (or copy) must not be
-  // called from two threads at once; make one module per thread (program.module()) instead.
-  std::shared_ptr<typename Backend::executor> executor_;
-  std::shared_ptr<mutable_state> state_;  // (null: the program writes no buffer)
+  // user: the user inputs (checked); all: what the executor takes (the user inputs, then the
+  // buffers the program writes).
+  void run_leased(const core& c, std::span<const any_tensor> user, std::span<const any_tensor> all,
+                  std::vector<any_tensor>& outputs) const {
+    struct giver {
+      const core& c;
+      std::shared_ptr<executor> e;
+      ~giver() { c.give_back(std::move(e)); }
+    } lease{c, c.lease(all)};
+    executor& e = *lease.e;
+    if (!e.planned_for(all)) {
+      const symbol_table symbols = c.ep->bind_inputs(user);
+      e.run(all, symbols, outputs);
+    } else {
+      check_dtypes(c, user);
+      e.run(all, symbol_table{}, outputs);
+    }
+  }
+
+  static void check_dtypes(const core& c, std::span<const any_tensor> inputs) {
+    const ir::graph& g = c.ep->graph();
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].scalar_type() != g[c.user[i]].vals.front().scalar_type) (void)c.ep->bind_inputs(inputs);  // throws the full message
+  }
+
+  std::shared_ptr<const core> core_;
+  std::unique_ptr<mutable_state> state_;  // (null: the program writes no buffer)
 };
 
 }  // namespace typex
+
+// ---- definitions: compiled once in typex::runtime, or inline here in header-only builds
+// (config.hpp: TYPEX_SEPARATE_COMPILATION) ----
+#if TYPEX_HEADER_DEFINITIONS
+TYPEX_API auto typex::detail::with_own_tensors(const exported_program& ep) -> exported_program {
+  std::vector<std::pair<const std::byte*, storage>> copies;  // (tied names share one copy)
+  auto own = [&](const any_tensor& t) {
+    for (const auto& [from, to] : copies)
+      if (from == t.raw_data() && t.raw_data() != nullptr) return any_tensor(t.scalar_type(), t.extents(), to);
+    any_tensor c = t.clone();
+    copies.emplace_back(t.raw_data(), c.get_storage());
+    return c;
+  };
+  named_tensors state, constants;
+  for (const auto& [fqn, t] : ep.state_dict()) state.insert(fqn, own(t));
+  for (const auto& [fqn, t] : ep.constants()) constants.insert(fqn, own(t));
+  return exported_program(ep.graph(), ep.signature(), std::move(state), std::move(constants), ep.ranges(), ep.module_call_graph(),
+                          ep.example_inputs());
+}
+
+TYPEX_API auto typex::detail::moved_from_module() -> void {
+  raise_message<state_error>(
+      "typex: this module was moved from: it has no program any more (call the module it was moved to, or make one with "
+      "program.module())");
+}
+#endif  // TYPEX_HEADER_DEFINITIONS

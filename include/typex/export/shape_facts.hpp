@@ -24,6 +24,7 @@
 #include <typex/trace/context.hpp>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -71,9 +72,24 @@ TYPEX_API std::vector<index_t> sample_range(index_t lo, index_t hi, index_t dens
 // At most n of the values, both ends and the first few kept, the rest evenly spaced.
 TYPEX_API std::vector<index_t> thin(std::vector<index_t> v, std::size_t n);
 
-// What a fact is, given the declared ranges.
+// Proving a fact for every value of its symbols' ranges, by reasoning rather than sampling:
+//  - sound interval bounds of each side (saturating at +-int_oo, which stands for infinity;
+//    floordiv/ceildiv by a positive interval are monotone, so the corners bound them);
+//  - each side as a polynomial over its symbols (+, -, * expanded; any other op an opaque atom
+//    keyed by its canonical text): two sides with the same polynomial are equal for every value,
+//    and a polynomial whose coefficients are all multiples of k is divisible by k.
+// fact_proven is true only for a proof; false means "not proven" (the fact may still hold).
+struct sound_interval {
+  index_t lo, hi;
+};
+TYPEX_API std::optional<sound_interval> bound_terms(const dim_terms& terms, std::span<const fact_symbol> syms);
+TYPEX_API bool fact_proven(const shape_requirement& r, std::span<const fact_symbol> syms);
+
+// What a fact is, given the declared ranges. `implied` is a proof (fact_proven, or every value of
+// a small enough range tried); `unproven` holds for every value sampled but no proof was found:
+// export keeps it as a run-time assertion, checked on every call.
 struct fact_verdict {
-  enum class kind : unsigned char { implied, narrows, relation, undecided } k = kind::undecided;
+  enum class kind : unsigned char { implied, narrows, relation, undecided, unproven } k = kind::undecided;
   fact_symbol symbol{};       // narrows, relation of one symbol: the symbol
   index_t lo = 0, hi = 0;     // narrows: the interval where the fact holds
   index_t multiple = 0;       // relation: it holds exactly for the multiples of this (> 1), if so
@@ -232,6 +248,8 @@ TYPEX_API auto typex::detail::classify(const shape_requirement& r, const range_c
   collect_symbols(r.lhs_terms, ranges, syms);
   collect_symbols(r.rhs_terms, ranges, syms);
   if (syms.empty()) return {};
+  if (fact_proven(r, syms)) return {fact_verdict::kind::implied, {}, 0, 0};
+  // (sampling below finds counterexamples, and is a proof only where it tries every value)
   if (syms.size() == 1) {
     const fact_symbol s = syms.front();
     const std::vector<index_t> xs = sample_range(s.lo, s.hi, 4096);
@@ -243,7 +261,7 @@ TYPEX_API auto typex::detail::classify(const shape_requirement& r, const range_c
         last = i;
         ++count;
       }
-    if (count == xs.size()) return {fact_verdict::kind::implied, {}, 0, 0};
+    if (count == xs.size()) return static_cast<index_t>(xs.size()) == s.hi - s.lo + 1 ? fact_verdict{fact_verdict::kind::implied, {}, 0, 0} : fact_verdict{fact_verdict::kind::unproven, {}, 0, 0};
     if (count == 0 || count != last - first + 1) {
       // a divisibility in disguise (reshape of seq*8 into 32-wide rows: seq % 4 == 0)?
       index_t m = 0;
@@ -274,7 +292,7 @@ TYPEX_API auto typex::detail::classify(const shape_requirement& r, const range_c
     return {fact_verdict::kind::narrows, s, a, b};
   }
   // several symbols: a grid over each one's samples (at most ~2^17 points in all)
-  if (syms.size() > 3) return {fact_verdict::kind::relation, {}, 0, 0};
+  if (syms.size() > 3) return {fact_verdict::kind::unproven, {}, 0, 0};
   const std::size_t per_symbol = syms.size() == 2 ? 362 : 50;
   std::vector<std::vector<index_t>> grids;
   for (const fact_symbol& s : syms) grids.push_back(thin(sample_range(s.lo, s.hi, syms.size() == 2 ? 24 : 8), per_symbol));
@@ -287,7 +305,180 @@ TYPEX_API auto typex::detail::classify(const shape_requirement& r, const range_c
     while (i < idx.size() && ++idx[i] == grids[i].size()) idx[i++] = 0;
     if (i == idx.size()) break;
   }
-  return {fact_verdict::kind::implied, {}, 0, 0};
+  // (every value tried when the grids hold all of each range)
+  bool all = true;
+  for (std::size_t i = 0; i < syms.size(); ++i) all = all && static_cast<index_t>(grids[i].size()) == syms[i].hi - syms[i].lo + 1;
+  return {all ? fact_verdict::kind::implied : fact_verdict::kind::unproven, {}, 0, 0};
+}
+
+namespace typex::detail::proof {
+constexpr index_t clamp_oo(index_t v) noexcept { return v >= int_oo ? int_oo : (v <= -int_oo ? -int_oo : v); }
+inline index_t ext_add(index_t a, index_t b) noexcept {
+  if (a >= int_oo || b >= int_oo) return (a <= -int_oo || b <= -int_oo) ? 0 : int_oo;  // (inf - inf: never asked for)
+  if (a <= -int_oo || b <= -int_oo) return -int_oo;
+  return clamp_oo(a + b);  // (|a|, |b| < 2^62: no overflow)
+}
+inline index_t ext_neg(index_t a) noexcept { return -a; }
+inline index_t ext_mul(index_t a, index_t b) noexcept {
+  if (a == 0 || b == 0) return 0;
+  const bool neg = (a < 0) != (b < 0);
+  if (a >= int_oo || a <= -int_oo || b >= int_oo || b <= -int_oo) return neg ? -int_oo : int_oo;
+  index_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) return neg ? -int_oo : int_oo;
+  return clamp_oo(r);
+}
+inline index_t ext_div(index_t a, index_t b, bool ceil) noexcept {  // b > 0 finite or int_oo
+  if (b >= int_oo) return a >= int_oo ? int_oo : (a <= -int_oo ? -int_oo : (a > 0 && ceil ? 1 : (a < 0 && !ceil ? -1 : 0)));
+  if (a >= int_oo) return int_oo;
+  if (a <= -int_oo) return -int_oo;
+  return ceil ? ceildiv(a, b) : floordiv(a, b);
+}
+
+// A polynomial with integer coefficients: monomial (sorted atom names, repeated for powers) -> coefficient.
+using monomial = std::vector<std::string>;
+using polynomial = std::map<monomial, index_t>;
+
+inline std::optional<polynomial> poly_add(polynomial a, const polynomial& b, index_t sign) {
+  for (const auto& [m, c] : b) {
+    index_t t = 0, sum = 0;
+    if (__builtin_mul_overflow(c, sign, &t) || __builtin_add_overflow(a[m], t, &sum)) return std::nullopt;
+    if (sum == 0) a.erase(m);
+    else a[m] = sum;
+  }
+  return a;
+}
+inline std::optional<polynomial> poly_mul(const polynomial& a, const polynomial& b) {
+  polynomial out;
+  for (const auto& [ma, ca] : a)
+    for (const auto& [mb, cb] : b) {
+      monomial m = ma;
+      m.insert(m.end(), mb.begin(), mb.end());
+      std::sort(m.begin(), m.end());
+      index_t c = 0, sum = 0;
+      if (__builtin_mul_overflow(ca, cb, &c) || __builtin_add_overflow(out[m], c, &sum)) return std::nullopt;
+      if (sum == 0) out.erase(m);
+      else out[m] = sum;
+    }
+  return out;
+}
+inline std::string poly_text(const polynomial& p) {
+  std::string s = "{";
+  for (const auto& [m, c] : p) {
+    s += std::to_string(c);
+    for (const auto& a : m) { s += '*'; s += a; }
+    s += ';';
+  }
+  return s + '}';
+}
+
+// Postfix terms as a polynomial; ops other than + - * become atoms named by their operands' polynomials.
+inline std::optional<polynomial> as_polynomial(const dim_terms& terms) {
+  std::vector<polynomial> stack;
+  for (const dim_term& t : terms) {
+    switch (t.k) {
+      case dim_term::kind::constant: {
+        polynomial p;
+        if (t.value != 0) p[{}] = t.value;
+        stack.push_back(std::move(p));
+        break;
+      }
+      case dim_term::kind::symbol: stack.push_back(polynomial{{monomial{std::string(t.name)}, 1}}); break;
+      case dim_term::kind::anonymous: return std::nullopt;
+      case dim_term::kind::op: {
+        if (stack.size() < 2) return std::nullopt;
+        polynomial b = std::move(stack.back());
+        stack.pop_back();
+        polynomial& a = stack.back();
+        std::optional<polynomial> r;
+        switch (t.op) {
+          case dim_op::add: r = poly_add(a, b, 1); break;
+          case dim_op::sub: r = poly_add(a, b, -1); break;
+          case dim_op::mul: r = poly_mul(a, b); break;
+          default: {
+            std::string atom = "(" + poly_text(a) + (t.op == dim_op::floordiv ? "//" : t.op == dim_op::ceildiv ? "ceildiv" : t.op == dim_op::max ? "max" : "bcast") + poly_text(b) + ")";
+            r = polynomial{{monomial{std::move(atom)}, 1}};
+          }
+        }
+        if (!r) return std::nullopt;
+        a = std::move(*r);
+      }
+    }
+  }
+  if (stack.size() != 1) return std::nullopt;
+  return stack.front();
+}
+}  // namespace typex::detail::proof
+
+TYPEX_API auto typex::detail::bound_terms(const dim_terms& terms, std::span<const fact_symbol> syms) -> std::optional<sound_interval> {
+  using namespace proof;
+  std::vector<sound_interval> stack;
+  for (const dim_term& t : terms) {
+    switch (t.k) {
+      case dim_term::kind::constant: stack.push_back({t.value, t.value}); break;
+      case dim_term::kind::symbol: {
+        std::size_t i = 0;
+        while (i < syms.size() && syms[i].name != t.name) ++i;
+        if (i == syms.size()) return std::nullopt;
+        stack.push_back({syms[i].lo, syms[i].hi});
+        break;
+      }
+      case dim_term::kind::anonymous: return std::nullopt;
+      case dim_term::kind::op: {
+        if (stack.size() < 2) return std::nullopt;
+        const sound_interval b = stack.back();
+        stack.pop_back();
+        sound_interval& a = stack.back();
+        switch (t.op) {
+          case dim_op::add: a = {ext_add(a.lo, b.lo), ext_add(a.hi, b.hi)}; break;
+          case dim_op::sub: a = {ext_add(a.lo, ext_neg(b.hi)), ext_add(a.hi, ext_neg(b.lo))}; break;
+          case dim_op::mul: {
+            const index_t c[4] = {ext_mul(a.lo, b.lo), ext_mul(a.lo, b.hi), ext_mul(a.hi, b.lo), ext_mul(a.hi, b.hi)};
+            a = {*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
+            break;
+          }
+          case dim_op::floordiv:
+          case dim_op::ceildiv: {
+            if (b.lo <= 0) return std::nullopt;  // (a divisor that may be 0 or negative: no bound)
+            const bool ceil = t.op == dim_op::ceildiv;
+            const index_t c[4] = {ext_div(a.lo, b.lo, ceil), ext_div(a.lo, b.hi, ceil), ext_div(a.hi, b.lo, ceil), ext_div(a.hi, b.hi, ceil)};
+            a = {*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
+            break;
+          }
+          case dim_op::max: a = {std::max(a.lo, b.lo), std::max(a.hi, b.hi)}; break;
+          case dim_op::bcast: a = {std::min(a.lo, b.lo), std::max(a.hi, b.hi)}; break;
+        }
+      }
+    }
+  }
+  if (stack.size() != 1) return std::nullopt;
+  return stack.front();
+}
+
+TYPEX_API auto typex::detail::fact_proven(const shape_requirement& r, std::span<const fact_symbol> syms) -> bool {
+  using namespace proof;
+  const auto L = bound_terms(r.lhs_terms, syms), R = bound_terms(r.rhs_terms, syms);
+  const auto finite_point = [](const std::optional<sound_interval>& x, index_t v) { return x && x->lo == v && x->hi == v; };
+  const auto same_polynomial = [&] {
+    const auto a = as_polynomial(r.lhs_terms), b = as_polynomial(r.rhs_terms);
+    return a && b && *a == *b;
+  };
+  switch (r.rel) {
+    case relation::equal:
+      return (L && R && L->lo == L->hi && R->lo == R->hi && L->lo == R->lo && L->lo < int_oo && L->lo > -int_oo) || same_polynomial();
+    case relation::broadcastable: return finite_point(L, 1) || finite_point(R, 1) || same_polynomial() || (L && R && L->lo == L->hi && L->lo == R->lo && R->lo == R->hi && L->lo < int_oo);
+    case relation::at_least: return L && R && L->lo > -int_oo && R->hi < int_oo && L->lo >= R->hi;
+    case relation::divisible: {
+      if (finite_point(R, 1)) return true;
+      if (!R || R->lo != R->hi || R->lo <= 0 || R->lo >= int_oo) return false;
+      const index_t k = R->lo;
+      const auto p = as_polynomial(r.lhs_terms);
+      if (!p) return false;
+      for (const auto& [m, c] : *p)
+        if (c % k != 0) return false;
+      return true;
+    }
+  }
+  return false;
 }
 
 TYPEX_API auto typex::detail::terms_declaration(const dim_terms& terms, const range_constraints& ranges) -> std::optional<std::string> {
@@ -483,6 +674,10 @@ TYPEX_API auto typex::detail::decide_facts(const std::vector<shape_requirement>&
     seen.push_back(std::move(key));
     const fact_verdict v = classify(r, ranges);
     if (v.k == fact_verdict::kind::implied || v.k == fact_verdict::kind::undecided) continue;
+    if (v.k == fact_verdict::kind::unproven) {  // (true wherever tried, not proven: checked on every call)
+      out.assertions.push_back(&r);
+      continue;
+    }
     const tracing_context::unbacked_symbol* data = nullptr;
     for (const auto& u : unbacked)
       if (mentions(r.lhs_terms, u.name) || mentions(r.rhs_terms, u.name)) data = &u;

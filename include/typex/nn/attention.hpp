@@ -2,9 +2,18 @@
 // as torch.nn's (parameter names, shapes, defaults, initialization).
 //
 // MultiheadAttention: in_proj_weight [3E, E] (xavier_uniform), in_proj_bias [3E] (zeros), out_proj
-// (a Linear whose bias starts at zero). Its call takes (query, key, value[, additive mask [L, S]])
-// and returns the attention output (torch's need_weights=False). Inputs are [L, N, E] by default,
-// [N, L, E] with BatchFirst, as in PyTorch.
+// (a Linear whose bias starts at zero). Inputs are [L, N, E] by default, [N, L, E] with BatchFirst,
+// as in PyTorch. Masks follow torch.nn.MultiheadAttention (not F.scaled_dot_product_attention,
+// whose bool mask means the opposite):
+//   attn(q, k, v)                      the output (torch's need_weights=False)
+//   attn(q, k, v, attn_mask)           attn_mask [L, S] or [N*H, L, S]: bool true = may NOT attend;
+//                                      floating: added to the scores
+//   attn.forward<NeedWeights, Average>(q, k, v, key_padding_mask, attn_mask, is_causal)
+//       torch's forward(query, key, value, key_padding_mask, need_weights, attn_mask,
+//       average_attn_weights, is_causal): key_padding_mask [N, S] (bool true = ignore that key;
+//       floating: added), either mask may be nullptr; NeedWeights returns std::tuple(output,
+//       weights), the weights [N, L, S] averaged over heads (Average) or [N, H, L, S]; is_causal
+//       is torch's hint that attn_mask is the causal mask (it needs one, as in torch).
 // TransformerEncoderLayer: self_attn, linear1, dropout, linear2, norm1, norm2, dropout1, dropout2;
 // post-norm by default (NormFirst for pre-norm); activation ReLU (PyTorch's default) or GELU.
 #pragma once
@@ -13,6 +22,8 @@
 #include <typex/nn/linear.hpp>
 #include <typex/nn/normalization.hpp>
 #include <typex/ops/binary.hpp>
+#include <typex/ops/indexing.hpp>
+#include <typex/ops/reduce.hpp>
 #include <typex/ops/linear.hpp>
 #include <typex/ops/normalization.hpp>
 #include <typex/ops/shape_ops.hpp>
@@ -21,6 +32,9 @@
 #include <boost/hana/define_struct.hpp>
 
 #include <cmath>
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
 
 namespace typex::nn {
 
@@ -47,14 +61,29 @@ struct MultiheadAttention {
 
   template <class Q, class K, class V>
   auto operator()(const Q& query, const K& key, const V& value) const {
-    const module_scope scope(*this, query, key, value);
-    return scope.returns(attend(query, key, value, static_cast<const std::nullptr_t*>(nullptr)));
+    return forward(query, key, value);
   }
-  // With an additive float mask [L, S] (-inf where a query must not look).
+  // With attn_mask [L, S] or [N*H, L, S]: bool true where a query may NOT look at a key (torch's
+  // MultiheadAttention convention), or floating values added to the scores (-inf: may not look).
   template <class Q, class K, class V, class M>
-  auto operator()(const Q& query, const K& key, const V& value, const M& mask) const {
-    const module_scope scope(*this, query, key, value, mask);
-    return scope.returns(attend(query, key, value, &mask));
+  auto operator()(const Q& query, const K& key, const V& value, const M& attn_mask) const {
+    return forward(query, key, value, nullptr, attn_mask);
+  }
+
+  // torch.nn.MultiheadAttention.forward, with need_weights and average_attn_weights as template
+  // arguments (they decide the result's type).
+  template <bool NeedWeights = false, bool AverageWeights = true, class Q, class K, class V, class KPM = std::nullptr_t,
+            class AM = std::nullptr_t>
+  auto forward(const Q& query, const K& key, const V& value, const KPM& key_padding_mask = nullptr, const AM& attn_mask = nullptr,
+               bool is_causal = false) const {
+    if constexpr (std::is_null_pointer_v<AM>) {
+      if (is_causal)
+        detail::raise_message<argument_error>(
+            "typex::nn::MultiheadAttention: is_causal is a hint that attn_mask is the causal mask, and there is no attn_mask "
+            "(as torch: pass the causal mask too, or use scaled_dot_product_attention with is_causal)");
+    }
+    const auto scope = make_scope(query, key, value, key_padding_mask, attn_mask);
+    return scope.returns(attend<NeedWeights, AverageWeights>(query, key, value, key_padding_mask, attn_mask));
   }
 
   void reset_parameters(init::generator& g) const {
@@ -71,20 +100,41 @@ struct MultiheadAttention {
     return typex::transpose<1, 2>(typex::view(x, reshape_to(n, l, fix<H>{}, fix<head_dim>{})));
   }
 
-  template <class Q, class K, class V, class M>
-  auto attend(const Q& query, const K& key, const V& value, const M* mask) const {
+  template <class Q, class K, class V, class KPM, class AM>
+  auto make_scope(const Q& q, const K& k, const V& v, const KPM& kpm, const AM& am) const {
+    if constexpr (std::is_null_pointer_v<KPM> && std::is_null_pointer_v<AM>) return module_scope(*this, q, k, v);
+    else if constexpr (std::is_null_pointer_v<KPM>) return module_scope(*this, q, k, v, am);
+    else if constexpr (std::is_null_pointer_v<AM>) return module_scope(*this, q, k, v, kpm);
+    else return module_scope(*this, q, k, v, kpm, am);
+  }
+
+  template <bool NeedWeights, bool Average, class Q, class K, class V, class KPM, class AM>
+  auto attend(const Q& query, const K& key, const V& value, const KPM& kpm, const AM& am) const {
     if constexpr (!BatchFirst) {
       const auto q = typex::transpose<0, 1>(query);
       const auto k = typex::transpose<0, 1>(key);
       const auto v = typex::transpose<0, 1>(value);
-      return typex::transpose<0, 1>(attend_batch_first(q, k, v, mask));
+      if constexpr (NeedWeights) {
+        const auto r = attend_batch_first<true, Average>(q, k, v, kpm, am);
+        return std::tuple(typex::transpose<0, 1>(std::get<0>(r)), std::get<1>(r));  // (weights stay [N, ...], as torch's)
+      } else {
+        return typex::transpose<0, 1>(attend_batch_first<false, Average>(q, k, v, kpm, am));
+      }
     } else {
-      return attend_batch_first(query, key, value, mask);
+      return attend_batch_first<NeedWeights, Average>(query, key, value, kpm, am);
     }
   }
 
-  template <class Q, class K, class V, class M>
-  auto attend_batch_first(const Q& q, const K& k, const V& v, const M* mask) const {
+  // scores [N, H, L, S] with a mask applied: bool true -> -inf (torch.nn.MultiheadAttention's
+  // convention), floating -> added.
+  template <class S, class M>
+  static auto masked(const S& scores, const M& mask) {
+    if constexpr (M::dtype_type::value == dtype::b8) return typex::masked_fill(scores, mask, -INFINITY);
+    else return typex::add(scores, mask);
+  }
+
+  template <bool NeedWeights, bool Average, class Q, class K, class V, class KPM, class AM>
+  auto attend_batch_first(const Q& q, const K& k, const V& v, const KPM& kpm, const AM& am) const {
     const auto w = as_traced(in_proj_weight, q);
     const auto b = as_traced(in_proj_bias, q);
     // (one op per statement: the order of function arguments is unspecified, the graph's is not)
@@ -101,14 +151,45 @@ struct MultiheadAttention {
     const auto kh = split_heads(kp);
     const auto vh = split_heads(vp);
     const auto kt = typex::transpose<-2, -1>(kh);
-    const auto scores = typex::mul(typex::matmul(qh, kt), 1.0 / std::sqrt(static_cast<double>(head_dim)));
-    const auto weights = [&] {
-      if constexpr (std::is_null_pointer_v<M>) return typex::softmax<-1>(scores);
-      else return typex::softmax<-1>(typex::add(scores, *mask));
+    const auto scores = typex::mul(typex::matmul(qh, kt), 1.0 / std::sqrt(static_cast<double>(head_dim)));  // [N, H, L, S]
+    const auto with_attn_mask = [&] {
+      if constexpr (std::is_null_pointer_v<AM>) {
+        return scores;
+      } else {
+        static_assert(AM::dtype_type::value == dtype::b8 || is_floating_point(AM::dtype_type::value),
+                      "typex::nn::MultiheadAttention: attn_mask must be bool (true: may not attend) or floating-point (added)");
+        static_assert(AM::shape_type::rank == 2 || AM::shape_type::rank == 3,
+                      "typex::nn::MultiheadAttention: attn_mask must be [L, S] or [N*num_heads, L, S]");
+        if constexpr (AM::shape_type::rank == 2) {
+          return masked(scores, am);
+        } else {
+          const auto& sh = scores.shape();
+          const auto m4 = typex::reshape(am, reshape_to(sh.template get<0>(), fix<H>{}, sh.template get<2>(), sh.template get<3>()));
+          return masked(scores, m4);
+        }
+      }
     }();
+    const auto with_masks = [&] {
+      if constexpr (std::is_null_pointer_v<KPM>) {
+        return with_attn_mask;
+      } else {
+        static_assert(KPM::dtype_type::value == dtype::b8 || is_floating_point(KPM::dtype_type::value),
+                      "typex::nn::MultiheadAttention: key_padding_mask must be bool (true: ignore the key) or floating-point (added)");
+        static_assert(KPM::shape_type::rank == 2, "typex::nn::MultiheadAttention: key_padding_mask must be [N, S]");
+        const auto& ks = kpm.shape();
+        const auto m4 = typex::reshape(kpm, reshape_to(ks.template get<0>(), fix<1>{}, fix<1>{}, ks.template get<1>()));
+        return masked(with_attn_mask, m4);
+      }
+    }();
+    const auto weights = typex::softmax<-1>(with_masks);
     const auto o = typex::transpose<1, 2>(typex::matmul(weights, vh));  // [N, L, H, head_dim]
     const auto merged = typex::reshape(o, reshape_to(o.shape().template get<0>(), o.shape().template get<1>(), fix<E>{}));
-    return out_proj(merged);
+    if constexpr (NeedWeights) {
+      if constexpr (Average) return std::tuple(out_proj(merged), typex::mean<1>(weights));
+      else return std::tuple(out_proj(merged), weights);
+    } else {
+      return out_proj(merged);
+    }
   }
 };
 

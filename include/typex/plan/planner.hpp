@@ -348,6 +348,15 @@ inline void planner::plan(std::span<const any_tensor> inputs, const symbol_table
         v.folded = *folded_cache_[n];
       } else {
         v.folded = t.evaluate(node, tensors, list, symbols_);
+        // (as a kernel step's result: a folded value must be what the program records, or every
+        // step reading it would index it by the wrong extents)
+        if (v.folded->scalar_type() != v.dt || v.folded->extents() != v.extents) {
+          typex::detail::raise<ir::graph_error>([&](auto& w) {
+            w.put("typex: node '"); w.put(node.name); w.put("' ("); w.put(node.target.name()); w.put("), folded, produced ");
+            w.put(v.folded->to_string()); w.put(" where the program records ");
+            w.put(name(v.dt)); typex::detail::put_extents(w, v.extents);
+          });
+        }
         if (shape_free(node)) folded_cache_[n] = *v.folded;
       }
       if (folded_cache_[n]) stable_.push_back(v.folded->raw_data());

@@ -14,6 +14,7 @@
 #include <typex/tensor/storage.hpp>
 #include <typex/tensor/tensor_spec.hpp>
 
+#include <cstdint>
 #include <initializer_list>
 #include <span>
 #include <string>
@@ -21,25 +22,6 @@
 
 namespace typex {
 
-namespace detail {
-inline index_t checked_numel(std::span<const index_t> extents, std::string_view what) {
-  index_t n = 1;
-  for (std::size_t i = 0; i < extents.size(); ++i) {
-    const index_t e = extents[i];
-    if (e < 0) {
-      raise<argument_error>([&](auto& w) {
-        w.put("typex: "); w.put(what); w.put(" has a negative extent "); w.put_int(e); w.put(" at dim ");
-        w.put_int(static_cast<long long>(i));
-      });
-    }
-    if (e != 0 && n > int_oo / e) {
-      raise<argument_error>([&](auto& w) { w.put("typex: "); w.put(what); w.put(" has too many elements"); });
-    }
-    n *= e;
-  }
-  return n;
-}
-}  // namespace detail
 
 // A tensor whose dtype and extents are run-time data (the type-erased program's inputs and outputs).
 class any_tensor {
@@ -50,25 +32,36 @@ class any_tensor {
   any_tensor() : any_tensor(dtype::f32, {}) {}
   any_tensor(dtype dt, std::vector<index_t> extents)
       : dtype_(dt), extents_(std::move(extents)),
-        storage_(static_cast<std::size_t>(detail::checked_numel(extents_, "tensor")) * itemsize(dt)) {}
+        storage_(detail::checked_bytes(extents_, dt, "tensor")) {}
   any_tensor(dtype dt, std::vector<index_t> extents, storage s) : dtype_(dt), extents_(std::move(extents)), storage_(std::move(s)) {
-    const auto need = static_cast<std::size_t>(detail::checked_numel(extents_, "tensor")) * itemsize(dt);
-    if (storage_.bytes() < need) {
+    const std::size_t need = detail::checked_bytes(extents_, dt, "tensor");
+    if (storage_.bytes() < need) detail::storage_too_small("typex::any_tensor", storage_.bytes(), need);
+    // (a view at an offset that is not a multiple of the item size: kernels would read misaligned
+    // elements, which is undefined behaviour; rejected here rather than copied behind the user's back)
+    if (reinterpret_cast<std::uintptr_t>(storage_.data()) % itemsize(dt) != 0) {
       detail::raise<argument_error>([&](auto& w) {
-        w.put("typex::any_tensor: storage of "); w.put_int(static_cast<long long>(storage_.bytes()));
-        w.put(" bytes is too small for "); w.put_int(static_cast<long long>(need));
+        w.put("typex::any_tensor: the storage's address is not aligned to "); w.put(name(dt)); w.put("'s ");
+        w.put_int(static_cast<long long>(itemsize(dt))); w.put(" bytes (a storage view at an offset that is not a multiple of the item size)");
       });
+    }
+  }
+
+  // Throws when this tensor has fewer bytes than its extents need: a moved-from tensor (state_error)
+  // or one made over too small a storage. `what` names it ("input 'x'").
+  void check_storage(std::string_view what) const {
+    if (storage_.bytes() < nbytes() || (storage_.data() == nullptr && nbytes() != 0)) {
+      std::string who = "typex: ";
+      who += what;
+      detail::storage_too_small(who, storage_.bytes(), nbytes());
     }
   }
 
   dtype scalar_type() const noexcept { return dtype_; }
   const std::vector<index_t>& extents() const noexcept { return extents_; }
   std::size_t rank() const noexcept { return extents_.size(); }
-  index_t numel() const noexcept {
-    index_t n = 1;
-    for (index_t e : extents_) n *= e;
-    return n;
-  }
+  // (extents are checked where a tensor is made: this product fits, core/sizes.hpp)
+  index_t numel() const noexcept { return detail::unchecked_numel(extents_); }
+  std::size_t nbytes() const noexcept { return static_cast<std::size_t>(numel()) * itemsize(dtype_); }
   const storage& get_storage() const noexcept { return storage_; }
   std::byte* raw_data() const noexcept { return storage_.data(); }
 
@@ -99,13 +92,8 @@ class any_tensor {
   // This tensor (its dtype and extents kept) now reads other's storage: a reshaped view of it,
   // made without allocating. other's storage must hold at least as many bytes as this tensor needs.
   void view_storage_of(const any_tensor& other) {
-    const auto need = static_cast<std::size_t>(numel()) * itemsize(dtype_);
-    if (other.storage_.bytes() < need) {
-      detail::raise<argument_error>([&](auto& w) {
-        w.put("typex::any_tensor::view_storage_of: storage of "); w.put_int(static_cast<long long>(other.storage_.bytes()));
-        w.put(" bytes is too small for "); w.put_int(static_cast<long long>(need));
-      });
-    }
+    const std::size_t need = nbytes();
+    if (other.storage_.bytes() < need) detail::storage_too_small("typex::any_tensor::view_storage_of", other.storage_.bytes(), need);
     storage_ = other.storage_;
   }
 
@@ -128,7 +116,7 @@ class host_tensor {
   // A zero-filled tensor of the type's default extents (symbolic dims at their declared minimum).
   host_tensor() : host_tensor(S{}) {}
   explicit host_tensor(const S& s)
-      : shape_(s), storage_(static_cast<std::size_t>(s.numel()) * sizeof(value_type)) {}
+      : shape_(s), storage_(detail::checked_bytes(s.extents(), scalar_type, "tensor")) {}
   // Zero-filled, with extents checked against S.
   explicit host_tensor(std::initializer_list<index_t> extents, std::string_view what = "tensor")
       : host_tensor(make_shape<S>(extents, what)) {}
@@ -160,6 +148,7 @@ class host_tensor {
         write_type(w); w.put(" wants "); w.put(name(scalar_type));
       });
     }
+    t.check_storage(what);
     host_tensor out(make_shape<S>(t.extents(), what), t.get_storage());
     return out;
   }
@@ -206,6 +195,7 @@ class host_tensor {
   }
 
   void fill(value_type v) const {
+    if (storage_.bytes() < static_cast<std::size_t>(numel()) * sizeof(value_type)) detail::storage_too_small("typex::host_tensor::fill", storage_.bytes(), static_cast<std::size_t>(numel()) * sizeof(value_type));
     value_type* p = data();
     for (index_t i = 0, n = numel(); i < n; ++i) p[i] = v;
   }

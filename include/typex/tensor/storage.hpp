@@ -10,6 +10,8 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <string_view>
+#include <utility>
 
 namespace typex {
 
@@ -17,9 +19,11 @@ class storage {
  public:
   static constexpr std::size_t alignment = TYPEX_CONFIG_ALIGNMENT;
 
+  // No memory (a moved-from storage is one too): data() is null.
   storage() = default;
+  // `bytes` zeroed bytes. Even 0 bytes get a block of their own: a storage's address is its
+  // identity (tracing tells tensors apart by it), and two empty tensors are two tensors.
   explicit storage(std::size_t bytes) : bytes_(bytes) {
-    if (bytes == 0) return;
     void* p = ::operator new(round_up(bytes), std::align_val_t{alignment});
     std::memset(p, 0, bytes);
     data_ = std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) {
@@ -30,7 +34,7 @@ class storage {
   // Bytes [offset, offset + bytes) of `owner`, sharing its ownership (no allocation): the Eigen
   // backend's planned programs hand kernels views of their arena this way.
   static storage view(const storage& owner, std::size_t offset, std::size_t bytes) {
-    if (offset + bytes > owner.bytes_) {
+    if (offset > owner.bytes_ || bytes > owner.bytes_ - offset) {  // (no offset + bytes: it may wrap)
       detail::raise<argument_error>([&](auto& w) {
         w.put("typex::storage::view: bytes ["); w.put_int(static_cast<long long>(offset)); w.put(", ");
         w.put_int(static_cast<long long>(offset + bytes)); w.put(") are outside a storage of ");
@@ -41,6 +45,16 @@ class storage {
     s.data_ = std::shared_ptr<std::byte>(owner.data_, owner.data() + offset);
     s.bytes_ = bytes;
     return s;
+  }
+
+  storage(const storage&) = default;
+  storage& operator=(const storage&) = default;
+  // A moved-from storage holds nothing (null, 0 bytes), so the tensor it belonged to is detected.
+  storage(storage&& o) noexcept : data_(std::move(o.data_)), bytes_(std::exchange(o.bytes_, 0)) {}
+  storage& operator=(storage&& o) noexcept {
+    data_ = std::move(o.data_);
+    bytes_ = std::exchange(o.bytes_, 0);
+    return *this;
   }
 
   std::byte* data() const noexcept { return data_.get(); }
@@ -54,10 +68,27 @@ class storage {
   }
 
  private:
-  static std::size_t round_up(std::size_t n) noexcept { return (n + alignment - 1) / alignment * alignment; }
+  static std::size_t round_up(std::size_t n) noexcept { return n == 0 ? alignment : (n + alignment - 1) / alignment * alignment; }
 
   std::shared_ptr<std::byte> data_;
   std::size_t bytes_ = 0;
 };
+
+namespace detail {
+// A tensor whose storage holds fewer bytes than its extents need: a moved-from tensor (no storage
+// at all) is a state_error, any other an argument_error.
+[[noreturn]] TYPEX_NOINLINE TYPEX_COLD inline void storage_too_small(std::string_view who, std::size_t have, std::size_t need) {
+  if (have == 0) {
+    raise<state_error>([&](auto& w) {
+      w.put(who); w.put(": the tensor has no storage (it was moved from), and its extents need ");
+      w.put_int(static_cast<long long>(need)); w.put(" bytes");
+    });
+  }
+  raise<argument_error>([&](auto& w) {
+    w.put(who); w.put(": storage of "); w.put_int(static_cast<long long>(have)); w.put(" bytes is too small for ");
+    w.put_int(static_cast<long long>(need));
+  });
+}
+}  // namespace detail
 
 }  // namespace typex

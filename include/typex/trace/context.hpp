@@ -100,6 +100,8 @@ class tracing_context final : public requirement_recorder {
   template <class DT, class S>
   ir::value_ref value_of(const host_tensor<DT, S>& t) {
     const void* id = t.get_storage().data();
+    if (id == nullptr)  // (every tensor typex makes has storage, even an empty one: null is a moved-from tensor)
+      detail::raise_message<state_error>("typex: a tensor used while tracing has no storage: it was moved from");
     if (const ir::value_ref* v = find_storage(id)) return *v;
     const std::string name = detail::with_number("lifted_tensor_", static_cast<long long>(lifted_constants_.size()));
     std::string placeholder = "c_";

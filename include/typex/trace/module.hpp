@@ -108,7 +108,7 @@ std::vector<std::pair<std::string, any_tensor>> collect(const M& m, bool remove_
   for_each_module_tensor(m, [&](const std::string& fqn, tensor_role role, bool persistent, const auto& t) {
     if (!keep(role, persistent)) return;
     const std::byte* id = t.get_storage().data();
-    if (remove_duplicate && id != nullptr) {
+    if (remove_duplicate && id != nullptr) {  // (null: a moved-from tensor, never shared)
       for (const std::byte* s : seen)
         if (s == id) return;
       seen.push_back(id);
@@ -148,54 +148,18 @@ named_tensors state_dict(const M& m) {
 }
 
 // Copies the values of `sd` into m's parameters and persistent buffers (their storage is kept, so
-// tied weights stay tied). Every such tensor must be in `sd` with its dtype and shape; with `strict`,
-// `sd` may hold nothing else. Nothing is copied unless everything fits.
+// tied weights stay tied), as torch's load_state_dict: a name in both must have the same dtype
+// (dtype_error) and shape (shape_error); with `strict`, every such tensor must be in `sd` and `sd`
+// may hold nothing else (argument_error naming the missing and unexpected keys); without it, the
+// names that match are loaded and the others returned. Nothing is copied unless everything fits.
 template <module_type M>
-void load_state_dict(M& m, const named_tensors& sd, bool strict = true) {
-  std::vector<std::string> missing;
-  std::vector<std::string> used;
-  std::vector<std::pair<std::byte*, const any_tensor*>> copies;
+load_result load_state_dict(M& m, const named_tensors& sd, bool strict = true) {
+  std::vector<std::pair<std::string, any_tensor>> dst;
   for_each_module_tensor(m, [&](const std::string& fqn, tensor_role role, bool persistent, auto& t) {
-    if (!(role == tensor_role::parameter || (role == tensor_role::buffer && persistent))) return;
-    const any_tensor* src = sd.find(fqn);
-    if (src == nullptr) {
-      missing.push_back(fqn);
-      return;
-    }
-    used.push_back(fqn);
-    const auto e = t.extents();
-    bool same_shape = src->rank() == e.size();
-    for (std::size_t d = 0; same_shape && d < e.size(); ++d) same_shape = src->extents()[d] == e[d];
-    if (src->scalar_type() != t.scalar_type || !same_shape) {
-      detail::raise<shape_error>([&](auto& w) {
-        w.put("typex::load_state_dict: '"); w.put(fqn); w.put("' is "); w.put(t.to_string()); w.put(" in the module but ");
-        w.put(src->to_string()); w.put(" in the state dict");
-      });
-    }
-    copies.emplace_back(reinterpret_cast<std::byte*>(t.data()), src);
+    if (role == tensor_role::parameter || (role == tensor_role::buffer && persistent))
+      dst.emplace_back(fqn, t.erase());  // (shares the member's storage: the copy lands in the model)
   });
-  std::vector<std::string> unexpected;
-  if (strict) {
-    for (const auto& [name, t] : sd) {
-      bool found = false;
-      for (const auto& u : used) found = found || u == name;
-      if (!found) unexpected.push_back(name);
-    }
-  }
-  if (!missing.empty() || !unexpected.empty()) {
-    detail::raise<argument_error>([&](auto& w) {
-      w.put("typex::load_state_dict: ");
-      auto list = [&](std::string_view what, const std::vector<std::string>& names) {
-        w.put(what);
-        for (std::size_t i = 0; i < names.size(); ++i) { w.put(i ? ", '" : " '"); w.put(names[i]); w.put('\''); }
-      };
-      if (!missing.empty()) list("missing keys:", missing);
-      if (!missing.empty() && !unexpected.empty()) w.put("; ");
-      if (!unexpected.empty()) list("unexpected keys:", unexpected);
-    });
-  }
-  for (const auto& [dst, src] : copies)
-    if (dst != src->raw_data()) std::memcpy(dst, src->raw_data(), static_cast<std::size_t>(src->numel()) * itemsize(src->scalar_type()));
+  return detail::load_named(dst, sd, strict, "typex::load_state_dict");
 }
 
 }  // namespace typex

@@ -1,6 +1,8 @@
 // Tests for typex/trace/module.hpp and typex/trace/init.hpp.
 #include "../support.hpp"
 
+#include <cstring>
+
 #include <typex/trace/init.hpp>
 
 #include <boost/hana/adapt_struct.hpp>
@@ -104,7 +106,12 @@ TEST_CASE("load_state_dict copies values in and checks names, dtypes and shapes"
   const std::string msg = typex_test::message_of<argument_error>([&] { load_state_dict(b, partial); });
   CHECK(msg.find("typex::load_state_dict: missing keys: 'layers.0.fc.weight', ") == 0);
   CHECK(msg.find("; unexpected keys: 'tail.weight'") != std::string::npos);
-  CHECK_THROWS_AS(load_state_dict(b, partial, false), argument_error);  // missing keys even when not strict
+  // not strict (torch's strict=False): loads what matches, returns the missing and unexpected keys
+  const load_result r = load_state_dict(b, partial, false);
+  CHECK(r.unexpected_keys == std::vector<std::string>{"tail.weight"});
+  CHECK(r.missing_keys.size() + 1 == state_dict(b).size());
+  CHECK(std::memcmp(state_dict(b).at("head.weight").raw_data(), state_dict(a).at("head.weight").raw_data(),
+                    state_dict(a).at("head.weight").nbytes()) == 0);
 }
 
 TEST_CASE("init: deterministic per seed and FQN, PyTorch's bounds") {

@@ -457,7 +457,20 @@ class stepwise_engine final : public engine {
     }
     const auto& outs = g.output().args;
     outputs.resize(outs.size());
-    for (std::size_t i = 0; i < outs.size(); ++i) outputs[i] = *values[std::get<ir::value_ref>(outs[i]).node];
+    // (outputs never share memory with the inputs, the program's tensors or each other, as the
+    // planned engine's copies do not: an output that is a view of one is copied)
+    const auto within = [](const any_tensor& o, const storage& t) {
+      const auto p = reinterpret_cast<std::uintptr_t>(o.raw_data()), b = reinterpret_cast<std::uintptr_t>(t.data());
+      return p != 0 && b != 0 && p >= b && p < b + std::max<std::size_t>(t.bytes(), 1);
+    };
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      const any_tensor& v = *values[std::get<ir::value_ref>(outs[i]).node];
+      bool shared = false;
+      for (const any_tensor& x : inputs) shared = shared || within(v, x.get_storage());
+      for (const auto& [ph, x] : binding_.constants) shared = shared || within(v, x.get_storage());
+      for (std::size_t j = 0; j < i; ++j) shared = shared || within(v, outputs[j].get_storage());
+      outputs[i] = shared ? v.clone() : v;
+    }
   }
 
   plan_report report() const override {

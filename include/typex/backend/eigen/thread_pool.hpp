@@ -33,7 +33,8 @@ class thread_pool {
   thread_pool& operator=(const thread_pool&) = delete;
   ~thread_pool() { resize(1); }
 
-  int threads() const noexcept { return static_cast<int>(workers_.size()) + 1; }
+  // (atomic: programs on other threads ask while resize runs)
+  int threads() const noexcept { return count_.load(std::memory_order_acquire); }
 
   // Sets the number of participants (the caller included); joins or starts workers.
   void resize(int threads) {
@@ -53,21 +54,30 @@ class thread_pool {
     // the thread runs is still seen)
     const std::uint64_t now = generation_.load(std::memory_order_acquire);
     for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i, now] { work(i, now); });
+    count_.store(threads, std::memory_order_release);
   }
 
-  // Runs f(index) for index in [0, n) with n <= threads(): index 0 on the calling thread, the
-  // others on workers; returns when all are done. f must not throw.
+  // Runs f(index) for every index in [0, n); returns when all are done. Index 0 runs on the calling
+  // thread; with P participants (threads() when the region starts), participant p runs the indices
+  // p, p + P, p + 2P, ...: every index runs exactly once even when the pool shrank (resize from
+  // another thread) after the caller split its work into n parts. f must not throw.
   template <class F>
   void run(int n, F& f) {
-    n = std::min(n, threads());
-    if (n <= 1 || in_region_) {
+    if (n <= 0) return;
+    if (n == 1 || in_region_) {
       for (int i = 0; i < n; ++i) f(i);
       return;
     }
-    const std::lock_guard<std::mutex> region(region_);
+    const std::lock_guard<std::mutex> region(region_);  // (resize waits for this region, and back)
+    const int participants = std::min(n, threads());
+    if (participants <= 1) {
+      for (int i = 0; i < n; ++i) f(i);
+      return;
+    }
     fn_ = [](void* ctx, int i) { (*static_cast<F*>(ctx))(i); };
     ctx_ = &f;
     tasks_ = n;
+    stride_ = participants;
     pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
     {
       const std::lock_guard<std::mutex> lk(sleep_);
@@ -75,7 +85,7 @@ class thread_pool {
     }
     wake_.notify_all();
     in_region_ = true;
-    f(0);
+    for (int i = 0; i < n; i += participants) f(i);
     in_region_ = false;
     while (pending_.load(std::memory_order_acquire) != 0) TYPEX_CPU_RELAX();
   }
@@ -97,7 +107,8 @@ class thread_pool {
       }
       seen = g;
       if (stop_) return;
-      if (index < tasks_) fn_(ctx_, index);
+      if (index < stride_)
+        for (int i = index; i < tasks_; i += stride_) fn_(ctx_, i);
       pending_.fetch_sub(1, std::memory_order_acq_rel);
     }
   }
@@ -108,9 +119,11 @@ class thread_pool {
   std::condition_variable wake_;
   std::atomic<std::uint64_t> generation_{0};
   std::atomic<int> pending_{0};
+  std::atomic<int> count_{1};  // workers + the caller
   void (*fn_)(void*, int) = nullptr;
   void* ctx_ = nullptr;
   int tasks_ = 0;
+  int stride_ = 0;  // the participants of the current region
   bool stop_ = false;
   static inline thread_local bool in_region_ = false;
 };

@@ -151,12 +151,16 @@ void broadcast_apply(TO* po, const std::vector<index_t>& oe, const TA* pa, const
 }
 
 // A scalar argument as a rank-0 tensor of dtype d.
+// (an integer argument of an integer dtype is converted exactly: 2^53 + 1 does not go through double)
 inline any_tensor scalar_tensor(const kernel_args& a, std::size_t i, dtype d) {
   any_tensor t(d, {});
-  const double v = a.real(i);
+  const bool exact = a.is_integer(i) && !is_floating_point(d);
+  const std::int64_t n = exact ? a.integer(i) : 0;
+  const double v = exact ? 0.0 : a.real(i);
   dispatch<false>(d, a.target(), [&](auto tag) {
     using T = decltype(tag);
-    *t.data<T>() = convert<T>(v);
+    if constexpr (std::is_integral_v<T>) *t.data<T>() = exact ? static_cast<T>(n) : convert<T>(v);
+    else *t.data<T>() = convert<T>(v);
   });
   return t;
 }
@@ -183,7 +187,9 @@ any_tensor binary(const kernel_args& a) {
   // add/sub's alpha scales the second operand (self + alpha * other), as the planned step does
   constexpr bool scaled = std::is_same_v<Op, add_op> || std::is_same_v<Op, sub_op>;
   double alpha = 1;
+  std::int64_t int_alpha = 1;  // (integer results: alpha exactly, not through double)
   if constexpr (scaled) {
+    if (a.has("alpha") && a.is_integer(a.index("alpha"))) int_alpha = a.integer("alpha");
     alpha = a.real_or_default("alpha");
     // (checked before any conversion: a double outside i64 converted to it is undefined)
     if (!is_floating_point(d) && !(std::trunc(alpha) == alpha && std::abs(alpha) < 9.2e18))
@@ -198,8 +204,8 @@ any_tensor binary(const kernel_args& a) {
     if constexpr (Compare) {
       broadcast_apply(out.data<bool>(), oe, A.data<T>(), A.extents(), B.data<T>(), B.extents(),
                       [](T x, T y) { return Op::scalar(x, y); });
-    } else if (scaled && alpha != 1) {
-      const T s = static_cast<T>(alpha);
+    } else if (scaled && (alpha != 1 || int_alpha != 1)) {
+      const T s = std::is_integral_v<T> && a.has("alpha") && a.is_integer(a.index("alpha")) ? static_cast<T>(int_alpha) : static_cast<T>(alpha);
       broadcast_apply(out.data<T>(), oe, A.data<T>(), A.extents(), B.data<T>(), B.extents(),
                       [s](T x, T y) { return static_cast<T>(Op::scalar(x, static_cast<T>(s * y))); });
     } else {
