@@ -57,7 +57,7 @@ TEST_CASE("2. run(v, v): outputs never alias inputs, planned engine (growing and
   const auto m = rb::random_model<rb::with_view>(1);
   const auto x = rb::random_x(3, 2);
   const auto ep = export_program(m, input<"x">(tensor_spec<f32, rb::x_shape>(rb::spec_shape(3))));
-  const auto run = ep.module();
+  const auto run = program_module<eigen_backend>(ep);
   const std::vector<any_tensor> want = run({x.erase()});
   // the vector grows from 1 to 2 tensors while its first is the input (a use-after-free before)
   std::vector<any_tensor> v{x.clone().erase()};
@@ -88,7 +88,7 @@ TEST_CASE("2. outputs never alias inputs: the stepwise engine (data-dependent si
   const rb::selects m;
   const auto x = rb::random_x(4, 3);
   const auto ep = export_program(m, input<"x">(tensor_spec<f32, rb::x_shape>(rb::spec_shape(4))));
-  const auto run = ep.module();
+  const auto run = program_module<eigen_backend>(ep);
   const any_tensor in = x.clone().erase();
   const std::vector<any_tensor> out = run({in});
   REQUIRE(out.size() == 2);
@@ -174,6 +174,24 @@ TEST_CASE("4. a module keeps the weights it was made with; its load_state_dict r
 
 // ---- 6. semantics --------------------------------------------------------------------------------
 
+namespace {
+struct relu_model {
+  template <class X> auto operator()(const X& v) const { return relu(v); }
+};
+struct plus_big {
+  template <class X> auto operator()(const X& v) const { return sub(add(v, (std::int64_t{1} << 53) + 1), std::int64_t{3}); }
+};
+struct two_inputs {
+  template <class X, class Y>
+  auto operator()(const X& x, const Y& y) const {
+    return std::tuple(add(x, 1.0), add(y, 1.0));
+  }
+};
+}  // namespace
+BOOST_HANA_ADAPT_STRUCT(relu_model);
+BOOST_HANA_ADAPT_STRUCT(plus_big);
+BOOST_HANA_ADAPT_STRUCT(two_inputs);
+
 TEST_CASE("6. relu(NaN) is NaN in every floating dtype, eagerly and exported") {
   auto check = [](auto tag) {
     using DT = decltype(tag);
@@ -188,11 +206,8 @@ TEST_CASE("6. relu(NaN) is NaN in every floating dtype, eagerly and exported") {
     CHECK(static_cast<float>(y.data()[1]) == 0.0f);
     CHECK(static_cast<float>(y.data()[2]) == 2.0f);
     CHECK(static_cast<float>(y.data()[3]) == 0.0f);
-    struct m_relu {
-      template <class X> auto operator()(const X& v) const { return relu(v); }
-    };
-    const auto ep = export_program(m_relu{}, input<"x">(x.spec()));
-    const auto out = ep.module()({x.erase()});
+    const auto ep = export_program(relu_model{}, input<"x">(x.spec()));
+    const auto out = program_module<eigen_backend>(ep)({x.erase()});
     CHECK(std::isnan(static_cast<float>(out[0].template data<T>()[0])));
     CHECK(static_cast<float>(out[0].template data<T>()[2]) == 2.0f);
   };
@@ -212,11 +227,8 @@ TEST_CASE("6. integer scalars are exact: i64 + (2^53 + 1)") {
   CHECK(y.data()[1] == big + 1);
   const auto z = mul(x + 3, std::int64_t{1} << 60);
   CHECK(z.data()[1] == (std::int64_t{1} << 62));
-  struct plus_big {
-    template <class X> auto operator()(const X& v) const { return sub(add(v, (std::int64_t{1} << 53) + 1), std::int64_t{3}); }
-  };
   const auto ep = export_program(plus_big{}, input<"x">(x.spec()));
-  const auto out = ep.module()({x.erase()});
+  const auto out = program_module<eigen_backend>(ep)({x.erase()});
   CHECK(out[0].data<std::int64_t>()[0] == big - 3);
   CHECK(out[0].data<std::int64_t>()[1] == big - 2);
 }
@@ -273,7 +285,7 @@ TEST_CASE("7. two empty constants are two tensors (they shared the null address)
   const tensor<f32, fix<2>> x({2});
   const auto ep = export_program(m, x);
   CHECK(ep.constants().size() == 2);
-  const auto out = ep.module()({x.erase()});
+  const auto out = program_module<eigen_backend>(ep)({x.erase()});
   REQUIRE(out.size() == 3);
   CHECK(out[1].extents() == std::vector<index_t>{0});
   CHECK(out[2].extents() == std::vector<index_t>{0, 3});
@@ -338,16 +350,10 @@ TEST_CASE("8. a dim a*b that no input determines is an export error (every call 
   CHECK(contains(msg, "input 'x' has dim 0 = a*b, and no input binds a and b"));
   CHECK(contains(msg, "fix: declare that dim as one symbol of its own"));
   // bound by another input: fine
-  struct two_inputs {
-    template <class X, class Y>
-    auto operator()(const X& x, const Y& y) const {
-      return std::tuple(add(x, 1.0), add(y, 1.0));
-    }
-  };
   using T = shape<a, b>;
   const auto ep = export_program(two_inputs{}, input<"x">(tensor_spec<f32, S>(S(dim_mul_t<a, b>(a(2), b(3))))),
                                  input<"y">(tensor_spec<f32, T>(T(a(2), b(3)))));
-  const auto out = ep.module()({any_tensor(dtype::f32, {6}), any_tensor(dtype::f32, {2, 3})});
+  const auto out = program_module<eigen_backend>(ep)({any_tensor(dtype::f32, {6}), any_tensor(dtype::f32, {2, 3})});
   CHECK(out[0].extents() == std::vector<index_t>{6});
 }
 

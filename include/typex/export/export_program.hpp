@@ -201,12 +201,18 @@ class typed_program<std::tuple<In...>, Out> : public exported_program {
   using output_type = rebind_tree_t<Out, host_tensor>;
 
   typed_program(exported_program ep, Out prototype, std::vector<detail::specialized_number> scalars)
-      : exported_program(std::move(ep)), info_(std::make_shared<const typed_info>(typed_info{std::move(prototype), std::move(scalars)})) {}
+      : exported_program(std::move(ep)) {
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < signature().user_outputs().size(); ++i) names.push_back(output_name(*this, i));
+    info_ = std::make_shared<const typed_info>(typed_info{std::move(prototype), std::move(scalars), in_spec(), std::move(names)});
+  }
 
  private:
   struct typed_info {
     Out prototype;  // (its types give the outputs' types; its values are not used)
     std::vector<detail::specialized_number> scalars;
+    tree_spec in_spec;
+    std::vector<std::string> output_names;  // "output 'linear_1'"
   };
 
  public:
@@ -244,7 +250,7 @@ class typed_program<std::tuple<In...>, Out> : public exported_program {
       return map_tree<host_tensor>(info_->prototype, [&](const auto& l) {
         using L = std::remove_cvref_t<decltype(l)>;
         const std::size_t at = i++;
-        return host_tensor<typename L::dtype_type, typename L::shape_type>::bind(out[at], output_name(run_.program(), at));
+        return host_tensor<typename L::dtype_type, typename L::shape_type>::bind(out[at], info_->output_names[at]);
       });
     }
 
@@ -255,10 +261,10 @@ class typed_program<std::tuple<In...>, Out> : public exported_program {
    private:
     void check_structure(const rebind_tree_t<In, host_tensor>&... args) const {
       const tree_spec given = spec_of(std::make_tuple(map_tree<tensor_spec>(args, detail::to_spec)...));
-      if (given != run_.program().in_spec()) {
+      if (given != info_->in_spec) {
         detail::raise<tree_error>([&](auto& w) {
           w.put("typex: the inputs have the structure "); w.put(given.to_string());
-          w.put(", but the program was exported for "); w.put(run_.program().in_spec().to_string());
+          w.put(", but the program was exported for "); w.put(info_->in_spec.to_string());
         });
       }
     }

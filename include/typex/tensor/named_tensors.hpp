@@ -89,6 +89,7 @@ TYPEX_API auto typex::detail::load_named(const std::vector<std::pair<std::string
       r.missing_keys.push_back(fqn);
       continue;
     }
+    src->check_storage("the state dict's '" + fqn + "'");  // (a moved-from tensor: state_error, before its lost extents mislead)
     if (src->scalar_type() != t.scalar_type()) {
       raise<dtype_error>([&](auto& w) {
         w.put(who); w.put(": '"); w.put(fqn); w.put("' is "); w.put(t.to_string()); w.put(" in the module but ");
@@ -101,7 +102,6 @@ TYPEX_API auto typex::detail::load_named(const std::vector<std::pair<std::string
         w.put(src->to_string()); w.put(" in the state dict");
       });
     }
-    src->check_storage("the state dict's '" + fqn + "'");
     copies.emplace_back(&t, src);
   }
   for (const auto& [name, t] : sd)
