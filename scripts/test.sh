@@ -2,8 +2,9 @@
 # The test command (README, .ci/run): installs what is missing, then three stages.
 #   1. g++ 12, Release: the whole suite (unit, robustness, concurrency, static, compile-fail pairs,
 #      headers, layering, install consumers, docs).                            build/gcc
-#   2. clang 16 with AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer included): the
-#      whole suite again under the second compiler, plus the bounded libFuzzer run.  build/clang
+#   2. clang 16 with AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer included): unit,
+#      robustness, concurrency, the bounded libFuzzer run, and clang's compile-fail diagnostics
+#      (TYPEX_TEST_SCOPE=runtime).                                              build/clang
 #   3. clang 16 with ThreadSanitizer: the concurrency tests (8 threads sharing modules, copies,
 #      buffers written, the pool resized while programs run).                  build/tsan
 # DEVELOPERS.md gives what each stage costs.
@@ -34,12 +35,19 @@ run_suite() {  # name compiler [cmake args...]
   ctest --test-dir "build/$name" -j "$jobs" --output-on-failure
 }
 
-run_suite gcc g++ -DTYPEX_SANITIZE=
+run_suite gcc g++ -DTYPEX_SANITIZE= -DTYPEX_TEST_SCOPE=all
 if [ "$with_clang" = 1 ]; then
   # (halt on the first report, symbolized; the fuzz run's length is TYPEX_FUZZ_RUNS)
-  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1
+  # (allocator_may_return_null: a huge allocation throws std::bad_alloc as it does without ASan)
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:allocator_may_return_null=1
+  for s in /usr/lib/llvm-16/bin/llvm-symbolizer /usr/bin/llvm-symbolizer; do
+    if [ -x "$s" ]; then export ASAN_SYMBOLIZER_PATH=$s; break; fi
+  done
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  run_suite clang clang++-16 -DTYPEX_SANITIZE=address,undefined
+  # (the code that runs, instrumented, and clang's compile-fail diagnostics; the headers, static,
+  # consumer, docs, example and benchmark builds are stage 1's: DEVELOPERS.md)
+  run_suite clang clang++-16 -DTYPEX_SANITIZE=address,undefined -DTYPEX_TEST_SCOPE=runtime -DTYPEX_BUILD_EXAMPLES=OFF \
+            -DTYPEX_BUILD_BENCHMARKS=OFF
   unset ASAN_OPTIONS UBSAN_OPTIONS
   stage "tsan build (clang++-16 -fsanitize=thread)"
   cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++-16 "${launcher[@]}" \

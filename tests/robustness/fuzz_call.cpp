@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 namespace {
 using namespace typex;
@@ -111,6 +112,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     for (std::size_t i = 0; i < count; ++i) inputs.push_back(make_tensor(r));
   } catch (const typex::error&) {
+    return 0;
+  } catch (const std::bad_alloc&) {  // (a size typex accepts that the machine cannot hold: the standard signal)
     return 0;
   }
   const std::uint8_t mode = r.byte() % 4;

@@ -75,13 +75,4 @@ inline bool same_bits(const any_tensor& a, const any_tensor& b) {
          (a.nbytes() == 0 || std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0);
 }
 
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(nothing thrown)";
-}
 }  // namespace rb

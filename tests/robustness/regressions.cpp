@@ -2,14 +2,14 @@
 // failed (crashed, read out of bounds, or computed wrong numbers) on the code before the fix.
 #include "models.hpp"
 
-#include <doctest/doctest.h>
+#include "../unit/support.hpp"
 
 #include <bit>
 #include <cmath>
 #include <limits>
 
 using namespace typex;
-using rb::message_of;
+using typex_test::message_of;
 
 namespace {
 bool contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
@@ -270,8 +270,8 @@ TEST_CASE("6. numbers specialized into a program compare exactly: NaN, -0.0, int
 
 namespace {
 struct two_empty {
-  tensor<f32, fix<0>> a{{0}};
-  tensor<f32, fix<0>, fix<3>> b{{0, 3}};
+  tensor<f32, fix<0>> a;  // (default extents: 0 elements)
+  tensor<f32, fix<0>, fix<3>> b;
   template <class X>
   auto operator()(const X& x) const {
     return std::tuple(add(x, 1.0), a, b);  // (constants captured by the model: lifted)

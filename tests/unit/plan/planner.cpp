@@ -258,3 +258,40 @@ TEST_CASE("plan backend contract: a user's backend runs programs through the sam
   CHECK(mine_error == cpu_error);
   CHECK(mine.report() == 1);  // (refused before the backend ran)
 }
+
+TEST_CASE("plan planner: a folded value that is not what the program records is an error, not a wrong-extent buffer") {
+  using namespace planner_test;
+  // (issue 16: kernel steps checked their results against the node's recorded shape; folds did not,
+  // and every step reading a mis-shaped fold indexed it by the recorded extents)
+  struct lying_target final : plan::target {
+    recording_target inner;
+    any_tensor evaluate(const ir::node&, std::span<const any_tensor* const>, std::span<const any_tensor* const>,
+                        const symbol_table&) override {
+      return any_tensor(dtype::f32, {1});
+    }
+    bool is_activation(const ir::node& n, const symbol_table& s) override { return inner.is_activation(n, s); }
+    bool fuses(dtype dt) const override { return inner.fuses(dt); }
+    bool reads_strided(const ir::graph& g, const ir::node& u) override { return inner.reads_strided(g, u); }
+    std::size_t max_chain() const override { return inner.max_chain(); }
+    bool lower(plan::planner& p, plan::step_plan& s) override { return inner.lower(p, s); }
+    void lower_kernel(plan::planner& p, ir::node_id n) override { inner.lower_kernel(p, n); }
+  };
+  net m;
+  init_module(m, 4);
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<batch, fix<8>>>(shape<batch, fix<8>>(batch(3), {}))));
+  const ir::graph& g = ep.graph();
+  std::vector<std::pair<ir::node_id, any_tensor>> constants;
+  std::vector<ir::node_id> inputs;
+  const auto placeholders = g.placeholders();
+  for (std::size_t i = 0; i < placeholders.size(); ++i) {
+    const input_spec& s = ep.signature().input_specs()[i];
+    if (s.kind == input_kind::user_input) inputs.push_back(placeholders[i]);
+    else constants.emplace_back(placeholders[i], *ep.state_dict().find(s.target));
+  }
+  plan::planner p(g, inputs, constants, {});
+  lying_target t;
+  t.inner.graph = &g;
+  const std::vector<any_tensor> in{any_tensor(dtype::f32, {2, 8})};
+  const std::string msg = typex_test::message_of<ir::graph_error>([&] { p.plan(in, ep.bind_inputs(in), t); });
+  CHECK(msg == "typex: node 'mul_1' (aten.mul.Tensor), folded, produced f32[1] where the program records f32[4, 4]");
+}

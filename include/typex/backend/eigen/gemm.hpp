@@ -177,6 +177,8 @@ struct matrix_ref {
   const T* data;
   index_t rs, cs;
   const T& operator()(index_t i, index_t j) const noexcept { return data[i * rs + j * cs]; }
+  // The element's address, without forming a reference (an empty operand's data may be null)
+  const T* at(index_t i, index_t j) const noexcept { return data + (i * rs + j * cs); }
 };
 
 // The right-hand side packed into nr-column panels, kc rows at a time: block p (rows
@@ -203,7 +205,7 @@ struct packed_rhs {
         const index_t w = std::min<index_t>(nr, n - j0);
         for (index_t kk = 0; kk < kcp; ++kk) {
           T* row = panel + kk * nr;
-          if (b.cs == 1) std::copy_n(&b(p0 + kk, j0), w, row);  // (row-major B: a contiguous run)
+          if (b.cs == 1) std::copy_n(b.at(p0 + kk, j0), w, row);  // (row-major B: a contiguous run)
           else for (index_t jj = 0; jj < w; ++jj) row[jj] = b(p0 + kk, j0 + jj);
           std::fill(row + w, row + nr, T(0));
         }
@@ -249,7 +251,7 @@ TYPEX_VECTOR_TEMPLATE_ARGS_END
 // writes revisit each cache line of the panel h times). May write L elements past the panel.
 template <class T>
 void pack_micro_panel(matrix_ref<T> a, index_t r, index_t h, index_t p0, index_t kcp, T* dst) {
-  const T* src = &a(r, p0);
+  const T* src = a.at(r, p0);
   if (a.cs == 1) {
     pack_rows(src, a.rs, kcp, h, dst);
     return;
@@ -395,7 +397,7 @@ void gemm_range(index_t i0, index_t i1, index_t j0, index_t j1, matrix_ref<T> a,
         for (index_t ir = 0; ir < mcp; ir += mr) {
           const index_t h = std::min<index_t>(mr, mcp - ir);
           const auto kernel = kernels[static_cast<std::size_t>(h - 1)];
-          const T* apanel = pa != nullptr ? pa->panel(ic + ir, p0) : h == 1 && a.cs == 1 ? &a(ic + ir, p0) : apack + ir * kcp;
+          const T* apanel = pa != nullptr ? pa->panel(ic + ir, p0) : h == 1 && a.cs == 1 ? a.at(ic + ir, p0) : apack + ir * kcp;
           if (direct && w == nr) {  // the whole epilogue but a non-ReLU activation, in registers
             T* dst = c + (ic + ir) * ldc + jr;
             const bool bias = last && ep.bias != nullptr;
