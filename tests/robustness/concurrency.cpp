@@ -124,7 +124,7 @@ struct counter {
 }  // namespace
 BOOST_HANA_ADAPT_STRUCT(counter, calls);
 
-TEST_CASE("threads: a module that writes buffers serializes its calls; copies count on their own") {
+TEST_CASE("threads: a module that writes buffers serializes its calls, copies count on their own") {
   const counter m;
   const auto ep = export_program(m, input<"x">(tensor_spec<f32, rb::x_shape>(rb::spec_shape(2))));
   const auto run = program_module<eigen_backend>(ep);

@@ -147,7 +147,7 @@ TEST_CASE("3. moved-from tensors and modules are detected with a state_error") {
 
 // ---- 4. weights changed after export -------------------------------------------------------------
 
-TEST_CASE("4. a module keeps the weights it was made with; its load_state_dict replaces them, re-planned") {
+TEST_CASE("4. a module keeps the weights it was made with, its load_state_dict replaces them, re-planned") {
   auto m = rb::random_model<rb::mlp>(8);
   const auto x2 = rb::random_x(2, 9), x5 = rb::random_x(5, 10);
   const auto ep = export_program(m, input<"x">(tensor_spec<f32, rb::x_shape>(rb::spec_shape(2))));
@@ -311,7 +311,7 @@ dim_term num(index_t v) { return {dim_term::kind::constant, v, {}, 0, 0, dim_op:
 dim_term op(dim_op o) { return {dim_term::kind::op, 0, {}, 0, 0, o}; }
 }  // namespace
 
-TEST_CASE("8. a fact is implied only when proven; one true wherever sampled is checked at run time") {
+TEST_CASE("8. a fact is implied only when proven, one true wherever sampled is checked at run time") {
   const range_constraints ranges;
   const index_t huge = index_t{1} << 40;
   using k = detail::fact_verdict::kind;

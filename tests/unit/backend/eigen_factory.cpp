@@ -52,7 +52,7 @@ TEST_CASE("zeros_like, ones_like and full_like keep x's dtype and shape") {
   CHECK(full_like(k, 7)(2) == 7);
 }
 
-TEST_CASE("arange: dims give typed lengths, numbers a run-time length; torch's values and errors") {
+TEST_CASE("arange: dims give typed lengths, numbers a run-time length, torch's values and errors") {
   const auto a = arange(5_c);
   static_assert(std::is_same_v<decltype(a), const tensor<i64, fix<5>>>);
   for (index_t i = 0; i < 5; ++i) REQUIRE(a(i) == i);

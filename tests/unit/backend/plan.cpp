@@ -214,7 +214,7 @@ TEST_CASE("eigen plan: a CNN (conv + relu + max-pool in one step, flatten as a v
   for (index_t i = 0; i < first[0].numel(); ++i) CHECK(first[0].data<float>()[i] == second[0].data<float>()[i]);
 }
 
-TEST_CASE("eigen plan: strided, padded, dilated and grouped convolutions; the pools a conv step does and those it leaves") {
+TEST_CASE("eigen plan: strided, padded, dilated and grouped convolutions, the pools a conv step does and those it leaves") {
   using namespace plan_models;
   conv_pools m;
   init_module(m, 9);
@@ -246,7 +246,7 @@ TEST_CASE("eigen plan: a transformer block (in_proj slices folded, head transpos
   CHECK(r.allocating_ops.empty());
 }
 
-TEST_CASE("eigen plan: a new batch size re-plans; ops without a planned kernel run their eager kernel and are named") {
+TEST_CASE("eigen plan: a new batch size re-plans, ops without a planned kernel run their eager kernel and are named") {
   using batch = plan_models::batch;
   plan_models::linear_exp m;
   init_module(m, 1);

@@ -322,7 +322,7 @@ TEST_CASE("dynamic shapes: two symbols that must be equal: the fix is one symbol
                  "both dims)") != std::string::npos);
 }
 
-TEST_CASE("dynamic shapes: inputs sharing a symbol must agree; out-of-range inputs are rejected at run time") {
+TEST_CASE("dynamic shapes: inputs sharing a symbol must agree, out-of-range inputs are rejected at run time") {
   using namespace dyn_models;
   add_inputs m;
   using S = shape<batch, fix<8>>;
@@ -381,7 +381,7 @@ TEST_CASE("dynamic shapes: a derived dim (2*seq) is listed in the range constrai
   }
 }
 
-TEST_CASE("dynamic shapes: seq dynamic through attention with a causal mask; one program for every seq") {
+TEST_CASE("dynamic shapes: seq dynamic through attention with a causal mask, one program for every seq") {
   using namespace dyn_models;
   {
     causal_attention m;

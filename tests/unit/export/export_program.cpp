@@ -52,7 +52,7 @@ exp_test::net tied_net() {
 }
 }  // namespace
 
-TEST_CASE("export: parameters, buffers and constants lifted; tied weights once; torch's order and names") {
+TEST_CASE("export: parameters, buffers and constants lifted, tied weights once, torch's order and names") {
   using namespace exp_test;
   const net n = tied_net();
   const tensor_spec<f32, shape<batch, fix<4>>> x_spec(shape<batch, fix<4>>(batch(2), {}));
@@ -95,7 +95,7 @@ TEST_CASE("export: parameters, buffers and constants lifted; tied weights once; 
   typex_test::check_golden("export_tied_mlp.txt", printed);
 }
 
-TEST_CASE("export: unnamed inputs are args_<i>; a wrong static shape does not compile (see compile_fail)") {
+TEST_CASE("export: unnamed inputs are args_<i>, a wrong static shape does not compile (see compile_fail)") {
   using namespace exp_test;
   const net n = tied_net();
   const exported_program ep = export_program(n, tensor_spec<f32, shape_c<3, 4>>());

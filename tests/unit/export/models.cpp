@@ -237,7 +237,7 @@ TEST_CASE("models: exported from an example batch of 1 (and seq of 1), the progr
   }
 }
 
-TEST_CASE("models: nested pytree inputs and outputs; numbers specialized into the graph") {
+TEST_CASE("models: nested pytree inputs and outputs, numbers specialized into the graph") {
   using namespace models;
   tree_model m;
   init_module(m, 5);
@@ -270,7 +270,7 @@ TEST_CASE("models: nested pytree inputs and outputs; numbers specialized into th
         "aten.embedding.default: index 10 is out of range for 10 embeddings");
 }
 
-TEST_CASE("models: buffers (persistent and not) are lifted with their kinds; runs == eager") {
+TEST_CASE("models: buffers (persistent and not) are lifted with their kinds, runs == eager") {
   using namespace models;
   normalizer m;
   init_module(m, 9);
@@ -292,7 +292,7 @@ TEST_CASE("models: buffers (persistent and not) are lifted with their kinds; run
   check_close(ep.module()(x), m(x), 0.0);
 }
 
-TEST_CASE("models: tied weights are lifted once and read by both modules; runs == eager") {
+TEST_CASE("models: tied weights are lifted once and read by both modules, runs == eager") {
   using namespace models;
   tied m;
   init_module(m, 13);

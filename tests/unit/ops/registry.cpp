@@ -92,7 +92,7 @@ TEST_CASE("registry: a user-defined op is registered, found by name, and runs li
                        "typex::eigen: no kernel for mylib.unknown.default", unsupported_error);
 }
 
-TEST_CASE("registry: unary ops give PyTorch's dtypes when run (exp of i64 is f32; relu of i64 stays i64)") {
+TEST_CASE("registry: unary ops give PyTorch's dtypes when run (exp of i64 is f32, relu of i64 stays i64)") {
   const tensor<i64, fix<3>> n({3});
   for (index_t i = 0; i < 3; ++i) n.data()[i] = i;
   const auto e = exp(n);
@@ -237,7 +237,7 @@ TEST_CASE("schemas: the verifier checks each call's arguments against its op's s
         "(schema: aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor)");
 }
 
-TEST_CASE("schemas: kernels read arguments by name; add's alpha means the same eagerly and in a planned program") {
+TEST_CASE("schemas: kernels read arguments by name, add's alpha means the same eagerly and in a planned program") {
   // y = x + 2.5 * w, then y - 0.5 * x (sub's alpha), as aten.add.Tensor / aten.sub.Tensor with alpha
   ir::graph g;
   const auto x = g.add_placeholder("x", {dtype::f32, {2, 3}});

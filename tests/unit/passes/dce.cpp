@@ -17,7 +17,7 @@ TEST_CASE("dead calls are removed, references renumbered, placeholders kept") {
   CHECK(passes::eliminate_dead_code(g) == 0);
 }
 
-TEST_CASE("a chain of dead calls goes in one pass; unused inputs stay") {
+TEST_CASE("a chain of dead calls goes in one pass, unused inputs stay") {
   graph g;
   const node_id x = g.add_placeholder("x", {dtype::f32, {3}});
   const node_id unused = g.add_placeholder("unused", {dtype::f32, {3}});

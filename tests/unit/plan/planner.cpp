@@ -12,7 +12,7 @@
 
 using namespace typex;
 
-TEST_CASE("plan arena: buffers live at the same time never overlap; the others share memory") {
+TEST_CASE("plan arena: buffers live at the same time never overlap, the others share memory") {
   plan::arena_plan a;
   // (bytes, first, last): a chain of four values, each read by the next, and one long-lived value
   const std::size_t spec[][3] = {{1000, 0, 1}, {3000, 1, 2}, {1000, 2, 3}, {3000, 3, 4}, {200, 0, 4}, {0, 2, 2}};
@@ -49,7 +49,7 @@ struct my_reshape {  // a user's op that is a view: it says so to the planner wi
 };
 }  // namespace planner_test
 
-TEST_CASE("plan rules: keyed by op type; a user's op gets rules through the same table") {
+TEST_CASE("plan rules: keyed by op type, a user's op gets rules through the same table") {
   CHECK(plan::has(plan::rules_of(op_id_of<aten::reshape>), plan::rule::view));
   CHECK(plan::has(plan::rules_of(op_id_of<aten::conv2d>), plan::rule::epilogue_host));
   CHECK(plan::has(plan::rules_of(op_id_of<aten::conv2d>), plan::rule::pool_host));

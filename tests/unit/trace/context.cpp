@@ -67,7 +67,7 @@ TEST_CASE("eager tensors met while tracing: lifted once by storage, as torch nam
   CHECK(ctx.value_of(weight).node == p);
 }
 
-TEST_CASE("anonymous dims get fresh symbols; shape facts reach the context") {
+TEST_CASE("anonymous dims get fresh symbols, shape facts reach the context") {
   tracing_context ctx;
   const scoped_tracing on(ctx);
   CHECK(ctx.meta_of_type<f32, shape<dyn, dyn>>().to_string() == "f32[s0, s1]");

@@ -13,7 +13,7 @@ TEST_CASE_TEMPLATE("broadcast: [m, 1, 3] with [2, 1] for every kind of m", M, fi
   CHECK(r.to_string() == "[4, 2, 3]");
 }
 
-TEST_CASE("broadcast: static 1 meets a symbol; a symbol meets a static extent") {
+TEST_CASE("broadcast: static 1 meets a symbol, a symbol meets a static extent") {
   typex_test::recorder rec;
   const shape<m_sym, fix<3>> a(m_sym(1), {});
   const auto r = broadcast_shapes(a, shape_c<5, 3>{});

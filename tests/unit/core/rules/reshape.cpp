@@ -29,7 +29,7 @@ TEST_CASE("reshape: the inferred dim keeps the symbol when the types allow") {
   static_assert(same<decltype(flatten_shape(shape<>{})), shape_c<1>>);
 }
 
-TEST_CASE("reshape: run-time mismatches throw; divisibility is recorded") {
+TEST_CASE("reshape: run-time mismatches throw, divisibility is recorded") {
   typex_test::recorder rec;
   const shape<m_sym, fix<28>, fix<28>> img(m_sym(5), {}, {});
   CHECK(typex_test::message_of<shape_error>([&] { (void)reshape_shape(img, reshape_to(fix<3>{}, infer)); }) ==
