@@ -35,7 +35,7 @@ class any_tensor {
         storage_(detail::checked_bytes(extents_, dt, "tensor")) {}
   any_tensor(dtype dt, std::vector<index_t> extents, storage s) : dtype_(dt), extents_(std::move(extents)), storage_(std::move(s)) {
     const std::size_t need = detail::checked_bytes(extents_, dt, "tensor");
-    if (storage_.bytes() < need) detail::storage_too_small("typex::any_tensor", storage_.bytes(), need);
+    if (storage_.bytes() < need) detail::storage_too_small("typex::any_tensor", storage_.bytes(), need, storage_.data());
     // (a view at an offset that is not a multiple of the item size: kernels would read misaligned
     // elements, which is undefined behaviour; rejected here rather than copied behind the user's back)
     if (reinterpret_cast<std::uintptr_t>(storage_.data()) % itemsize(dt) != 0) {
@@ -52,7 +52,7 @@ class any_tensor {
     if (storage_.bytes() < nbytes() || (storage_.data() == nullptr && nbytes() != 0)) {
       std::string who = "typex: ";
       who += what;
-      detail::storage_too_small(who, storage_.bytes(), nbytes());
+      detail::storage_too_small(who, storage_.bytes(), nbytes(), storage_.data());
     }
   }
 
@@ -93,7 +93,7 @@ class any_tensor {
   // made without allocating. other's storage must hold at least as many bytes as this tensor needs.
   void view_storage_of(const any_tensor& other) {
     const std::size_t need = nbytes();
-    if (other.storage_.bytes() < need) detail::storage_too_small("typex::any_tensor::view_storage_of", other.storage_.bytes(), need);
+    if (other.storage_.bytes() < need) detail::storage_too_small("typex::any_tensor::view_storage_of", other.storage_.bytes(), need, other.storage_.data());
     storage_ = other.storage_;
   }
 
@@ -195,7 +195,7 @@ class host_tensor {
   }
 
   void fill(value_type v) const {
-    if (storage_.bytes() < static_cast<std::size_t>(numel()) * sizeof(value_type)) detail::storage_too_small("typex::host_tensor::fill", storage_.bytes(), static_cast<std::size_t>(numel()) * sizeof(value_type));
+    if (storage_.bytes() < static_cast<std::size_t>(numel()) * sizeof(value_type)) detail::storage_too_small("typex::host_tensor::fill", storage_.bytes(), static_cast<std::size_t>(numel()) * sizeof(value_type), storage_.data());
     value_type* p = data();
     for (index_t i = 0, n = numel(); i < n; ++i) p[i] = v;
   }

@@ -7,6 +7,7 @@
 #include <typex/core/error.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -24,6 +25,11 @@ class storage {
   // `bytes` zeroed bytes. Even 0 bytes get a block of their own: a storage's address is its
   // identity (tracing tells tensors apart by it), and two empty tensors are two tensors.
   explicit storage(std::size_t bytes) : bytes_(bytes) {
+    if (bytes > static_cast<std::size_t>(PTRDIFF_MAX)) {  // (core/sizes.hpp's limit; round_up would wrap)
+      detail::raise<argument_error>([&](auto& w) {
+        w.put("typex::storage: "); w.put_int(static_cast<long long>(bytes >> 1)); w.put(" * 2 bytes is more than a pointer can address");
+      });
+    }
     void* p = ::operator new(round_up(bytes), std::align_val_t{alignment});
     std::memset(p, 0, bytes);
     data_ = std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) {
@@ -76,9 +82,10 @@ class storage {
 
 namespace detail {
 // A tensor whose storage holds fewer bytes than its extents need: a moved-from tensor (no storage
-// at all) is a state_error, any other an argument_error.
-[[noreturn]] TYPEX_NOINLINE TYPEX_COLD inline void storage_too_small(std::string_view who, std::size_t have, std::size_t need) {
-  if (have == 0) {
+// at all: `data` null) is a state_error, any other an argument_error.
+[[noreturn]] TYPEX_NOINLINE TYPEX_COLD inline void storage_too_small(std::string_view who, std::size_t have, std::size_t need,
+                                                                     const void* data) {
+  if (data == nullptr) {
     raise<state_error>([&](auto& w) {
       w.put(who); w.put(": the tensor has no storage (it was moved from), and its extents need ");
       w.put_int(static_cast<long long>(need)); w.put(" bytes");
