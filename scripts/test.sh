@@ -46,7 +46,7 @@ if [ "$with_clang" = 1 ]; then
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   # (the code that runs, instrumented, and clang's compile-fail diagnostics; the headers, static,
   # consumer, docs, example and benchmark builds are stage 1's: DEVELOPERS.md)
-  # (-O1, as the sanitizers' authors advise: a third less compile time than -O3 for Eigen-heavy units)
+  # (-O1, as the sanitizers' authors advise: less compile time than -O3 for the Eigen-heavy units)
   run_suite clang clang++-16 -DTYPEX_SANITIZE=address,undefined -DTYPEX_TEST_SCOPE=runtime -DTYPEX_BUILD_EXAMPLES=OFF \
             -DTYPEX_BUILD_BENCHMARKS=OFF "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG"
   unset ASAN_OPTIONS UBSAN_OPTIONS
