@@ -110,6 +110,22 @@ std::map<std::string, ir::node_id> by_name(const ir::graph& g) {
   for (ir::node_id n = 0; n < g.size(); ++n) out[g[n].name] = n;
   return out;
 }
+
+// The placeholders a call feeds and the lifted tensors, as program_module binds them.
+struct binding_parts {
+  std::vector<ir::node_id> inputs;
+  std::vector<std::pair<ir::node_id, any_tensor>> constants;
+};
+inline binding_parts parts_of(const exported_program& ep) {
+  binding_parts b;
+  const auto placeholders = ep.graph().placeholders();
+  for (std::size_t i = 0; i < placeholders.size(); ++i) {
+    const input_spec& s = ep.signature().input_specs()[i];
+    if (s.kind == input_kind::user_input) b.inputs.push_back(placeholders[i]);
+    else b.constants.emplace_back(placeholders[i], *ep.state_dict().find(s.target));
+  }
+  return b;
+}
 }  // namespace planner_test
 BOOST_HANA_ADAPT_STRUCT(planner_test::net, fc1, fc2, shift, table);
 
@@ -121,15 +137,8 @@ TEST_CASE("plan planner: a target other than the Eigen backend gets the steps, e
   const ir::graph& g = ep.graph();
   const auto names = by_name(g);
   // the constants: the lifted parameters and buffers, as program_module binds them
-  std::vector<std::pair<ir::node_id, any_tensor>> constants;
-  const auto placeholders = g.placeholders();
-  std::vector<ir::node_id> inputs;
-  for (std::size_t i = 0; i < placeholders.size(); ++i) {
-    const input_spec& s = ep.signature().input_specs()[i];
-    if (s.kind == input_kind::user_input) inputs.push_back(placeholders[i]);
-    else constants.emplace_back(placeholders[i], *ep.state_dict().find(s.target));
-  }
-  plan::planner p(g, inputs, constants, {});
+  const binding_parts b = parts_of(ep);
+  plan::planner p(g, b.inputs, b.constants, {});
   recording_target t;
   t.graph = &g;
   const auto x = typex_test::random_tensor<tensor<f32, batch, fix<8>>>({5, 8}, 1).erase();
@@ -178,7 +187,7 @@ TEST_CASE("plan planner: a target other than the Eigen backend gets the steps, e
   recording_target declining;
   declining.graph = &g;
   declining.decline = {op_id_of<mul_op>};
-  plan::planner q(g, inputs, constants, {});
+  plan::planner q(g, b.inputs, b.constants, {});
   q.plan(in, symbols, declining);
   CHECK(declining.kernels == std::vector<ir::node_id>{names.at("mul")});
   REQUIRE(declining.lowered.size() == 5);  // linear + relu, linear, add (with the sub chained), matmul, add
@@ -187,7 +196,7 @@ TEST_CASE("plan planner: a target other than the Eigen backend gets the steps, e
   // fuse = false: one step per node
   recording_target plain;
   plain.graph = &g;
-  plan::planner u(g, inputs, constants, {.fuse = false});
+  plan::planner u(g, b.inputs, b.constants, {.fuse = false});
   u.plan(in, symbols, plain);
   CHECK(u.summary().fused == 0);
   CHECK(u.summary().chained == 0);
@@ -280,15 +289,8 @@ TEST_CASE("plan planner: a folded value that is not what the program records is 
   init_module(m, 4);
   const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<batch, fix<8>>>(shape<batch, fix<8>>(batch(3), {}))));
   const ir::graph& g = ep.graph();
-  std::vector<std::pair<ir::node_id, any_tensor>> constants;
-  std::vector<ir::node_id> inputs;
-  const auto placeholders = g.placeholders();
-  for (std::size_t i = 0; i < placeholders.size(); ++i) {
-    const input_spec& s = ep.signature().input_specs()[i];
-    if (s.kind == input_kind::user_input) inputs.push_back(placeholders[i]);
-    else constants.emplace_back(placeholders[i], *ep.state_dict().find(s.target));
-  }
-  plan::planner p(g, inputs, constants, {});
+  const binding_parts b = parts_of(ep);
+  plan::planner p(g, b.inputs, b.constants, {});
   lying_target t;
   t.inner.graph = &g;
   const std::vector<any_tensor> in{any_tensor(dtype::f32, {2, 8})};
