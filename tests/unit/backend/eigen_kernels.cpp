@@ -45,15 +45,23 @@ TEST_CASE("eigen kernels: conv2d, pools and adaptive pooling follow their defini
 
 // conv2d against its definition (double accumulation) where the PyTorch data would be large:
 // images whose packed columns take several ~192 KiB blocks, two k blocks, padding (the general
-// im2col path) and none (the direct one), strides, dilations, groups.
-TEST_CASE("eigen kernels: conv2d equals its definition through every path of the packed im2col") {
-  struct geometry { index_t n, c, h, w, oc, k, sh, sw, ph, pw, dh, dw, groups; };
+// im2col path) and none (the direct one), strides, dilations, groups; and the Winograd path (3x3,
+// stride 1, >= 8 input and >= 16 output channels): even and odd output sizes (a last tile cut in
+// half), paddings 0, 1, 2, tile chunks that end mid-row and mid-panel, two k blocks of channels,
+// one image split over 2 threads and two images one per thread.
+TEST_CASE("eigen kernels: conv2d equals its definition through every path of the packed im2col and of Winograd's tiles") {
+  struct geometry { index_t n, c, h, w, oc, k, sh, sw, ph, pw, dh, dw, groups; bool winograd; };
   const geometry cases[] = {
-      {2, 32, 14, 14, 8, 3, 1, 1, 1, 1, 1, 1, 1},  // padded, 288 kernel rows, 196 pixels: two column blocks
-      {1, 64, 12, 12, 6, 3, 1, 1, 0, 0, 1, 1, 1},  // 576 kernel rows: two k blocks, direct path
-      {1, 64, 20, 20, 4, 3, 2, 2, 1, 1, 1, 1, 2},  // strides, padding, groups
-      {2, 8, 30, 30, 16, 3, 1, 1, 0, 0, 2, 2, 1},  // dilation, direct path, 676 pixels: two column blocks
-      {1, 3, 9, 40, 5, 2, 3, 1, 0, 0, 1, 3, 1},    // row stride and column dilation on the direct path
+      {2, 32, 14, 14, 8, 3, 1, 1, 1, 1, 1, 1, 1, false},  // padded, 288 kernel rows, 196 pixels: two column blocks
+      {1, 64, 12, 12, 6, 3, 1, 1, 0, 0, 1, 1, 1, false},  // 576 kernel rows: two k blocks, direct path
+      {1, 64, 20, 20, 4, 3, 2, 2, 1, 1, 1, 1, 2, false},  // strides, padding, groups
+      {2, 8, 30, 30, 16, 3, 1, 1, 0, 0, 2, 2, 1, false},  // dilation, direct path, 676 pixels: two column blocks
+      {1, 3, 9, 40, 5, 2, 3, 1, 0, 0, 1, 3, 1, false},    // row stride and column dilation on the direct path
+      {1, 32, 26, 26, 64, 3, 1, 1, 0, 0, 1, 1, 1, true},  // the reference CNN's second layer: 12 x 12 tiles
+      {2, 16, 11, 9, 16, 3, 1, 1, 1, 1, 1, 1, 1, true},   // odd output (11 x 9): half tiles at the right and bottom
+      {1, 24, 40, 37, 20, 3, 1, 1, 2, 1, 1, 1, 1, true},  // 42 x 37 output, 21 x 19 tiles: chunks end mid-row
+      {1, 400, 6, 7, 16, 3, 1, 1, 1, 1, 1, 1, 1, true},   // 400 channels: two k blocks of the packed V
+      {1, 8, 3, 3, 16, 3, 1, 1, 0, 0, 1, 1, 1, true},     // one output pixel: one tile, three quarters outside
   };
   for (const geometry& q : cases) {
     const index_t icg = q.c / q.groups, ocg = q.oc / q.groups;
@@ -91,7 +99,7 @@ TEST_CASE("eigen kernels: conv2d equals its definition through every path of the
                   }
               worst = std::max(worst, std::abs(sum - double(out.data<float>()[((n * q.oc + o) * oh + y) * ow + xx])));
             }
-      INFO("c=" << q.c << " h=" << q.h << " w=" << q.w << " oc=" << q.oc << " threads=" << threads);
+      INFO("c=" << q.c << " h=" << q.h << " w=" << q.w << " oc=" << q.oc << " threads=" << threads << " winograd=" << q.winograd);
       CHECK(worst < 1e-4);
     }
   }

@@ -203,6 +203,7 @@ TEST_CASE("eigen plan: a CNN (conv + relu + max-pool in one step, flatten as a v
     CHECK(r.fused == 3);   // two relus, the pool
     CHECK(r.views == 1);   // flatten
     CHECK(r.steps == 3);   // conv1+relu, conv2+relu+pool, fc
+    CHECK(r.winograd == 1);  // conv2 (8 -> 16 channels, 3x3): Winograd's tiles; conv1 (1 channel): im2col
     CHECK(r.allocating_ops.empty());
   }
   // planned with 1 thread, run with 2: the convolution's scratch was planned for 1 (it stays at 1)

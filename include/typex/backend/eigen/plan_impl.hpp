@@ -67,7 +67,11 @@ class planned_engine final : public engine, private plan::target {
     }
   }
 
-  plan_report report() const override { return planner_.summary(); }
+  plan_report report() const override {
+    plan_report r = planner_.summary();
+    r.winograd = winograd_;
+    return r;
+  }
 
  private:
   using value = plan::value;
@@ -76,6 +80,7 @@ class planned_engine final : public engine, private plan::target {
   void plan(std::span<const any_tensor> inputs, const symbol_table& symbols) {
     planned_ = false;
     steps_.clear();
+    winograd_ = 0;
     planner_.plan(inputs, symbols, *this);
     if (arena_.bytes() < planner_.arena().peak()) arena_ = storage(planner_.arena().peak());
     // the arena views of the eager-kernel steps point into the new arena
@@ -242,6 +247,7 @@ class planned_engine final : public engine, private plan::target {
         s->g = conv_geometry_of(ka, {x->dt, x->extents}, {w->dt, w->extents}, b ? std::optional<index_t>(b->numel()) : std::nullopt);
         s->x = x->at, s->w = w->at, s->b = b ? b->at : operand{}, s->out = v.at, s->act = act;
         s->pool = pool;
+        winograd_ += s->g.winograd ? 1 : 0;
         s->scratch_threads = std::max(num_threads(), options_.threads);
         const index_t scratch = conv_scratch<T>(s->g, s->scratch_threads, pool.has_value());
         s->scratch = p.scratch(static_cast<std::size_t>(scratch) * sizeof(T), n);
@@ -407,6 +413,7 @@ class planned_engine final : public engine, private plan::target {
   bool planned_ = false;
   std::vector<std::vector<index_t>> planned_extents_;  // the inputs' extents of the last plan
   packed_weights packed_;  // constant weights packed, kept across plans
+  std::size_t winograd_ = 0;  // convolutions of the current plan done by Winograd's F(2x2, 3x3)
   std::vector<std::unique_ptr<step>> steps_;
   storage arena_;
 };

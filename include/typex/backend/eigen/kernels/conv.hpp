@@ -50,9 +50,16 @@ struct conv_geometry {
   nchw s;
   index_t oc, icg, kh, kw, oh, ow, groups;
   std::array<index_t, 2> stride, pad, dil;
+  bool winograd = false;  // computed by Winograd's F(2x2, 3x3) (conv_winograd.hpp), else im2col + GEMM
   index_t krows() const noexcept { return icg * kh * kw; }
   index_t cols() const noexcept { return oh * ow; }
 };
+
+}  // namespace typex::eigen::detail
+
+#include <typex/backend/eigen/kernels/conv_winograd.hpp>
+
+namespace typex::eigen::detail {
 
 // x, w: the input's and weight's shapes; bias: the bias' element count, if it has one.
 inline conv_geometry conv_geometry_of(const kernel_args& a, tensor_shape x, tensor_shape w, std::optional<index_t> bias) {
@@ -77,6 +84,7 @@ inline conv_geometry conv_geometry_of(const kernel_args& a, tensor_shape x, tens
   }
   g.oh = window_extent(a, g.s.h, g.kh, g.stride[0], g.pad[0], g.dil[0], false);
   g.ow = window_extent(a, g.s.w, g.kw, g.stride[1], g.pad[1], g.dil[1], false);
+  g.winograd = winograd_fits(g);
   return g;
 }
 
@@ -246,9 +254,13 @@ packed_rhs<T> im2col_packed(const conv_geometry& g, const T* img, T* out, index_
 // (conv_packed_weights<T>(g) elements, with the packing's slack): packed once per plan when they
 // are constant.
 template <class T>
-index_t conv_packed_weights(const conv_geometry& g) { return g.oc * g.krows() + gemm_traits<T>::lanes; }
+index_t conv_packed_weights(const conv_geometry& g) {
+  if (g.winograd) return static_cast<index_t>(winograd_layout<T>(g).weights());
+  return g.oc * g.krows() + gemm_traits<T>::lanes;
+}
 template <class T>
 void conv_pack_weights(const conv_geometry& g, const T* w, T* out) {
+  if (g.winograd) return winograd_pack_weights(g, w, out);
   const index_t ocg = g.oc / g.groups, k = g.krows();
   for (index_t gi = 0; gi < g.groups; ++gi) packed_lhs<T>::pack({w + gi * ocg * k, k, 1}, ocg, k, out + gi * ocg * k);
 }
@@ -270,7 +282,8 @@ index_t conv_chunk(const conv_geometry& g) {
 }
 template <class T>
 index_t conv_scratch(const conv_geometry& g, int threads, bool pooled = false) {
-  const index_t packed = g.krows() * packed_rhs<T>::padded_n(conv_chunk<T>(g));
+  const index_t packed =
+      g.winograd ? static_cast<index_t>(winograd_layout<T>(g).scratch()) : g.krows() * packed_rhs<T>::padded_n(conv_chunk<T>(g));
   return (packed + (pooled ? g.oc * g.cols() : 0)) * std::max(threads, 1);
 }
 template <class T>
@@ -278,8 +291,19 @@ void conv2d_into(const conv_geometry& g, const T* x, const T* wpacked, const T* 
                  int threads, const pool_geometry* pool = nullptr) {
   const index_t ocg = g.oc / g.groups, krows = g.krows(), cols = g.cols();
   const index_t per_thread = conv_scratch<T>(g, 1, pool != nullptr), chunk = conv_chunk<T>(g);
-  auto image = [&](index_t n, T* sc, int t) {
-    T* conv_out = pool != nullptr ? sc + (per_thread - g.oc * cols) : out + n * g.oc * cols;
+  const std::optional<winograd_layout<T>> wl = g.winograd ? std::optional<winograd_layout<T>>(g) : std::nullopt;
+  // image n's convolution into conv_out: by Winograd's tiles (over t threads: tiles split evenly,
+  // each thread in its own scratch slice, scratch + i * per_thread), or im2col + GEMM (t threads
+  // inside each product)
+  auto convolve = [&](index_t n, T* conv_out, T* sc, int t) {
+    const T* img = x + n * g.s.c * g.s.h * g.s.w;
+    if (wl) {
+      if (t <= 1) return winograd_tiles(g, *wl, img, wpacked, bias, act, conv_out, sc, 0, wl->tiles);
+      auto part = [&](int i) {
+        winograd_tiles(g, *wl, img, wpacked, bias, act, conv_out, sc + i * per_thread, wl->tiles * i / t, wl->tiles * (i + 1) / t);
+      };
+      return thread_pool::instance().run(t, part);
+    }
     for (index_t gi = 0; gi < g.groups; ++gi) {
       gemm_epilogue<T> ep;
       ep.bias = bias != nullptr ? bias + gi * ocg : nullptr;
@@ -287,14 +311,24 @@ void conv2d_into(const conv_geometry& g, const T* x, const T* wpacked, const T* 
       ep.act = act;
       const packed_lhs<T> w{ocg, krows, wpacked + gi * ocg * krows};
       for (index_t j0 = 0; j0 < cols; j0 += chunk) {
-        const packed_rhs<T> col = im2col_packed(g, x + (n * g.s.c + gi * g.icg) * g.s.h * g.s.w, sc, j0, std::min(cols, j0 + chunk));
+        const packed_rhs<T> col = im2col_packed(g, img + gi * g.icg * g.s.h * g.s.w, sc, j0, std::min(cols, j0 + chunk));
         gemm<T>(w, col, conv_out + gi * ocg * cols + j0, cols, ep, t);
       }
     }
-    if (pool == nullptr) return;
-    T* rows = pool_scratch<T>().get(static_cast<std::size_t>(pool->oh * pool->s.w));
+  };
+  // the max-pool of image n's convolution (in cache), over t threads by channel
+  auto pool_image = [&](index_t n, const T* conv_out, int t) {
     const index_t plane = pool->oh * pool->ow;
-    for (index_t c = 0; c < g.oc; ++c) max_pool_plane(*pool, conv_out + c * cols, out + (n * g.oc + c) * plane, rows);
+    parallel_for(g.oc, cols, t, [&](index_t c0, index_t c1) {
+      T* rows = pool_scratch<T>().get(static_cast<std::size_t>(pool->oh * pool->s.w));
+      for (index_t c = c0; c < c1; ++c) max_pool_plane(*pool, conv_out + c * cols, out + (n * g.oc + c) * plane, rows);
+    });
+  };
+  auto image = [&](index_t n, T* sc, int t) {
+    // (pooled: the convolution goes to the end of the first scratch slice, past every thread's work area)
+    T* conv_out = pool != nullptr ? sc + (per_thread - g.oc * cols) : out + n * g.oc * cols;
+    convolve(n, conv_out, sc, t);
+    if (pool != nullptr) pool_image(n, conv_out, t);
   };
   if (threads > 1 && g.s.n >= threads) {
     auto task = [&](int i) {

@@ -127,7 +127,7 @@ struct conv_step final : step {
   void prepare(packed_weights& cache) {
     if (w.kind != operand::where::constant) return;
     bool done = false;
-    std::tie(packed, done) = cache.get<T>(w.tensor->raw_data(), {1, g.oc, g.groups, g.krows()});
+    std::tie(packed, done) = cache.get<T>(w.tensor->raw_data(), {g.winograd ? 2 : 1, g.oc, g.groups, g.krows()});  // (the layout: Winograd or im2col)
     if (!done) conv_pack_weights(g, w.tensor->template data<T>(), packed->get(static_cast<std::size_t>(conv_packed_weights<T>(g))));
     prepacked = true;
   }
