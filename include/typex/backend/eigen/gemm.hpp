@@ -162,7 +162,11 @@ struct gemm_traits {
   static constexpr int lanes = Eigen::internal::packet_traits<T>::size;
   static constexpr int nr = 2 * lanes;                                                 // tile columns
   static constexpr int mr = EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS >= 32 ? 12 : 6;   // tile rows
-  static constexpr index_t max_kc = 384;             // depth of a block: a B micro-panel stays in L1
+#ifdef TYPEX_GEMM_MAX_KC
+  static constexpr index_t max_kc = TYPEX_GEMM_MAX_KC;
+#else
+  static constexpr index_t max_kc = 384;  // depth of a block: a B micro-panel stays in L1
+#endif
   static constexpr index_t mc = mr * 16;             // rows of a packed A block (L2)
   // k split into equal blocks of at most max_kc (K = 288 is one block, not 256 + a thin 32)
   static constexpr index_t kc_for(index_t k) noexcept {
@@ -311,6 +315,7 @@ void micro_kernel(index_t kc, const T* a, const T* b, T* c, index_t ldc, const T
   using namespace Eigen::internal;
   constexpr int L = traits::lanes;
   P c0[MR], c1[MR];
+  TYPEX_UNROLL  // (every loop over the tile's rows unrolled: the accumulators stay registers, no memset of a stack copy per call)
   for (int i = 0; i < MR; ++i) c0[i] = c1[i] = pset1<P>(T(0));
   for (index_t k = 0; k < kc; ++k) {
     P b0 = ploadu<P>(b);
@@ -328,6 +333,7 @@ void micro_kernel(index_t kc, const T* a, const T* b, T* c, index_t ldc, const T
   }
   const P zero = pset1<P>(T(0));
   const P cb0 = col_bias ? ploadu<P>(col_bias) : zero, cb1 = col_bias ? ploadu<P>(col_bias + L) : zero;
+  TYPEX_UNROLL
   for (int i = 0; i < MR; ++i) {
     if (accumulate) {
       c0[i] = padd(ploadu<P>(c + i * ldc), c0[i]);

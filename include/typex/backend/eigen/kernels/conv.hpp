@@ -55,11 +55,13 @@ struct conv_geometry {
   index_t cols() const noexcept { return oh * ow; }
 };
 
-}  // namespace typex::eigen::detail
-
-#include <typex/backend/eigen/kernels/conv_winograd.hpp>
-
-namespace typex::eigen::detail {
+// Whether a convolution takes the Winograd path: 3x3, stride 1, no dilation, one group, padding of
+// at most 2, and enough channels for the 16 products to be real GEMMs (with few input channels the
+// transforms cost more than they save: a 1-channel first layer stays on im2col).
+inline bool winograd_fits(const conv_geometry& g) {
+  return g.kh == 3 && g.kw == 3 && g.stride[0] == 1 && g.stride[1] == 1 && g.dil[0] == 1 && g.dil[1] == 1 && g.groups == 1 &&
+         g.pad[0] <= 2 && g.pad[1] <= 2 && g.icg >= 8 && g.oc >= 16;
+}
 
 // x, w: the input's and weight's shapes; bias: the bias' element count, if it has one.
 inline conv_geometry conv_geometry_of(const kernel_args& a, tensor_shape x, tensor_shape w, std::optional<index_t> bias) {
@@ -249,6 +251,12 @@ packed_rhs<T> im2col_packed(const conv_geometry& g, const T* img, T* out, index_
   }
   return packed_rhs<T>{k, n, out, kc};
 }
+
+}  // namespace typex::eigen::detail
+
+#include <typex/backend/eigen/kernels/conv_winograd.hpp>
+
+namespace typex::eigen::detail {
 
 // The weights [oc, icg * kh * kw] as the GEMM's packed left-hand side, group after group
 // (conv_packed_weights<T>(g) elements, with the packing's slack): packed once per plan when they

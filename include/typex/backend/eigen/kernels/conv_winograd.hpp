@@ -1,7 +1,8 @@
 // typex/backend/eigen/kernels/conv_winograd.hpp — the Eigen backend: 3x3 convolutions by Winograd's
 // minimal filtering F(2x2, 3x3).
 //
-// Part of the convolution family (conv.hpp includes it after the geometry). Each 2x2 block of
+// Part of the convolution family (conv.hpp includes it after im2col; winograd_fits, the choice, is
+// in conv.hpp with the geometry). Each 2x2 block of
 // output pixels (a tile) of a stride-1, undilated 3x3 convolution is computed from the 4x4 input
 // patch under it as  Y = A^T [ (G g G^T) (.) (B^T d B) ] A:  16 products per tile and input
 // channel instead of 36, so that the convolution becomes 16 GEMMs
@@ -23,14 +24,6 @@
 
 namespace typex::eigen::detail {
 
-// Whether a convolution takes the Winograd path: 3x3, stride 1, no dilation, one group, padding of
-// at most 2, and enough channels for the 16 products to be real GEMMs (with few input channels the
-// transforms cost more than they save: a 1-channel first layer stays on im2col).
-inline bool winograd_fits(const conv_geometry& g) {
-  return g.kh == 3 && g.kw == 3 && g.stride[0] == 1 && g.stride[1] == 1 && g.dil[0] == 1 && g.dil[1] == 1 && g.groups == 1 &&
-         g.pad[0] <= 2 && g.pad[1] <= 2 && g.icg >= 8 && g.oc >= 16;
-}
-
 template <class T>
 struct winograd_layout {
   index_t th, tw, tiles;  // tile rows, tile columns, tiles per image
@@ -46,8 +39,8 @@ struct winograd_layout {
   }
   std::size_t v_size() const noexcept { return packed_rhs<T>::size_for(ic, chunk); }  // one position's packed V
   std::size_t m_size() const noexcept { return static_cast<std::size_t>(oc * chunk); }
-  std::size_t rows_size() const noexcept { return static_cast<std::size_t>(4 * (2 * tw + 4) + 16 * tw); }
-  // scratch of one thread: 16 V, 16 M, the padded input rows and the row-transformed rows
+  std::size_t rows_size() const noexcept { return static_cast<std::size_t>(ic * (2 * th + 2) * (2 * tw + 2)); }
+  // scratch of one thread: 16 V, 16 M, the zero-padded input (rows_size)
   std::size_t scratch() const noexcept { return 16 * (v_size() + m_size()) + rows_size(); }
   // the weights: 16 packed [oc x ic] matrices
   std::size_t u_size() const noexcept { return packed_lhs<T>::size_for(oc, ic); }
@@ -79,86 +72,80 @@ void winograd_pack_weights(const conv_geometry& g, const T* w, T* out) {
     packed_lhs<T>::pack({u.data() + xi * L.oc * L.ic, L.ic, 1}, L.oc, L.ic, out + xi * static_cast<index_t>(L.u_size()));
 }
 
-// Writes src[0, len) as the packed right-hand side's row c, columns [col, col + len) (split where
-// the columns cross a panel).
-template <class T>
-inline void winograd_put_row(const packed_rhs<T>& v, index_t c, index_t col, const T* src, index_t len) {
-  constexpr int nr = gemm_traits<T>::nr;
-  const index_t p0 = c / v.kc * v.kc;
-  while (len > 0) {
-    const index_t j0 = col / nr * nr, n = std::min(len, j0 + nr - col);
-    T* dst = const_cast<T*>(v.panel(p0, j0)) + (c - p0) * nr + (col - j0);
-    for (index_t q = 0; q < n; ++q) dst[q] = src[q];
-    col += n, src += n, len -= n;
-  }
-}
-
 // The tiles [t0, t1) of one image: x its input [ic, H, W], u the packed weights, out its output
 // [oc, oh, ow] (bias and activation applied), sc this thread's scratch (winograd_layout::scratch()).
 template <class T>
 void winograd_tiles(const conv_geometry& g, const winograd_layout<T>& L, const T* x, const T* u, const T* bias, activation act, T* out,
                     T* sc, index_t t0, index_t t1) {
   constexpr int nr = gemm_traits<T>::nr;
-  const index_t H = g.s.h, W = g.s.w, oh = g.oh, ow = g.ow, tw = L.tw, pw = 2 * tw + 4;
+  const index_t H = g.s.h, W = g.s.w, oh = g.oh, ow = g.ow, tw = L.tw, pw = 2 * tw + 2;
   T* vbase = sc;
   T* mbase = vbase + 16 * L.v_size();
-  T* prow = mbase + 16 * L.m_size();  // 4 padded input rows of 2 tw + 4
-  T* rt = prow + 4 * pw;              // row-transformed: [4 rows][4 columns][tw]
+  // the zero-padded input rows that tiles [t0, t1) read: padded rows [py0, py1) of 2 tw + 2 columns
+  // (padded (y, x) = input (y - pad, x - pad)), every channel: no bounds checks in the transform
+  const index_t ty0 = t0 / tw, py0 = 2 * ty0, py1 = t1 > t0 ? 2 * ((t1 - 1) / tw) + 4 : py0, prows = py1 - py0;
+  T* padded = mbase + 16 * L.m_size();
+  for (index_t c = 0; c < L.ic; ++c)
+    for (index_t y = py0; y < py1; ++y) {
+      T* pr = padded + (c * prows + (y - py0)) * pw;
+      const index_t iy = y - g.pad[0];
+      const index_t lo = std::min(g.pad[1], pw), hi = std::min(W + g.pad[1], pw);
+      if (iy < 0 || iy >= H) {
+        std::fill(pr, pr + pw, T(0));
+        continue;
+      }
+      std::fill(pr, pr + lo, T(0));
+      copy_run(x + (c * H + iy) * W, pr + lo, hi - lo);
+      std::fill(pr + hi, pr + pw, T(0));
+    }
   for (index_t c0 = t0; c0 < t1; c0 += L.chunk) {
     const index_t c1 = std::min(t1, c0 + L.chunk), n = c1 - c0;
-    std::array<packed_rhs<T>, 16> v;
-    for (index_t xi = 0; xi < 16; ++xi) v[xi] = packed_rhs<T>{L.ic, n, vbase + xi * static_cast<index_t>(L.v_size())};
-    // input transform: V_xi(c, t) = (B^T d B)_xi for tile t's 4x4 patch d of channel c
-    if (n % nr != 0)  // (the last panel's padding columns: zeros, as the GEMM reads them)
-      for (index_t xi = 0; xi < 16; ++xi)
-        for (index_t c = 0; c < L.ic; ++c) {
-          const index_t p0 = c / v[xi].kc * v[xi].kc, j0 = n / nr * nr;
-          T* dst = const_cast<T*>(v[xi].panel(p0, j0)) + (c - p0) * nr;
-          std::fill(dst + (n - j0), dst + nr, T(0));
-        }
-    for (index_t c = 0; c < L.ic; ++c) {
-      const T* plane = x + c * H * W;
-      for (index_t ty = c0 / tw; ty * tw < c1; ++ty) {
-        const index_t a = std::max(c0, ty * tw) - ty * tw, b = std::min(c1, (ty + 1) * tw) - ty * tw;  // tile columns [a, b)
-        // the padded rows 2 ty - pad + r, columns [2a, 2b + 2) (input column = padded column - pad)
-        for (index_t r = 0; r < 4; ++r) {
-          T* pr = prow + r * pw;
-          const index_t iy = 2 * ty - g.pad[0] + r;
-          const index_t x0 = 2 * a, x1 = 2 * b + 2;
-          if (iy < 0 || iy >= H) {
-            std::fill(pr + x0, pr + x1, T(0));
-            continue;
-          }
-          const T* in = plane + iy * W - g.pad[1];
-          const index_t lo = std::clamp<index_t>(g.pad[1], x0, x1), hi = std::clamp<index_t>(W + g.pad[1], lo, x1);
-          std::fill(pr + x0, pr + lo, T(0));
-          std::copy(in + lo, in + hi, pr + lo);
-          std::fill(pr + hi, pr + x1, T(0));
-        }
-        // B^T along each row (d0 - d2, d1 + d2, d2 - d1, d1 - d3), then along the columns
-        for (index_t r = 0; r < 4; ++r) {
-          const T* pr = prow + r * pw;
-          T *q0 = rt + (r * 4 + 0) * tw, *q1 = rt + (r * 4 + 1) * tw, *q2 = rt + (r * 4 + 2) * tw, *q3 = rt + (r * 4 + 3) * tw;
-          for (index_t t = a; t < b; ++t) {
-            const T d0 = pr[2 * t], d1 = pr[2 * t + 1], d2 = pr[2 * t + 2], d3 = pr[2 * t + 3];
-            q0[t] = d0 - d2, q1[t] = d1 + d2, q2[t] = d2 - d1, q3[t] = d1 - d3;
-          }
-        }
-        const index_t col = ty * tw + a - c0, len = b - a;
-        T tmp[4][64];
-        for (index_t s = 0; s < len; s += 64) {
-          const index_t m = std::min<index_t>(64, len - s);
-          for (index_t j = 0; j < 4; ++j) {
-            const T *r0 = rt + (0 * 4 + j) * tw + a + s, *r1 = rt + (1 * 4 + j) * tw + a + s, *r2 = rt + (2 * 4 + j) * tw + a + s,
-                    *r3 = rt + (3 * 4 + j) * tw + a + s;
-            for (index_t t = 0; t < m; ++t) {
-              tmp[0][t] = r0[t] - r2[t], tmp[1][t] = r1[t] + r2[t], tmp[2][t] = r2[t] - r1[t], tmp[3][t] = r1[t] - r3[t];
+    const index_t np = packed_rhs<T>::padded_n(n), kc = gemm_traits<T>::kc_for(L.ic);
+    // input transform, panel by panel (nr tiles: each of the 16 results of a channel is one run of
+    // nr values in its V, stored as whole packets; the last panel's missing tiles are zeros): the
+    // panel's tiles in segments along tile rows, and per segment and input row the 4x4 patches' B^T
+    // along the row from the row's even and odd columns (d0 - d2, d1 + d2, d2 - d1, d1 - d3), then
+    // B^T along the columns — vectorised over the tiles, in local arrays
+    for (index_t j0 = 0; j0 < n; j0 += nr) {
+      const index_t w = std::min<index_t>(nr, n - j0);
+      struct segment { index_t row, lane, len; };  // padded-row offset of the first tile's patch, its lane, tiles
+      std::array<segment, nr> segs{};
+      std::size_t nseg = 0;
+      for (index_t l = 0; l < w;) {
+        const index_t t = c0 + j0 + l, ty = t / tw, tx = t % tw, len = std::min(w - l, tw - tx);
+        segs[nseg++] = {(2 * ty - py0) * pw + 2 * tx, l, len};
+        l += len;
+      }
+      for (index_t c = 0; c < L.ic; ++c) {
+        const T* pc = padded + c * prows * pw;
+        alignas(64) T out[16][nr];
+        if (w < nr)
+          for (auto& o : out) std::fill(o + w, o + nr, T(0));
+        for (std::size_t sg = 0; sg < nseg; ++sg) {
+          const segment& q = segs[sg];
+          alignas(64) T h[4][4][nr];  // [input row][B^T along the row][tile]
+          for (index_t r = 0; r < 4; ++r) {
+            const T* row = pc + q.row + r * pw;
+            for (index_t l = 0; l < q.len; ++l) {
+              const T d0 = row[2 * l], d1 = row[2 * l + 1], d2 = row[2 * l + 2], d3 = row[2 * l + 3];
+              h[r][0][l] = d0 - d2, h[r][1][l] = d1 + d2, h[r][2][l] = d2 - d1, h[r][3][l] = d1 - d3;
             }
-            for (index_t i = 0; i < 4; ++i) winograd_put_row(v[i * 4 + j], c, col + s, tmp[i], m);
           }
+          for (index_t j = 0; j < 4; ++j)
+            for (index_t l = 0; l < q.len; ++l) {
+              out[j][q.lane + l] = h[0][j][l] - h[2][j][l];
+              out[4 + j][q.lane + l] = h[1][j][l] + h[2][j][l];
+              out[8 + j][q.lane + l] = h[2][j][l] - h[1][j][l];
+              out[12 + j][q.lane + l] = h[1][j][l] - h[3][j][l];
+            }
         }
+        const index_t p0 = c / kc * kc, kcp = std::min(kc, L.ic - p0);
+        const index_t at = p0 * np + j0 * kcp + (c - p0) * nr;  // row c of panel j0, in every V
+        for (index_t xi = 0; xi < 16; ++xi) copy_run(out[xi], vbase + xi * static_cast<index_t>(L.v_size()) + at, index_t{nr});
       }
     }
+    std::array<packed_rhs<T>, 16> v;
+    for (index_t xi = 0; xi < 16; ++xi) v[xi] = packed_rhs<T>{L.ic, n, vbase + xi * static_cast<index_t>(L.v_size())};
     // the 16 products M_xi = U_xi V_xi
     T* m = mbase;
     for (index_t xi = 0; xi < 16; ++xi) {
