@@ -5,9 +5,11 @@
 //
 //   ./build/gcc/benchmarks/typex_models_eigen --benchmark_filter=mlp
 //
-// Counters: GFLOP/s per row; the context has the FMA peak measured at start-up (Eigen packets,
-// 12 independent multiply-add chains per thread) and the largest difference between typex's and
-// the hand-written outputs (checked before timing: > 1e-3 aborts).
+// Counters: GFLOP/s per row, and the parameters' bytes read per call (weight_GB/s: as a rate); the
+// context has the FMA peak measured at start-up (Eigen packets, 12 independent multiply-add chains
+// per thread), the read bandwidth of L3 (8 MiB) and of memory (512 MiB) on 1 thread, and the
+// largest difference between typex's and the hand-written outputs (checked before timing: > 1e-3
+// aborts).
 #include "hand_eigen.hpp"
 #include "workloads.hpp"
 
@@ -89,6 +91,42 @@ double fma_peak(int threads) {
   return total;
 }
 
+// Measured read bandwidth (GB/s, 1 thread): summing a buffer of `bytes` over and over (8 MiB: in
+// L3, where a batch-1 model's weights live between calls; 512 MiB: memory).
+double read_bandwidth(std::size_t bytes) {
+  const std::size_t n = bytes / sizeof(float);
+  std::vector<float> buf(n, 1.0f);
+  using P = Eigen::internal::packet_traits<float>::type;
+  constexpr std::size_t L = Eigen::internal::packet_traits<float>::size;
+  auto pass = [&] {
+    using namespace Eigen::internal;
+    P a0 = pset1<P>(0.f), a1 = a0, a2 = a0, a3 = a0;
+    for (std::size_t i = 0; i + 4 * L <= n; i += 4 * L) {
+      a0 = padd(a0, ploadu<P>(buf.data() + i)), a1 = padd(a1, ploadu<P>(buf.data() + i + L));
+      a2 = padd(a2, ploadu<P>(buf.data() + i + 2 * L)), a3 = padd(a3, ploadu<P>(buf.data() + i + 3 * L));
+    }
+    benchmark::DoNotOptimize(predux(padd(padd(a0, a1), padd(a2, a3))));
+  };
+  pass();  // (warm: pages touched, the L3 case in cache)
+  double best = 0;
+  for (int r = 0; r < 5; ++r) {
+    const int reps = static_cast<int>(std::max<std::size_t>(1, (std::size_t{1} << 30) / bytes));
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < reps; ++i) pass();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, double(bytes) * reps / s * 1e-9);
+  }
+  return best;
+}
+
+// The bytes a call must read at least: the parameters (float32).
+template <class M>
+double parameter_bytes(const M& m) {
+  double n = 0;
+  for (auto& [name, t] : typex::named_parameters(m)) n += double(t.numel()) * sizeof(float);
+  return n;
+}
+
 float max_diff(const float* a, const float* b, long n) {
   float w = 0;
   for (long i = 0; i < n; ++i) w = std::max(w, std::abs(a[i] - b[i]));
@@ -143,6 +181,8 @@ void run_pair(benchmark::State& state, bool use_typex, std::vector<long> in_exte
     for (auto _ : state) benchmark::DoNotOptimize(hand_call(hand, x.data<float>(), b, threads).data());
   }
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weight_GB/s"] = benchmark::Counter(parameter_bytes(model) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weight_bytes"] = parameter_bytes(model);
 }
 
 void mlp(benchmark::State& s, bool t) {
@@ -241,6 +281,8 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   benchmark::AddCustomContext("fma_peak_gflops_1_thread", std::to_string(bench::fma_peak(1)));
   benchmark::AddCustomContext("fma_peak_gflops_2_threads", std::to_string(bench::fma_peak(2)));
+  benchmark::AddCustomContext("read_gbs_l3_8mib", std::to_string(bench::read_bandwidth(std::size_t{8} << 20)));
+  benchmark::AddCustomContext("read_gbs_memory_512mib", std::to_string(bench::read_bandwidth(std::size_t{512} << 20)));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
 }
