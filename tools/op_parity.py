@@ -402,6 +402,15 @@ for dt in (torch.int64, torch.int32, torch.bool):
         for op in ["neg", "abs", "relu"]:
             case(f"aten.{op}.default", [randint(-9, 9, 6, dtype=dt)], atol=0, rtol=0)
 
+# ---- 3x3 stride-1 convolutions on the Eigen backend's Winograd F(2x2, 3x3) path (>= 8 input and >= 16
+# output channels): even and odd output sizes (half tiles at the right and bottom), padding 0 / 1 / 2,
+# a batch of two, no bias, f64 (appended last: the cases above keep their random data)
+case("aten.conv2d.default", [randn(1, 8, 10, 10), randn(16, 8, 3, 3), randn(16), [1, 1], [0, 0], [1, 1], 1], atol=1e-5)
+case("aten.conv2d.default", [randn(2, 12, 9, 7), randn(16, 12, 3, 3), randn(16), [1, 1], [1, 1], [1, 1], 1], atol=1e-5)
+case("aten.conv2d.default", [randn(1, 16, 6, 5), randn(24, 16, 3, 3), None, [1, 1], [2, 1], [1, 1], 1], atol=1e-5)
+case("aten.conv2d.default", [randn(1, 8, 7, 8, dtype=torch.float64), randn(16, 8, 3, 3, dtype=torch.float64),
+                             randn(16, dtype=torch.float64), [1, 1], [1, 1], [1, 1], 1], atol=1e-12, rtol=1e-12)
+
 path = os.path.join("tests", "data", "parity", "ops.txt")
 os.makedirs(os.path.dirname(path), exist_ok=True)
 with open(path, "w") as f:

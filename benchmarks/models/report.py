@@ -22,7 +22,9 @@ from collections import defaultdict
 NAMED = [("hand_eigen", "hand Eigen"), ("libtorch", "LibTorch 1.13"), ("cpp-eager", "LibTorch 2.15"),
          ("cpp-aoti", "AOTInductor"), ("py-compile-max-autotune", "torch.compile max-autotune"),
          ("onnxruntime", "ONNX Runtime")]
-TITLE = dict(NAMED)
+OTHER_TITLES = {"cpp-eager-fused": "LibTorch 2.15 (fused attention)", "cpp-aoti-static": "AOTInductor (static shapes)",
+                "py-compile-default": "torch.compile", "py-compile-freezing": "torch.compile (freezing)"}
+TITLE = dict(NAMED) | OTHER_TITLES
 WORKLOADS = ["mlp", "cnn", "transformer"]
 
 times = defaultdict(list)    # (workload, peer, batch, threads) -> [us] (one per repetition)

@@ -152,44 +152,50 @@ void winograd_tiles(const conv_geometry& g, const winograd_layout<T>& L, const T
       const packed_lhs<T> uxi{L.oc, L.ic, u + xi * static_cast<index_t>(L.u_size())};
       gemm<T>(uxi, v[xi], m + xi * L.oc * n, n, gemm_epilogue<T>{}, 1);
     }
-    // output transform: Y = A^T M A (rows m0 + m1 + m2, m1 - m2 - m3; then the same along columns)
+    // output transform: Y = A^T M A (rows m0 + m1 + m2, m1 - m2 - m3; then the same along the
+    // columns) plus the bias, over the chunk's tiles in one vectorised pass (they are contiguous in
+    // M), then the 2x2 pixels of each tile to their rows, tile row by tile row; the activation on
+    // the rows written
+    const bool relu = act.is_relu();
     for (index_t o = 0; o < L.oc; ++o) {
       const T bo = bias != nullptr ? bias[o] : T(0);
       T* plane = out + o * oh * ow;
-      for (index_t ty = c0 / tw; ty * tw < c1; ++ty) {
-        const index_t a = std::max(c0, ty * tw) - ty * tw, b = std::min(c1, (ty + 1) * tw) - ty * tw;
-        const index_t col = ty * tw + a - c0;
-        const T* mx[16];
-        for (index_t xi = 0; xi < 16; ++xi) mx[xi] = m + (xi * L.oc + o) * n + col;
-        T* y0 = plane + 2 * ty * ow;
-        T* y1 = 2 * ty + 1 < oh ? y0 + ow : nullptr;
-        T y[4][64];  // the tiles' four pixels, 64 tiles at a time (vectorised over the tiles)
-        for (index_t s = 0; s < b - a; s += 64) {
-          const index_t len = std::min<index_t>(64, b - a - s);
-          for (index_t q = 0; q < len; ++q) {
-            const index_t e = s + q;
-            T s0[4], s1[4];
-            for (int j = 0; j < 4; ++j) {
-              s0[j] = mx[j][e] + mx[4 + j][e] + mx[8 + j][e];
-              s1[j] = mx[4 + j][e] - mx[8 + j][e] - mx[12 + j][e];
-            }
-            y[0][q] = s0[0] + s0[1] + s0[2] + bo, y[1][q] = s0[1] - s0[2] - s0[3] + bo;
-            y[2][q] = s1[0] + s1[1] + s1[2] + bo, y[3][q] = s1[1] - s1[2] - s1[3] + bo;
+      const T* mx[16];
+      for (index_t xi = 0; xi < 16; ++xi) mx[xi] = m + (xi * L.oc + o) * n;
+      for (index_t s0 = 0; s0 < n; s0 += 128) {
+        const index_t len = std::min<index_t>(128, n - s0);
+        alignas(64) T y[4][128];
+        for (index_t q = s0; q < s0 + len; ++q) {
+          T s0r[4], s1r[4];
+          for (int j = 0; j < 4; ++j) {
+            s0r[j] = mx[j][q] + mx[4 + j][q] + mx[8 + j][q];
+            s1r[j] = mx[4 + j][q] - mx[8 + j][q] - mx[12 + j][q];
           }
-          // tiles [t, t + len): output columns [2t, 2t + 2 len), the last one cut at an odd width
-          const index_t t = a + s, whole = std::min(len, ow / 2 - t);
-          for (index_t q = 0; q < whole; ++q) y0[2 * (t + q)] = y[0][q], y0[2 * (t + q) + 1] = y[1][q];
-          if (y1 != nullptr)
-            for (index_t q = 0; q < whole; ++q) y1[2 * (t + q)] = y[2][q], y1[2 * (t + q) + 1] = y[3][q];
-          if (whole < len) {
-            y0[2 * (t + whole)] = y[0][whole];
-            if (y1 != nullptr) y1[2 * (t + whole)] = y[2][whole];
-          }
+          y[0][q - s0] = s0r[0] + s0r[1] + s0r[2] + bo, y[1][q - s0] = s0r[1] - s0r[2] - s0r[3] + bo;
+          y[2][q - s0] = s1r[0] + s1r[1] + s1r[2] + bo, y[3][q - s0] = s1r[1] - s1r[2] - s1r[3] + bo;
         }
-        if (act) {
-          const index_t x0 = 2 * a, x1 = std::min(ow, 2 * b);
-          activate(y0 + x0, x1 - x0, act);
-          if (y1 != nullptr) activate(y1 + x0, x1 - x0, act);
+        if (relu)  // (std::max(v, 0) keeps a NaN v, as activate() does)
+          for (auto& r : y)
+            for (index_t q = 0; q < len; ++q) r[q] = std::max(r[q], T(0));
+        const index_t f0 = c0 + s0, f1 = f0 + len;  // the image's tiles [f0, f1)
+        for (index_t ty = f0 / tw; ty * tw < f1; ++ty) {
+          const index_t a = std::max(f0, ty * tw) - ty * tw, b = std::min(f1, (ty + 1) * tw) - ty * tw;  // tile columns
+          const index_t e = ty * tw + a - f0;                                                         // their first in y
+          T* y0 = plane + 2 * ty * ow;
+          T* y1 = 2 * ty + 1 < oh ? y0 + ow : nullptr;
+          const index_t whole = std::max<index_t>(0, std::min(b, ow / 2) - a);  // tiles with both columns inside
+          for (index_t q = 0; q < whole; ++q) y0[2 * (a + q)] = y[0][e + q], y0[2 * (a + q) + 1] = y[1][e + q];
+          if (y1 != nullptr)
+            for (index_t q = 0; q < whole; ++q) y1[2 * (a + q)] = y[2][e + q], y1[2 * (a + q) + 1] = y[3][e + q];
+          if (a + whole < b) {  // the last tile of an odd width: its left column only
+            y0[2 * (a + whole)] = y[0][e + whole];
+            if (y1 != nullptr) y1[2 * (a + whole)] = y[2][e + whole];
+          }
+          if (act && !relu) {
+            const index_t x0 = 2 * a, x1 = std::min(ow, 2 * b);
+            activate(y0 + x0, x1 - x0, act);
+            if (y1 != nullptr) activate(y1 + x0, x1 - x0, act);
+          }
         }
       }
     }
