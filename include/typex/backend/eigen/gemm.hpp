@@ -317,19 +317,37 @@ void micro_kernel(index_t kc, const T* a, const T* b, T* c, index_t ldc, const T
   P c0[MR], c1[MR];
   TYPEX_UNROLL  // (every loop over the tile's rows unrolled: the accumulators stay registers, no memset of a stack copy per call)
   for (int i = 0; i < MR; ++i) c0[i] = c1[i] = pset1<P>(T(0));
-  for (index_t k = 0; k < kc; ++k) {
-    P b0 = ploadu<P>(b);
-    P b1 = ploadu<P>(b + L);
-    TYPEX_KEEP_IN_REGISTER(b0);
-    TYPEX_KEEP_IN_REGISTER(b1);
-    TYPEX_UNROLL
-    for (int i = 0; i < MR; ++i) {
-      const P ai = pset1<P>(a[i]);
-      c0[i] = pmadd(ai, b0, c0[i]);
-      c1[i] = pmadd(ai, b1, c1[i]);
+  if constexpr (MR == 1) {
+    // one row (a batch-1 product: a GEMV that streams B): four k steps in flight on their own
+    // accumulators, so that the FMA latency does not bound the loop (one chain of 2 accumulators
+    // ran at ~16 bytes of B per cycle, below what L3 delivers)
+    constexpr index_t nr = traits::nr;
+    P x0 = c0[0], x1 = c1[0], y0 = x0, y1 = x0, z0 = x0, z1 = x0, w0 = x0, w1 = x0;
+    index_t k = 0;
+    for (; k + 4 <= kc; k += 4, a += 4, b += 4 * nr) {
+      x0 = pmadd(pset1<P>(a[0]), ploadu<P>(b), x0), x1 = pmadd(pset1<P>(a[0]), ploadu<P>(b + L), x1);
+      y0 = pmadd(pset1<P>(a[1]), ploadu<P>(b + nr), y0), y1 = pmadd(pset1<P>(a[1]), ploadu<P>(b + nr + L), y1);
+      z0 = pmadd(pset1<P>(a[2]), ploadu<P>(b + 2 * nr), z0), z1 = pmadd(pset1<P>(a[2]), ploadu<P>(b + 2 * nr + L), z1);
+      w0 = pmadd(pset1<P>(a[3]), ploadu<P>(b + 3 * nr), w0), w1 = pmadd(pset1<P>(a[3]), ploadu<P>(b + 3 * nr + L), w1);
     }
-    a += MR;
-    b += traits::nr;
+    for (; k < kc; ++k, ++a, b += nr) x0 = pmadd(pset1<P>(a[0]), ploadu<P>(b), x0), x1 = pmadd(pset1<P>(a[0]), ploadu<P>(b + L), x1);
+    c0[0] = padd(padd(x0, y0), padd(z0, w0));
+    c1[0] = padd(padd(x1, y1), padd(z1, w1));
+  } else {
+    for (index_t k = 0; k < kc; ++k) {
+      P b0 = ploadu<P>(b);
+      P b1 = ploadu<P>(b + L);
+      TYPEX_KEEP_IN_REGISTER(b0);
+      TYPEX_KEEP_IN_REGISTER(b1);
+      TYPEX_UNROLL
+      for (int i = 0; i < MR; ++i) {
+        const P ai = pset1<P>(a[i]);
+        c0[i] = pmadd(ai, b0, c0[i]);
+        c1[i] = pmadd(ai, b1, c1[i]);
+      }
+      a += MR;
+      b += traits::nr;
+    }
   }
   const P zero = pset1<P>(T(0));
   const P cb0 = col_bias ? ploadu<P>(col_bias) : zero, cb1 = col_bias ? ploadu<P>(col_bias + L) : zero;
