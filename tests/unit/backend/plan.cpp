@@ -382,3 +382,40 @@ TEST_CASE("eigen plan: a user's activation fuses like a built-in one once regist
   const auto f = fused({x.erase()});
   for (index_t i = 0; i < f[0].numel(); ++i) CHECK(f[0].data<float>()[i] == doctest::Approx(s[0].data<float>()[i]).epsilon(1e-6));
 }
+
+// A convolution whose weights are a program input, not a lifted constant: its step packs them on
+// every call (Winograd's transform included, into per-thread scratch), and still allocates nothing.
+namespace plan_models {
+struct conv_by_input {
+  template <class X, class W>
+  auto operator()(const X& x, const W& w) const {
+    return relu(conv2d<conv2d_options{.padding = {1, 1}}>(x, w));
+  }
+};
+}  // namespace plan_models
+BOOST_HANA_ADAPT_STRUCT(plan_models::conv_by_input);
+
+TEST_CASE("eigen plan: a Winograd convolution with weights given as an input packs them per call without allocating") {
+  using XS = shape<fix<1>, fix<8>, fix<9>, fix<7>>;
+  using WS = shape<fix<16>, fix<8>, fix<3>, fix<3>>;
+  const auto ep = export_program(plan_models::conv_by_input{}, input<"x">(tensor_spec<f32, XS>()), input<"w">(tensor_spec<f32, WS>()));
+  const auto x = typex_test::random_tensor<tensor<f32, fix<1>, fix<8>, fix<9>, fix<7>>>({1, 8, 9, 7}, 4);
+  auto w = typex_test::random_tensor<tensor<f32, fix<16>, fix<8>, fix<3>, fix<3>>>({16, 8, 3, 3}, 5);
+  auto run = program_module<eigen_backend>(ep);
+  const std::vector<any_tensor> inputs{x.erase(), w.erase()};
+  std::vector<any_tensor> out;
+  run.run(inputs, out);
+  CHECK(run.report().winograd == 1);
+  run.run(inputs, out);
+  const long before = typex_test::allocation_count();
+  run.run(inputs, out);
+  CHECK(typex_test::allocation_count() - before == 0);
+  const auto eager = plan_models::conv_by_input{}(x, w).erase();
+  REQUIRE(out[0].extents() == eager.extents());
+  for (index_t i = 0; i < eager.numel(); ++i) CHECK(out[0].data<float>()[i] == doctest::Approx(eager.data<float>()[i]).epsilon(1e-5));
+  // new weights in the same tensor: the next call packs them (nothing kept from the last call)
+  for (index_t i = 0; i < w.numel(); ++i) w.data()[i] *= -2.0f;
+  run.run(inputs, out);
+  const auto again = plan_models::conv_by_input{}(x, w).erase();
+  for (index_t i = 0; i < again.numel(); ++i) CHECK(out[0].data<float>()[i] == doctest::Approx(again.data<float>()[i]).epsilon(1e-5));
+}

@@ -54,7 +54,9 @@ struct winograd_layout {
 template <class T>
 void winograd_pack_weights(const conv_geometry& g, const T* w, T* out) {
   const winograd_layout<T> L(g);
-  std::vector<T> u(static_cast<std::size_t>(16 * L.oc * L.ic));  // (at planning time: one allocation)
+  // (per-thread scratch: weights that are not constants are packed on every call, without allocating)
+  static thread_local grow_buffer<T> transformed;
+  T* u = transformed.get(static_cast<std::size_t>(16 * L.oc * L.ic));
   const T h = T(0.5);
   for (index_t o = 0; o < L.oc; ++o)
     for (index_t c = 0; c < L.ic; ++c) {
@@ -72,7 +74,7 @@ void winograd_pack_weights(const conv_geometry& g, const T* w, T* out) {
       }
     }
   for (index_t xi = 0; xi < 16; ++xi)
-    packed_lhs<T>::pack({u.data() + xi * L.oc * L.ic, L.ic, 1}, L.oc, L.ic, out + xi * static_cast<index_t>(L.u_size()));
+    packed_lhs<T>::pack({u + xi * L.oc * L.ic, L.ic, 1}, L.oc, L.ic, out + xi * static_cast<index_t>(L.u_size()));
 }
 
 // The tiles [t0, t1) of one image: x its input [ic, H, W], u the packed weights, out its output
@@ -147,13 +149,12 @@ void winograd_tiles(const conv_geometry& g, const winograd_layout<T>& L, const T
         for (index_t xi = 0; xi < 16; ++xi) copy_run(out[xi], vbase + xi * static_cast<index_t>(L.v_size()) + at, index_t{nr});
       }
     }
-    std::array<packed_rhs<T>, 16> v;
-    for (index_t xi = 0; xi < 16; ++xi) v[xi] = packed_rhs<T>{L.ic, n, vbase + xi * static_cast<index_t>(L.v_size())};
     // the 16 products M_xi = U_xi V_xi
     T* m = mbase;
     for (index_t xi = 0; xi < 16; ++xi) {
       const packed_lhs<T> uxi{L.oc, L.ic, u + xi * static_cast<index_t>(L.u_size())};
-      gemm<T>(uxi, v[xi], m + xi * L.oc * n, n, gemm_epilogue<T>{}, 1);
+      const packed_rhs<T> vxi{L.ic, n, vbase + xi * static_cast<index_t>(L.v_size())};
+      gemm<T>(uxi, vxi, m + xi * L.oc * n, n, gemm_epilogue<T>{}, 1);
     }
     // output transform: Y = A^T M A (rows m0 + m1 + m2, m1 - m2 - m3; then the same along the
     // columns) plus the bias, over the chunk's tiles in one vectorised pass (they are contiguous in
