@@ -40,8 +40,12 @@ struct winograd_layout {
     const index_t fit = (index_t{256} * 1024 / static_cast<index_t>(sizeof(T))) / (16 * (ic + oc));
     chunk = std::min(std::max<index_t>(nr, fit / nr * nr), tiles);
   }
-  std::size_t v_size() const noexcept { return packed_rhs<T>::size_for(ic, chunk); }  // one position's packed V
-  std::size_t m_size() const noexcept { return static_cast<std::size_t>(oc * chunk); }
+  // one position's packed V, one position's M, each followed by a cache line of skew: the 16
+  // positions' arrays, read or written together by the transforms, would otherwise lie a power of
+  // two apart (4 or 8 KiB on the reference CNN) and compete for one set of the L1 cache
+  std::size_t v_size() const noexcept { return packed_rhs<T>::size_for(ic, chunk) + skew; }
+  std::size_t m_size() const noexcept { return static_cast<std::size_t>(oc * chunk) + skew; }
+  static constexpr std::size_t skew = 64 / sizeof(T);
   std::size_t rows_size() const noexcept { return static_cast<std::size_t>(ic * (2 * th + 2) * (2 * tw + 2)); }
   // scratch of one thread: 16 V, 16 M, the zero-padded input (rows_size)
   std::size_t scratch() const noexcept { return 16 * (v_size() + m_size()) + rows_size(); }
@@ -87,21 +91,28 @@ void winograd_tiles(const conv_geometry& g, const winograd_layout<T>& L, const T
   T* vbase = sc;
   T* mbase = vbase + 16 * L.v_size();
   // the zero-padded input rows that tiles [t0, t1) read: padded rows [py0, py1) of 2 tw + 2 columns
-  // (padded (y, x) = input (y - pad, x - pad)), every channel: no bounds checks in the transform
-  const index_t ty0 = t0 / tw, py0 = 2 * ty0, py1 = t1 > t0 ? 2 * ((t1 - 1) / tw) + 4 : py0, prows = py1 - py0;
+  // (padded (y, x) = input (y - pad, x - pad)), every channel, each row stored de-interleaved: its
+  // tw + 1 even columns, then its tw + 1 odd ones. A tile's 4 columns are then evens tx, tx + 1 and
+  // odds tx, tx + 1: the transform reads unit-stride runs over the tiles (no bounds checks, no
+  // shuffles in the transform)
+  const index_t ty0 = t0 / tw, py0 = 2 * ty0, py1 = t1 > t0 ? 2 * ((t1 - 1) / tw) + 4 : py0, prows = py1 - py0, half = tw + 1;
   T* padded = mbase + 16 * L.m_size();
   for (index_t c = 0; c < L.ic; ++c)
     for (index_t y = py0; y < py1; ++y) {
-      T* pr = padded + (c * prows + (y - py0)) * pw;
+      T* pe = padded + (c * prows + (y - py0)) * pw;
+      T* po = pe + half;
+      std::fill(pe, pe + pw, T(0));
       const index_t iy = y - g.pad[0];
-      const index_t lo = std::min(g.pad[1], pw), hi = std::min(W + g.pad[1], pw);
-      if (iy < 0 || iy >= H) {
-        std::fill(pr, pr + pw, T(0));
-        continue;
-      }
-      std::fill(pr, pr + lo, T(0));
-      copy_run(x + (c * H + iy) * W, pr + lo, hi - lo);
-      std::fill(pr + hi, pr + pw, T(0));
+      const index_t lo = std::min(g.pad[1], pw), hi = std::min(W + g.pad[1], pw);  // padded columns that hold input
+      if (iy < 0 || iy >= H || lo >= hi) continue;
+      const T* src = x + (c * H + iy) * W;
+      // padded columns [lo, hi) hold input column px - pad: the even ones to pe, the odd ones to po
+      // (one loop over the whole pairs, which the compiler vectorises as a de-interleave; the odd
+      // column before the first pair and the even one after the last, if any, on their own)
+      const index_t p = g.pad[1], k0 = (lo + 1) / 2, k1 = hi / 2;  // pairs (2k, 2k + 1) inside [lo, hi)
+      if (lo % 2 == 1) po[lo / 2] = src[lo - p];
+      for (index_t k = k0; k < k1; ++k) pe[k] = src[2 * k - p], po[k] = src[2 * k + 1 - p];
+      if (hi % 2 == 1) pe[hi / 2] = src[hi - 1 - p];
     }
   for (index_t c0 = t0; c0 < t1; c0 += L.chunk) {
     const index_t c1 = std::min(t1, c0 + L.chunk), n = c1 - c0;
@@ -113,12 +124,12 @@ void winograd_tiles(const conv_geometry& g, const winograd_layout<T>& L, const T
     // B^T along the columns — vectorised over the tiles, in local arrays
     for (index_t j0 = 0; j0 < n; j0 += nr) {
       const index_t w = std::min<index_t>(nr, n - j0);
-      struct segment { index_t row, lane, len; };  // padded-row offset of the first tile's patch, its lane, tiles
+      struct segment { index_t row, lane, len; };  // offset of the first tile's evens (padded row, tx), its lane, tiles
       std::array<segment, nr> segs{};
       std::size_t nseg = 0;
       for (index_t l = 0; l < w;) {
         const index_t t = c0 + j0 + l, ty = t / tw, tx = t % tw, len = std::min(w - l, tw - tx);
-        segs[nseg++] = {(2 * ty - py0) * pw + 2 * tx, l, len};
+        segs[nseg++] = {(2 * ty - py0) * pw + tx, l, len};
         l += len;
       }
       for (index_t c = 0; c < L.ic; ++c) {
@@ -128,21 +139,22 @@ void winograd_tiles(const conv_geometry& g, const winograd_layout<T>& L, const T
           for (auto& o : out) std::fill(o + w, o + nr, T(0));
         for (std::size_t sg = 0; sg < nseg; ++sg) {
           const segment& q = segs[sg];
-          alignas(64) T h[4][4][nr];  // [input row][B^T along the row][tile]
-          for (index_t r = 0; r < 4; ++r) {
-            const T* row = pc + q.row + r * pw;
-            for (index_t l = 0; l < q.len; ++l) {
-              const T d0 = row[2 * l], d1 = row[2 * l + 1], d2 = row[2 * l + 2], d3 = row[2 * l + 3];
-              h[r][0][l] = d0 - d2, h[r][1][l] = d1 + d2, h[r][2][l] = d2 - d1, h[r][3][l] = d1 - d3;
+          const T* e[4];
+          const T* od[4];
+          for (int r = 0; r < 4; ++r) e[r] = pc + q.row + r * pw, od[r] = e[r] + half;
+          for (index_t l = 0; l < q.len; ++l) {
+            T h[4][4];  // [input row][B^T along the row]: d0 - d2, d1 + d2, d2 - d1, d1 - d3
+            for (int r = 0; r < 4; ++r) {
+              const T d0 = e[r][l], d1 = od[r][l], d2 = e[r][l + 1], d3 = od[r][l + 1];
+              h[r][0] = d0 - d2, h[r][1] = d1 + d2, h[r][2] = d2 - d1, h[r][3] = d1 - d3;
+            }
+            for (int j = 0; j < 4; ++j) {  // B^T along the columns
+              out[j][q.lane + l] = h[0][j] - h[2][j];
+              out[4 + j][q.lane + l] = h[1][j] + h[2][j];
+              out[8 + j][q.lane + l] = h[2][j] - h[1][j];
+              out[12 + j][q.lane + l] = h[1][j] - h[3][j];
             }
           }
-          for (index_t j = 0; j < 4; ++j)
-            for (index_t l = 0; l < q.len; ++l) {
-              out[j][q.lane + l] = h[0][j][l] - h[2][j][l];
-              out[4 + j][q.lane + l] = h[1][j][l] + h[2][j][l];
-              out[8 + j][q.lane + l] = h[2][j][l] - h[1][j][l];
-              out[12 + j][q.lane + l] = h[1][j][l] - h[3][j][l];
-            }
         }
         const index_t p0 = c / kc * kc, kcp = std::min(kc, L.ic - p0);
         const index_t at = p0 * np + j0 * kcp + (c - p0) * nr;  // row c of panel j0, in every V
@@ -154,7 +166,7 @@ void winograd_tiles(const conv_geometry& g, const winograd_layout<T>& L, const T
     for (index_t xi = 0; xi < 16; ++xi) {
       const packed_lhs<T> uxi{L.oc, L.ic, u + xi * static_cast<index_t>(L.u_size())};
       const packed_rhs<T> vxi{L.ic, n, vbase + xi * static_cast<index_t>(L.v_size())};
-      gemm<T>(uxi, vxi, m + xi * L.oc * n, n, gemm_epilogue<T>{}, 1);
+      gemm<T>(uxi, vxi, m + xi * static_cast<index_t>(L.m_size()), n, gemm_epilogue<T>{}, 1);
     }
     // output transform: Y = A^T M A (rows m0 + m1 + m2, m1 - m2 - m3; then the same along the
     // columns) plus the bias, over the chunk's tiles in one vectorised pass (they are contiguous in
@@ -165,7 +177,7 @@ void winograd_tiles(const conv_geometry& g, const winograd_layout<T>& L, const T
       const T bo = bias != nullptr ? bias[o] : T(0);
       T* plane = out + o * oh * ow;
       const T* mx[16];
-      for (index_t xi = 0; xi < 16; ++xi) mx[xi] = m + (xi * L.oc + o) * n;
+      for (index_t xi = 0; xi < 16; ++xi) mx[xi] = m + xi * static_cast<index_t>(L.m_size()) + o * n;
       for (index_t s0 = 0; s0 < n; s0 += 128) {
         const index_t len = std::min<index_t>(128, n - s0);
         alignas(64) T y[4][128];
