@@ -9,6 +9,7 @@
 #include <typex/backend/eigen/gemm.hpp>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -418,4 +419,63 @@ TEST_CASE("eigen plan: a Winograd convolution with weights given as an input pac
   run.run(inputs, out);
   const auto again = plan_models::conv_by_input{}(x, w).erase();
   for (index_t i = 0; i < again.numel(); ++i) CHECK(out[0].data<float>()[i] == doctest::Approx(again.data<float>()[i]).epsilon(1e-5));
+}
+
+// A 2x2 max-pool after a Winograd convolution is done by its output transform (each pool window is
+// one tile): odd outputs whose last half tiles the pool drops, padding 1 and 0, relu and gelu
+// before the pool, one image split over 2 threads and three images; eager runs the convolution
+// and the pool as two kernels. A NaN in the input comes out where eager puts it.
+namespace plan_models {
+struct winograd_pool_relu {
+  nn::Conv2d<8, 16, 3, conv2d_options{.padding = {1, 1}}> conv;  // [13, 11] -> [13, 11] -> pool [6, 5]
+  template <class X>
+  auto operator()(const X& x) const {
+    return max_pool2d<pool2d_options{.kernel = {2, 2}}>(relu(conv(x)));
+  }
+};
+struct winograd_pool_gelu {
+  nn::Conv2d<16, 16, 3> conv;  // [7, 9] -> [5, 7] -> pool [2, 3]
+  template <class X>
+  auto operator()(const X& x) const {
+    return max_pool2d<pool2d_options{.kernel = {2, 2}}>(gelu(conv(x)));
+  }
+};
+}  // namespace plan_models
+BOOST_HANA_ADAPT_STRUCT(plan_models::winograd_pool_relu, conv);
+BOOST_HANA_ADAPT_STRUCT(plan_models::winograd_pool_gelu, conv);
+
+TEST_CASE("eigen plan: a max-pool on Winograd's tiles (odd sizes, padding, relu and gelu, NaN) equals conv then pool") {
+  using namespace plan_models;
+  winograd_pool_relu r;
+  winograd_pool_gelu g;
+  init_module(r, 12);
+  init_module(g, 13);
+  using rs = shape<batch, fix<8>, fix<13>, fix<11>>;
+  using gs = shape<batch, fix<16>, fix<7>, fix<9>>;
+  const auto er = export_program(r, input<"x">(tensor_spec<f32, rs>(rs(batch(2), {}, {}, {}))));
+  const auto eg = export_program(g, input<"x">(tensor_spec<f32, gs>(gs(batch(2), {}, {}, {}))));
+  for (index_t n : {1, 3})
+    for (int threads : {1, 2}) {
+      const thread_count tc(threads);
+      const auto xr = typex_test::random_tensor<tensor<f32, batch, fix<8>, fix<13>, fix<11>>>({n, 8, 13, 11}, 6);
+      const auto xg = typex_test::random_tensor<tensor<f32, batch, fix<16>, fix<7>, fix<9>>>({n, 16, 7, 9}, 7);
+      const auto pr = check_planned(r, er, xr);
+      CHECK(pr.winograd == 1);
+      CHECK(pr.fused == 2);  // relu, pool
+      const auto pg = check_planned(g, eg, xg);
+      CHECK(pg.winograd == 1);
+      CHECK(pg.fused == 2);  // gelu, pool
+    }
+  auto x = typex_test::random_tensor<tensor<f32, batch, fix<8>, fix<13>, fix<11>>>({1, 8, 13, 11}, 8);
+  x.data()[3 * 13 * 11 + 5 * 11 + 4] = std::numeric_limits<float>::quiet_NaN();  // channel 3, row 5, column 4
+  const auto eager = r(x).erase();
+  const auto out = program_module<eigen_backend>(er)({x.erase()});
+  int nans = 0;
+  for (index_t i = 0; i < eager.numel(); ++i) {
+    const float a = out[0].data<float>()[i], b = eager.data<float>()[i];
+    CHECK(std::isnan(a) == std::isnan(b));
+    if (!std::isnan(b)) CHECK(a == doctest::Approx(b).epsilon(1e-6));
+    nans += std::isnan(a) ? 1 : 0;
+  }
+  CHECK(nans > 0);
 }

@@ -303,12 +303,15 @@ void conv2d_into(const conv_geometry& g, const T* x, const T* wpacked, const T* 
   // image n's convolution into conv_out: by Winograd's tiles (over t threads: tiles split evenly,
   // each thread in its own scratch slice, scratch + i * per_thread), or im2col + GEMM (t threads
   // inside each product)
+  // (a 2x2 / stride 2 pool on Winograd's tiles is done by the output transform: winograd_pool)
+  const bool tile_pool = wl && pool != nullptr && winograd_pool_fits(*pool);
   auto convolve = [&](index_t n, T* conv_out, T* sc, int t) {
     const T* img = x + n * g.s.c * g.s.h * g.s.w;
     if (wl) {
-      if (t <= 1) return winograd_tiles(g, *wl, img, wpacked, bias, act, conv_out, sc, 0, wl->tiles);
+      const winograd_pool<T> wp = tile_pool ? winograd_pool<T>{out + n * g.oc * pool->oh * pool->ow, pool->oh, pool->ow} : winograd_pool<T>{};
+      if (t <= 1) return winograd_tiles(g, *wl, img, wpacked, bias, act, conv_out, sc, 0, wl->tiles, wp);
       auto part = [&](int i) {
-        winograd_tiles(g, *wl, img, wpacked, bias, act, conv_out, sc + i * per_thread, wl->tiles * i / t, wl->tiles * (i + 1) / t);
+        winograd_tiles(g, *wl, img, wpacked, bias, act, conv_out, sc + i * per_thread, wl->tiles * i / t, wl->tiles * (i + 1) / t, wp);
       };
       return thread_pool::instance().run(t, part);
     }
@@ -336,7 +339,7 @@ void conv2d_into(const conv_geometry& g, const T* x, const T* wpacked, const T* 
     // (pooled: the convolution goes to the end of the first scratch slice, past every thread's work area)
     T* conv_out = pool != nullptr ? sc + (per_thread - g.oc * cols) : out + n * g.oc * cols;
     convolve(n, conv_out, sc, t);
-    if (pool != nullptr) pool_image(n, conv_out, t);
+    if (pool != nullptr && !tile_pool) pool_image(n, conv_out, t);
   };
   if (threads > 1 && g.s.n >= threads) {
     auto task = [&](int i) {

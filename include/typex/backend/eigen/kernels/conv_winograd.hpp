@@ -81,11 +81,25 @@ void winograd_pack_weights(const conv_geometry& g, const T* w, T* out) {
     packed_lhs<T>::pack({u + xi * L.oc * L.ic, L.ic, 1}, L.oc, L.ic, out + xi * static_cast<index_t>(L.u_size()));
 }
 
+// A 2x2 max-pool of stride 2 whose windows are all inside the convolution's output: each window
+// is one Winograd tile, so the output transform pools it while the tile is in registers (no
+// convolution output is written, no pass over it). out: [oc, oh, ow] with oh = conv oh / 2 (a
+// half tile at an odd edge is dropped, as the pool's floor does).
+template <class T>
+struct winograd_pool {
+  T* out = nullptr;
+  index_t oh = 0, ow = 0;
+};
+inline bool winograd_pool_fits(const pool_geometry& p) {
+  return p.k[0] == 2 && p.k[1] == 2 && p.stride[0] == 2 && p.stride[1] == 2 && max_pool_direct(p);
+}
+
 // The tiles [t0, t1) of one image: x its input [ic, H, W], u the packed weights, out its output
-// [oc, oh, ow] (bias and activation applied), sc this thread's scratch (winograd_layout::scratch()).
+// [oc, oh, ow] (bias and activation applied) or, when pool.out is set, that output max-pooled
+// (winograd_pool), sc this thread's scratch (winograd_layout::scratch()).
 template <class T>
 void winograd_tiles(const conv_geometry& g, const winograd_layout<T>& L, const T* x, const T* u, const T* bias, activation act, T* out,
-                    T* sc, index_t t0, index_t t1) {
+                    T* sc, index_t t0, index_t t1, winograd_pool<T> pool = {}) {
   constexpr int nr = gemm_traits<T>::nr;
   const index_t H = g.s.h, W = g.s.w, oh = g.oh, ow = g.ow, tw = L.tw, pw = 2 * tw + 2;
   T* vbase = sc;
@@ -171,11 +185,11 @@ void winograd_tiles(const conv_geometry& g, const winograd_layout<T>& L, const T
     // output transform: Y = A^T M A (rows m0 + m1 + m2, m1 - m2 - m3; then the same along the
     // columns) plus the bias, over the chunk's tiles in one vectorised pass (they are contiguous in
     // M), then the 2x2 pixels of each tile to their rows, tile row by tile row; the activation on
-    // the rows written
+    // the rows written. Pooled: the activation on the tiles, their maximum to the pooled plane
     const bool relu = act.is_relu();
     for (index_t o = 0; o < L.oc; ++o) {
       const T bo = bias != nullptr ? bias[o] : T(0);
-      T* plane = out + o * oh * ow;
+      T* plane = pool.out != nullptr ? pool.out + o * pool.oh * pool.ow : out + o * oh * ow;
       const T* mx[16];
       for (index_t xi = 0; xi < 16; ++xi) mx[xi] = m + xi * static_cast<index_t>(L.m_size()) + o * n;
       for (index_t s0 = 0; s0 < n; s0 += 128) {
@@ -194,6 +208,18 @@ void winograd_tiles(const conv_geometry& g, const winograd_layout<T>& L, const T
           for (auto& r : y)
             for (index_t q = 0; q < len; ++q) r[q] = std::max(r[q], T(0));
         const index_t f0 = c0 + s0, f1 = f0 + len;  // the image's tiles [f0, f1)
+        if (pool.out != nullptr) {
+          if (act && !relu)
+            for (auto& r : y) activate(r, len, act);
+          // max_pool_plane's order and NaN rule: down the window's columns, then across
+          const auto max2 = [](T a, T b) { return (b > a || b != b) ? b : a; };
+          for (index_t q = 0; q < len; ++q) y[0][q] = max2(max2(y[0][q], y[2][q]), max2(y[1][q], y[3][q]));
+          for (index_t ty = f0 / tw; ty * tw < f1 && ty < pool.oh; ++ty) {
+            const index_t a = std::max(f0, ty * tw) - ty * tw, b = std::min({f1 - ty * tw, tw, pool.ow});  // pooled columns
+            if (a < b) copy_run(y[0] + (ty * tw + a - f0), plane + ty * pool.ow + a, b - a);
+          }
+          continue;
+        }
         for (index_t ty = f0 / tw; ty * tw < f1; ++ty) {
           const index_t a = std::max(f0, ty * tw) - ty * tw, b = std::min(f1, (ty + 1) * tw) - ty * tw;  // tile columns
           const index_t e = ty * tw + a - f0;                                                         // their first in y
