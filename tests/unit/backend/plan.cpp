@@ -479,3 +479,46 @@ TEST_CASE("eigen plan: a max-pool on Winograd's tiles (odd sizes, padding, relu 
   }
   CHECK(nans > 0);
 }
+
+// compile_options{.winograd = false}: the same convolution by im2col. Non-finite inputs: a NaN
+// reaches exactly the outputs whose 3x3 window covers it on both paths (the transforms' nonzero
+// pattern is the convolution's); an infinity gives +-inf there by im2col, and inf or NaN (the
+// transforms subtract) by Winograd's tiles — never a finite number, never outside those windows.
+TEST_CASE("eigen plan: compile_options{.winograd = false} convolves by im2col, and NaN or inf reach only the windows that cover them") {
+  using XS = shape<fix<1>, fix<8>, fix<9>, fix<7>>;
+  using WS = shape<fix<16>, fix<8>, fix<3>, fix<3>>;
+  const auto ep = export_program(plan_models::conv_by_input{}, input<"x">(tensor_spec<f32, XS>()), input<"w">(tensor_spec<f32, WS>()));
+  auto x = typex_test::random_tensor<tensor<f32, fix<1>, fix<8>, fix<9>, fix<7>>>({1, 8, 9, 7}, 9);
+  const auto w = typex_test::random_tensor<tensor<f32, fix<16>, fix<8>, fix<3>, fix<3>>>({16, 8, 3, 3}, 10);
+  auto tiles = program_module<eigen_backend>(ep);
+  auto direct = program_module<eigen_backend>(ep, eigen::compile_options{.winograd = false});
+  const auto a = tiles({x.erase(), w.erase()}), b = direct({x.erase(), w.erase()});
+  CHECK(tiles.report().winograd == 1);
+  CHECK(direct.report().winograd == 0);
+  for (index_t i = 0; i < a[0].numel(); ++i) CHECK(a[0].data<float>()[i] == doctest::Approx(b[0].data<float>()[i]).epsilon(1e-5));
+  const index_t at = (2 * 9 + 4) * 7 + 3;  // channel 2, row 4, column 3
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    x.data()[at] = bad;
+    const auto an = tiles({x.erase(), w.erase()}), bn = direct({x.erase(), w.erase()});
+    int covered_count = 0;
+    for (index_t o = 0; o < 16; ++o)
+      for (index_t y = 0; y < 9; ++y)
+        for (index_t xx = 0; xx < 7; ++xx) {
+          const index_t i = (o * 9 + y) * 7 + xx;
+          const float p = an[0].data<float>()[i], q = bn[0].data<float>()[i];
+          const bool covered = std::abs(y - 4) <= 1 && std::abs(xx - 3) <= 1;  // (padding 1: output (y, x)'s window is centred on it)
+          INFO("bad=" << bad << " o=" << o << " y=" << y << " x=" << xx);
+          if (!covered) {
+            CHECK(std::isfinite(p));
+            CHECK(std::isfinite(q));
+            continue;
+          }
+          ++covered_count;
+          // (relu(-inf) = 0: a covered output may be 0 where the sum is -inf, on both paths)
+          if (std::isnan(bad)) CHECK((std::isnan(p) && std::isnan(q)));
+          else CHECK((std::isinf(q) || q == 0.0f));
+          if (!std::isnan(bad)) CHECK((!std::isfinite(p) || (p == 0.0f && q == 0.0f)));
+        }
+    CHECK(covered_count == 16 * 9);
+  }
+}

@@ -38,6 +38,9 @@ namespace typex::eigen {
 struct compile_options {
   int threads = 0;    // threads for GEMM, convolution and large pointwise ops; 0: num_threads()
   bool fuse = true;   // GEMM epilogues, strided matmul operands (false: one kernel per node)
+  // 3x3 stride-1 convolutions by Winograd's F(2x2, 3x3) where they fit (false: im2col + GEMM, whose
+  // NaN / inf outputs are exactly direct convolution's; docs/ops_and_eigen_backend.md)
+  bool winograd = true;
 };
 
 // What a plan does, for users and tests (plan/plan.hpp).

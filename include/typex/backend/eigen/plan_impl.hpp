@@ -245,6 +245,7 @@ class planned_engine final : public engine, private plan::target {
         if (pool) p.resize(n, pooled_numel(*pool) * itemsize(v.dt));  // (the conv's buffer holds the pooled value)
         auto s = std::make_unique<conv_step<T>>();
         s->g = conv_geometry_of(ka, {x->dt, x->extents}, {w->dt, w->extents}, b ? std::optional<index_t>(b->numel()) : std::nullopt);
+        s->g.winograd = s->g.winograd && options_.winograd;
         s->x = x->at, s->w = w->at, s->b = b ? b->at : operand{}, s->out = v.at, s->act = act;
         s->pool = pool;
         winograd_ += s->g.winograd ? 1 : 0;
