@@ -42,10 +42,12 @@ std::vector<double> reference(index_t m, index_t n, index_t k, const std::vector
 }
 }  // namespace
 
+// (2 threads split by column panels, or by rows where 2m > n: {200, 40, 9} and {150, 20, 800}, the
+// latter over three k blocks)
 TEST_CASE("eigen gemm: sizes around the blocking edges, strided operands, epilogues, 1 and 2 threads") {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);
-  const index_t sizes[][3] = {{1, 1, 1}, {1, 512, 784}, {5, 7, 3}, {13, 33, 257}, {12, 32, 256}, {25, 65, 513}, {200, 40, 9}, {3, 100, 0}};
+  const index_t sizes[][3] = {{1, 1, 1}, {1, 512, 784}, {5, 7, 3}, {13, 33, 257}, {12, 32, 256}, {25, 65, 513}, {200, 40, 9}, {150, 20, 800}, {3, 100, 0}};
   for (const auto& sz : sizes) {
     const index_t m = sz[0], n = sz[1], k = sz[2];
     for (int transposed = 0; transposed < 2; ++transposed) {

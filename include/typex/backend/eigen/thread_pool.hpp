@@ -98,6 +98,21 @@ class thread_pool {
     }
   }
 
+  // Runs f(task, participant) for every task in [0, tasks) on up to `threads` participants, each
+  // taking the next task from a shared counter when it finishes one: a participant that loses its
+  // CPU for a while (a preempted vCPU, a busy neighbour) delays the region by one task instead of
+  // by its whole static share. participant < min(threads, tasks): an index for per-participant
+  // scratch (two participants never run at once with the same index). f must not throw.
+  template <class F>
+  void run_dynamic(int threads, std::int64_t tasks, F& f) {
+    if (tasks <= 0) return;
+    alignas(64) std::atomic<std::int64_t> next{0};
+    auto part = [&](int p) {
+      for (std::int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < tasks; i = next.fetch_add(1, std::memory_order_relaxed)) f(i, p);
+    };
+    run(static_cast<int>(std::min<std::int64_t>(std::max(threads, 1), tasks)), part);
+  }
+
  private:
   thread_pool() = default;
 
