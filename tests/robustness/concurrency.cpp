@@ -75,6 +75,35 @@ TEST_CASE("threads: one module shared by 8 threads x calls, bit-identical to ser
   CHECK(bad == 0);
 }
 
+// The convolution's images go to the pool's workers through a shared counter (run_dynamic): which
+// thread does which image changes from call to call, the bits must not.
+TEST_CASE("threads: a convolution whose images the pool hands out one at a time, shared by 8 threads, bit-identical to serial") {
+  const pool_threads pt(2);
+  const auto m = rb::random_model<rb::conv_pool>(25);
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, rb::image_shape>(rb::image_shape(rb::batch(2), {}, {}, {}))));
+  const auto run = program_module<eigen_backend>(ep);
+  std::vector<any_tensor> inputs, serial;
+  for (const index_t n : {1, 3, 8}) {
+    host_tensor<f32, rb::image_shape> x({n, 8, 10, 9});
+    init::generator g(static_cast<std::uint64_t>(n), "x");
+    init::uniform_(x, -1.0, 1.0, g);
+    inputs.push_back(x.erase());
+    serial.push_back(run({inputs.back()})[0]);
+  }
+  const int bad = on_threads([&](int t) {
+    int mismatches = 0;
+    std::vector<any_tensor> out;
+    for (int i = 0; i < calls / 4; ++i) {
+      const std::size_t k = static_cast<std::size_t>(t + i) % inputs.size();
+      run.run(std::span<const any_tensor>(&inputs[k], 1), out);
+      mismatches += !rb::same_bits(out[0], serial[k]);
+    }
+    return mismatches;
+  });
+  CHECK(bad == 0);
+  CHECK(run.report().winograd == 1);
+}
+
 TEST_CASE("threads: copies of one module, one per thread, and typed modules") {
   const auto m = rb::random_model<rb::mlp>(22);
   const auto ep = export_program(m, input<"x">(tensor_spec<f32, rb::x_shape>(rb::spec_shape(4))));

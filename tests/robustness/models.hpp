@@ -49,6 +49,18 @@ struct selects {
   }
 };
 
+// pool(relu(conv(x))) with 8 -> 16 channels, 3x3: Winograd's tiles with the pool in their output
+// transform; a batch's images are handed out to the pool's threads one at a time.
+using image_shape = shape<batch, fix<8>, fix<10>, fix<9>>;
+struct conv_pool {
+  using conv_t = nn::Conv2d<8, 16, 3, conv2d_options{.padding = {1, 1}}>;
+  BOOST_HANA_DEFINE_STRUCT(conv_pool, (conv_t, conv));
+  template <class X>
+  auto operator()(const X& x) const {
+    return max_pool2d<pool2d_options{.kernel = {2, 2}}>(relu(conv(x)));
+  }
+};
+
 }  // namespace rb
 BOOST_HANA_ADAPT_STRUCT(rb::selects);
 
