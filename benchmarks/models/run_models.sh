@@ -11,7 +11,8 @@
 #   bash benchmarks/models/run_models.sh            # REPS=5 MIN_TIME=0.5 by default
 #   PEERS=none bash benchmarks/models/run_models.sh  # typex, hand Eigen and LibTorch 1.13 only
 #
-# Knobs: REPS, MIN_TIME, PEERS (all | none | onnxruntime | torch2), PEERS_DIR (default ../shared/peers
+# Knobs: REPS, MIN_TIME, ROUNDS (default 1: more rounds repeat typex / hand Eigen and ONNX Runtime in
+# turns, ~3 min each), PEERS (all | none | onnxruntime | torch2), PEERS_DIR (default ../shared/peers
 # next to the repository; a peer whose folder is missing is left out, and the table says so),
 # TORCH2_PY_PEERS (default compile-max-autotune: the torch.compile row; torch2's run.sh takes ~15 min).
 set -euo pipefail
@@ -71,5 +72,19 @@ if want torch2; then
     echo "(no PyTorch 2 peer: $PEERS_DIR/torch2/run.sh is missing)"
   fi
 fi
+# More rounds (ROUNDS, default 1): typex / hand Eigen and ONNX Runtime again, in turns, so that the
+# medians of the rows that decide the verdict come from the same minutes of a noisy machine rather
+# than from whichever minute each ran in (every round's repetitions enter the medians and spreads;
+# LibTorch 1.13 and the PyTorch 2 peers run once).
+for ((round = 2; round <= ${ROUNDS:-1}; round++)); do
+  build/bench/benchmarks/typex_models_eigen "${args[@]}" --benchmark_filter='BM_(mlp|cnn|transformer)_(typex|hand_eigen)/' \
+    >$out/eigen.round$round.json
+  if want onnxruntime && [ -f $out/onnxruntime.json ]; then
+    ORT_PEER_BUILD=$PWD/build/peers/ort ORT_PEER_VENV=$venv REPS=$REPS MIN_TIME=$MIN_TIME \
+      "$PEERS_DIR/onnxruntime/run.sh" >>build/peers/ort.log 2>&1 &&
+      cp build/peers/ort/results/onnxruntime.json $out/onnxruntime.round$round.json ||
+      echo "(the ONNX Runtime peer failed in round $round: that round has typex only)"
+  fi
+done
 echo "$(lscpu | awk -F: '/Model name/{gsub(/^ +/,"",$2); print $2}'), $(nproc) CPUs, $(grep -o -w -E 'avx512f|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')$(date -u +%Y-%m-%dT%H:%MZ), load at end $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 benchmarks/models/report.py $out/*.json
