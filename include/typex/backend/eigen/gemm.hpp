@@ -13,7 +13,8 @@
 //  - the epilogue: bias (per column or per row), alpha/beta and the activation are applied to each
 //    finished tile while it is in L1, instead of in another pass over C.
 // A constant right-hand side (a linear layer's weight) is packed once (packed_rhs) and reused by
-// every call. Work is split over the thread pool by column panels, or by rows when there are
+// every call. Work is split over the thread pool by column panels, or by rows when A has more
+// than half as many rows as B has columns (each thread then packs only its rows) or there are
 // fewer panels than threads. Scratch (packed A per thread, packed B per call) lives in buffers
 // that only grow: no allocation in steady state.
 #pragma once

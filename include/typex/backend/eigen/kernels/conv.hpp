@@ -120,6 +120,14 @@ inline bool max_pool_direct(const pool_geometry& g) {
          (g.ow - 1) * g.stride[1] + g.k[1] <= g.s.w;
 }
 
+// max(a, b) that returns b when b is NaN (a NaN a stays: b > a is false), so that a NaN anywhere
+// in a window propagates, as in PyTorch: a select, no branch, vectorisable. Every max-pool here
+// (and the one in Winograd's output transform) takes its maxima this way, in the same order.
+template <class T>
+inline T nan_max(T a, T b) noexcept {
+  return (b > a || b != b) ? b : a;
+}
+
 // Max pooling of one [H, W] plane when max_pool_direct(g); rows: oh * W scratch elements.
 // NaN propagates, as in PyTorch (a select, no branch).
 template <class T>
@@ -131,14 +139,13 @@ void max_pool_plane(const pool_geometry& g, const T* img, T* o, T* rows) {
     std::copy(r, r + w, v);
     for (index_t i = 1; i < kh; ++i) {
       r += w;
-      for (index_t x = 0; x < w; ++x) v[x] = (r[x] > v[x] || r[x] != r[x]) ? r[x] : v[x];
+      for (index_t x = 0; x < w; ++x) v[x] = nan_max(v[x], r[x]);
     }
   }
   auto columns = [&](const T* v, T* out, index_t n) {
     if (kw == 2 && sw == 2) {  // max_pool2d(2): constant strides, so that the compiler vectorises it
       for (index_t q = 0; q < n; ++q) {
-        const T a = v[2 * q], b = v[2 * q + 1];
-        out[q] = (b > a || b != b) ? b : a;
+        out[q] = nan_max(v[2 * q], v[2 * q + 1]);
       }
       return;
     }
@@ -146,7 +153,7 @@ void max_pool_plane(const pool_geometry& g, const T* img, T* o, T* rows) {
       T best = v[q * sw];
       for (index_t j = 1; j < kw; ++j) {
         const T c = v[q * sw + j];
-        best = (c > best || c != c) ? c : best;
+        best = nan_max(best, c);
       }
       out[q] = best;
     }
@@ -411,7 +418,7 @@ void pool2d_into(const pool_geometry& g, const T* px, T* po, int threads) {
                 const index_t iy = y0 + i * dil[0], ix = x0 + j * dil[1];
                 if (!inside && (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w)) continue;
                 const C v = convert<C>(img[iy * s.w + ix]);
-                best = (v > best || v != v) ? v : best;  // NaN propagates, as in PyTorch (a select, no branch)
+                best = nan_max(best, v);  // (NaN propagates, as in PyTorch)
               }
             o[y * ow + xx] = convert<T>(best);
           } else {

@@ -212,8 +212,7 @@ void winograd_tiles(const conv_geometry& g, const winograd_layout<T>& L, const T
           if (act && !relu)
             for (auto& r : y) activate(r, len, act);
           // max_pool_plane's order and NaN rule: down the window's columns, then across
-          const auto max2 = [](T a, T b) { return (b > a || b != b) ? b : a; };
-          for (index_t q = 0; q < len; ++q) y[0][q] = max2(max2(y[0][q], y[2][q]), max2(y[1][q], y[3][q]));
+          for (index_t q = 0; q < len; ++q) y[0][q] = nan_max(nan_max(y[0][q], y[2][q]), nan_max(y[1][q], y[3][q]));
           for (index_t ty = f0 / tw; ty * tw < f1 && ty < pool.oh; ++ty) {
             const index_t a = std::max(f0, ty * tw) - ty * tw, b = std::min({f1 - ty * tw, tw, pool.ow});  // pooled columns
             if (a < b) copy_run(y[0] + (ty * tw + a - f0), plane + ty * pool.ow + a, b - a);
