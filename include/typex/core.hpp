@@ -14,7 +14,7 @@
 #include <typex/core/half.hpp>
 #include <typex/core/requirement.hpp>
 #include <typex/core/shape.hpp>
-#include <typex/core/static_error.hpp>
+#include <typex/core/sentence.hpp>
 #include <typex/core/symbol_table.hpp>
 #include <typex/core/text.hpp>
 #include <typex/core/type_name.hpp>

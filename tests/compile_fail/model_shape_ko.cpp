@@ -1,7 +1,6 @@
 // Compile-fail pair "model_shape": a wrong static shape inside a model is a compile error naming
 // the op and the shapes, when the model is exported (here: 5 input features into a Linear(4, 10)).
 // expect: typex::linear: inner extents differ \(lhs \[batch, 5\], rhs \[4, 10\]\): 5 vs 4
-// expect-clang: error: static assertion failed.*these static shapes do not fit the op
 #include <typex/typex.hpp>
 
 #include <boost/hana/adapt_struct.hpp>

@@ -159,6 +159,14 @@ template <class D>
 concept dim = detail::is_fix<D>::value || detail::is_sym<D>::value || std::same_as<D, dyn> ||
               detail::is_derived<D>::value;
 
+// A dim compares with an integer by its value (`y.shape().get<1>() == 10`; `10 == d` by C++20's
+// rewriting). Dims with dims: compare their get().
+template <class D, std::integral I>
+  requires dim<D>
+constexpr bool operator==(const D& d, I v) noexcept {
+  return d.get() == static_cast<index_t>(v);
+}
+
 // The type says whether a dim is static: static dims are empty (CuTe: is_static is is_empty).
 template <class D>
 inline constexpr bool is_static_dim_v = detail::is_fix<D>::value;

@@ -17,7 +17,7 @@
 // A tensor argument that is absent (conv2d without bias) is passed as nullptr and records None.
 #pragma once
 
-#include <typex/core/static_error.hpp>
+#include <typex/core/sentence.hpp>
 
 #include <source_location>
 #include <type_traits>

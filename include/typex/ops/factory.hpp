@@ -25,7 +25,7 @@
 #include <typex/ops/op.hpp>
 #include <typex/core/dim.hpp>
 #include <typex/core/shape.hpp>
-#include <typex/core/static_error.hpp>
+#include <typex/core/sentence.hpp>
 #include <typex/ops/apply.hpp>
 #include <typex/ops/shape_ops.hpp>
 #include <typex/ops/tensor_like.hpp>

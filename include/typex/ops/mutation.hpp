@@ -16,7 +16,7 @@
 
 #include <typex/ops/op.hpp>
 #include <typex/core/rules/expand.hpp>
-#include <typex/core/static_error.hpp>
+#include <typex/core/sentence.hpp>
 #include <typex/ops/apply.hpp>
 #include <typex/ops/tensor_like.hpp>
 
@@ -40,7 +40,7 @@ struct copy_op {
 
 namespace detail {
 template <class D>
-constexpr void check_copy_destination() {
+constexpr auto check_copy_destination() {
   if constexpr (is_traced_argument<D>::value) {
     TYPEX_STATIC_FAIL(static_type_error, [](auto& w) {
       w.put("typex::copy_: the destination is a traced value (a user input or an op's result), which an exported "

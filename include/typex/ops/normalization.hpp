@@ -67,7 +67,7 @@ struct log_softmax_op : softmax_like<Dim, "log_softmax"> {
 namespace detail {
 // The normalized shape (the weight's) must be the input's trailing dims.
 template <class SX, class SW>
-constexpr void require_trailing(const SX& x, const SW& w) {
+constexpr auto require_trailing(const SX& x, const SW& w) {
   if constexpr (SW::rank > SX::rank || SW::rank == 0) {
     TYPEX_STATIC_FAIL(static_shape_error, [](auto& out) {
       out.put("typex::layer_norm: the normalized shape "); SW::write_type(out); out.put(" is not the trailing dims of input ");

@@ -5,6 +5,7 @@
 // example inputs' values, so shape rules check them and record the facts they need.
 #pragma once
 
+#include <typex/core/sentence.hpp>
 #include <typex/tensor/tensor_spec.hpp>
 #include <typex/trace/context.hpp>
 
@@ -33,6 +34,18 @@ class traced {
     tensor_spec<DT, S>::write_type(w);
     w.put('>');
   }
+  // An error here means: the model branches (`if`, `while`, `?:`, `&&`) on a traced value, which
+  // has no value while the program is recorded: the branch taken would be baked into the program.
+  template <int = 0>
+  explicit operator bool() const {
+    TYPEX_STATIC_FAIL(static_type_error, [](auto& w) {
+      w.put("typex: a branch (if, while, ?:, &&) on a traced value ("); write_type(w);
+      w.put("): its value is not known while the model is recorded, so the program would keep one branch; "
+            "compute both and pick with typex::where(condition, a, b)");
+    });
+    return false;
+  }
+
   std::string to_string() const {
     std::string s = "traced ";  // (not "traced " + ...: g++ 12's bogus -Wrestrict, GCC bug 105329)
     s += spec().to_string();

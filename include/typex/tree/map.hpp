@@ -18,7 +18,7 @@
 // Arithmetic leaves (non-tensor inputs) keep their type.
 #pragma once
 
-#include <typex/core/static_error.hpp>
+#include <typex/core/sentence.hpp>
 #include <typex/tree/node.hpp>
 
 #include <boost/hana/members.hpp>

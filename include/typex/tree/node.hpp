@@ -8,7 +8,7 @@
 #pragma once
 
 #include <typex/core/error.hpp>
-#include <typex/core/static_error.hpp>
+#include <typex/core/sentence.hpp>
 #include <typex/core/type_name.hpp>
 
 #include <boost/hana/accessors.hpp>
@@ -85,9 +85,19 @@ template <class T>
 concept tree_type = tree_leaf_type<T> || detail::node_of<T>::known || tree_struct_type<T>;
 
 namespace detail {
+// An error here means: T is used in a pytree but is neither a leaf nor a node typex knows.
 template <class T>
-constexpr void require_tree_type();
+constexpr auto require_tree_type() {
+  if constexpr (!tree_type<T>) {
+    TYPEX_STATIC_FAIL(static_type_error, [](auto& w) {
+      w.put("typex: "); w.put(raw_type_name<T>());
+      w.put(" is not a pytree: adapt a struct with BOOST_HANA_ADAPT_STRUCT(type, fields...), mark a leaf type with "
+            "`static constexpr bool is_pytree_leaf = true;`, or specialize typex::tree_leaf<T>");
+    });
+  }
 }
+
+}  // namespace detail
 
 // For a type that is not a pytree this is a compile error (naming the type), after which the type
 // counts as a leaf so that no second wall of errors follows.
@@ -102,18 +112,6 @@ constexpr node_kind node_kind_of() noexcept {
 }
 
 namespace detail {
-// An error here means: T is used in a pytree but is neither a leaf nor a node typex knows.
-template <class T>
-constexpr void require_tree_type() {
-  if constexpr (!tree_type<T>) {
-    TYPEX_STATIC_FAIL(static_type_error, [](auto& w) {
-      w.put("typex: "); w.put(raw_type_name<T>());
-      w.put(" is not a pytree: adapt a struct with BOOST_HANA_ADAPT_STRUCT(type, fields...), mark a leaf type with "
-            "`static constexpr bool is_pytree_leaf = true;`, or specialize typex::tree_leaf<T>");
-    });
-  }
-}
-
 // Calls f(child) for each child of node `v` (T not a leaf), with the child's key for structs.
 // Used by flatten, spec_of and unflatten so that each container is described once.
 template <class T, class F>

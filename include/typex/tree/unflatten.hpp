@@ -8,7 +8,7 @@
 //                                         mismatch throws typex::tree_error naming the path.
 #pragma once
 
-#include <typex/core/static_error.hpp>
+#include <typex/core/sentence.hpp>
 #include <typex/tree/flatten.hpp>
 
 #include <span>

@@ -3,7 +3,7 @@
 #pragma once
 
 #include <typex/core/shape.hpp>
-#include <typex/core/static_error.hpp>
+#include <typex/core/sentence.hpp>
 
 #include <cstddef>
 #include <utility>
@@ -66,7 +66,7 @@ constexpr void write_dim_with_range(W& w) {
 
 // "typex::<op>: dim <d> is out of range for a tensor of rank <r> (valid: [-r, r-1])".
 template <fixed_string Op, long long D, long long Rank>
-constexpr void fail_dim_out_of_range() {
+constexpr auto fail_dim_out_of_range() {
   TYPEX_STATIC_FAIL(static_argument_error, [](auto& w) {
     put_op(w, Op.view());
     w.put(": dim "); w.put_int(D); w.put(" is out of range for a tensor of rank "); w.put_int(Rank);

@@ -10,7 +10,7 @@
 
 #include <typex/core/detail/shape_algebra.hpp>
 #include <typex/core/dim_rules.hpp>
-#include <typex/core/static_error.hpp>
+#include <typex/core/sentence.hpp>
 
 namespace typex {
 
@@ -42,7 +42,7 @@ constexpr auto aligned_dim(const S& s) {
 }
 
 template <fixed_string Op, class SA, class SB, std::size_t K>
-constexpr void fail_broadcast_static() {
+constexpr auto fail_broadcast_static() {
   using A = aligned_dim_t<SA, (SA::rank > SB::rank ? SA::rank : SB::rank), K>;
   using B = aligned_dim_t<SB, (SA::rank > SB::rank ? SA::rank : SB::rank), K>;
   if constexpr (is_static_dim_v<A> && is_static_dim_v<B>) {
@@ -81,19 +81,19 @@ constexpr auto broadcast_shapes(const shape<A...>& a, const shape<B...>& b, op_n
     constexpr std::array<verdict, R> vs{
         broadcast_verdict<detail::aligned_dim_t<SA, R, I>, detail::aligned_dim_t<SB, R, I>>()...};
     constexpr std::size_t bad = detail::find_verdict(vs, verdict::never);
-    if constexpr (bad < R) {
-      detail::fail_broadcast_static<Op, SA, SB, bad>();
-      return a;  // keeps the cascade short: the caller sees a valid shape
-    } else {
-      auto one = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
-        const auto x = detail::aligned_dim<SA, R, K>(a);
-        const auto y = detail::aligned_dim<SB, R, K>(b);
+    if constexpr (bad < R) detail::fail_broadcast_static<Op, SA, SB, bad>();
+    auto one = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
+      const auto x = detail::aligned_dim<SA, R, K>(a);
+      const auto y = detail::aligned_dim<SB, R, K>(b);
+      if constexpr (vs[K] == verdict::never) {
+        return dyn{};  // (after the error above: an extent no later op checks statically, so no cascade)
+      } else {
         detail::require_broadcastable<vs[K]>(Op.view(), x, y, static_cast<int>(K),
                                              [&] { detail::raise_broadcast<Op>(a, b, K); });
         return broadcast_dim(x, y);
-      };
-      return shape(one(std::integral_constant<std::size_t, I>{})...);
-    }
+      }
+    };
+    return shape(one(std::integral_constant<std::size_t, I>{})...);
   }(std::make_index_sequence<R>{});
 }
 

@@ -10,7 +10,7 @@ namespace typex {
 
 namespace detail {
 template <fixed_string Op, long long Dim, class SA, class SB, std::size_t K>
-constexpr void fail_concat_static() {
+constexpr auto fail_concat_static() {
   using A = typename SA::template dim_t<K>;
   using B = typename SB::template dim_t<K>;
   if constexpr (is_static_dim_v<A> && is_static_dim_v<B>) {
@@ -50,15 +50,15 @@ constexpr auto concat2(const shape<A...>& a, const shape<B...>& b) {
             (I == at ? verdict::always
                      : equal_verdict<typename SA::template dim_t<I>, typename SB::template dim_t<I>>())...};
         constexpr std::size_t bad = find_verdict(vs, verdict::never);
-        if constexpr (bad < SA::rank) {
-          fail_concat_static<Op, Dim, SA, SB, bad>();
-          return a;
-        } else {
+        if constexpr (bad < SA::rank) fail_concat_static<Op, Dim, SA, SB, bad>();
+        {
           auto one = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
             const auto x = a.template get<K>();
             const auto y = b.template get<K>();
             if constexpr (K == at) {
               return x + y;
+            } else if constexpr (vs[K] == verdict::never) {
+              return dyn{};  // (after the error above: no later op checks it statically, so no cascade)
             } else {
               require_equal<vs[K]>(Op.view(), x, y, static_cast<int>(K), [&] {
                   raise<shape_error>([&](auto& w) {

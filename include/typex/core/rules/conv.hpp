@@ -59,14 +59,14 @@ constexpr auto window_out(const S& s, const In& in, const K& k) {
       w.put(": "); w.put_int(P::value - 2 * Pad); w.put(" + 2*"); w.put_int(Pad); w.put(" padding < ");
       w.put_int(E::value); w.put(" (the dilated kernel); pad the input or use a smaller kernel");
     });
-    return fix<1>{};
+    return dyn{};  // (after the error: an extent no later op checks statically, so no cascade)
   } else if constexpr (!fits_static && P::hi < E::lo) {
     TYPEX_STATIC_FAIL(static_constraint_violation, [](auto& w) {
       put_op(w, Op.view()); w.put(": input "); S::write_type(w); w.put(" is too small at dim "); w.put_int(At);
       w.put(" for every value in the declared range: "); write_dim_with_range<In>(w); w.put(" + 2*"); w.put_int(Pad);
       w.put(" padding < "); write_dim_with_range<E>(w); w.put(" (the dilated kernel); raise the declared minimum");
     });
-    return fix<1>{};
+    return dyn{};
   } else {
     if constexpr (!fits_static) {
       if (padded.get() < span.get()) {
@@ -94,7 +94,7 @@ constexpr auto window_out_ceil(const S& s, const In& in) {
         w.put(": a window of "); w.put_int(Kernel); w.put(" (dilation "); w.put_int(Dil); w.put(", padding ");
         w.put_int(Pad); w.put(") leaves no output even with ceil_mode; pad the input or use a smaller kernel");
       });
-      return fix<1>{};
+      return dyn{};
     } else {
       return fix<o>{};
     }
@@ -118,7 +118,7 @@ constexpr auto window_out_ceil(const S& s, const In& in) {
 }
 
 template <fixed_string Op, class S>
-constexpr void require_nchw() {
+constexpr auto require_nchw() {
   if constexpr (S::rank != 3 && S::rank != 4) {
     TYPEX_STATIC_FAIL(static_shape_error, [](auto& w) {
       put_op(w, Op.view()); w.put(": input "); S::write_type(w); w.put(" has rank "); w.put_int(S::rank);
@@ -149,19 +149,19 @@ constexpr auto conv2d_shape(const shape<X...>& x, const shape<W...>& w, op_name_
     const auto cin = w.template get<1>() * fix<Opt.groups>{};
     using CW = std::remove_cvref_t<decltype(cin)>;
     constexpr verdict v = equal_verdict<C, CW>();
+    // (after a static failure the output shape is computed as if the channels fitted: the next
+    // layer sees the right channel count, so the mistake is one error)
     if constexpr (v == verdict::never) {
       TYPEX_STATIC_FAIL(static_shape_error, [](auto& out) {
         detail::put_op(out, Op.view()); out.put(": input "); SX::write_type(out); out.put(" has ");
         detail::write_dim_with_range<C>(out); out.put(" channels, but weight "); SW::write_type(out);
         out.put(" with groups="); out.put_int(Opt.groups); out.put(" expects "); detail::write_dim_with_range<CW>(out);
       });
-      return x;
     } else if constexpr (is_static_dim_v<O> && O::value % Opt.groups != 0) {
       TYPEX_STATIC_FAIL(static_shape_error, [](auto& out) {
         detail::put_op(out, Op.view()); out.put(": weight "); SW::write_type(out); out.put(" has ");
         out.put_int(O::value); out.put(" output channels, not divisible by groups="); out.put_int(Opt.groups);
       });
-      return x;
     } else {
       detail::require_equal<v>(Op.view(), x.template get<c>(), cin, static_cast<int>(c), [&] {
           detail::raise<shape_error>([&](auto& out) {
@@ -177,6 +177,8 @@ constexpr auto conv2d_shape(const shape<X...>& x, const shape<W...>& w, op_name_
             out.put(" has output channels not divisible by groups="); out.put_int(Opt.groups);
           });
       }
+    }
+    {
       const auto h = detail::window_out<Op, SX, c + 1, Opt.stride[0], Opt.padding[0], Opt.dilation[0]>(
           x, x.template get<c + 1>(), w.template get<2>());
       const auto wd = detail::window_out<Op, SX, c + 2, Opt.stride[1], Opt.padding[1], Opt.dilation[1]>(

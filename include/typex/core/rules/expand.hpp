@@ -20,7 +20,7 @@ template <fixed_string Op, class SX, class ST>
   });
 }
 template <fixed_string Op, class SX, class ST, std::size_t K>
-constexpr void fail_expand_static() {
+constexpr auto fail_expand_static() {
   TYPEX_STATIC_FAIL(static_shape_error, [](auto& w) {
     put_op(w, Op.view()); w.put(": cannot expand "); SX::write_type(w); w.put(" to "); ST::write_type(w);
     w.put(": at dim "); w.put_int(K); w.put(" the input's extent is neither 1 nor the target's ");

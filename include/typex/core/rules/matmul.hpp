@@ -11,14 +11,38 @@
 namespace typex {
 
 namespace detail {
+// The product of dims [1, rank) of S when they are all static, else -1: a linear whose in_features
+// is that product was given an unflattened input ([N, C, H, W] where [N, C*H*W] was meant).
+template <class D>
+consteval index_t static_dim_value() {
+  if constexpr (is_static_dim_v<D>) return D::value;
+  else return -2;
+}
+template <class S>
+consteval index_t static_trailing_product() {
+  if constexpr (S::rank < 3) {
+    return -1;
+  } else {
+    return []<std::size_t... I>(std::index_sequence<I...>) {
+      if constexpr ((is_static_dim_v<typename S::template dim_t<I + 1>> && ...)) return (index_t{1} * ... * S::template dim_t<I + 1>::value);
+      else return index_t{-1};
+    }(std::make_index_sequence<S::rank - 1>{});
+  }
+}
+
 template <fixed_string Op, class SA, class SB, class KA, class KB>
-constexpr void fail_matmul_static() {
+constexpr auto fail_matmul_static() {
   if constexpr (is_static_dim_v<KA> && is_static_dim_v<KB>) {
     TYPEX_STATIC_FAIL(static_shape_error, [](auto& w) {
       put_op(w, Op.view()); w.put(": inner extents differ (lhs "); SA::write_type(w); w.put(", rhs ");
       SB::write_type(w); w.put("): "); w.put_int(KA::value); w.put(" vs "); w.put_int(KB::value);
-      w.put("; the last dim of lhs must equal the ");
-      w.put(SB::rank == 1 ? "only" : "second-to-last"); w.put(" dim of rhs");
+      if constexpr (static_trailing_product<SA>() == KB::value) {
+        w.put("; the dims of the input after the first hold "); w.put_int(KB::value);
+        w.put(" elements: flatten them first (typex::flatten<1>(x), or nn::Flatten before this layer)");
+      } else {
+        w.put("; the last dim of lhs must equal the ");
+        w.put(SB::rank == 1 ? "only" : "second-to-last"); w.put(" dim of rhs");
+      }
     });
   } else {
     TYPEX_STATIC_FAIL(static_constraint_violation, [](auto& w) {
@@ -49,30 +73,40 @@ constexpr auto matmul_shape(const shape<A...>& a, const shape<B...>& b, op_name_
       detail::put_op(w, Op.view()); w.put(": both arguments need at least one dimension (lhs ");
       SA::write_type(w); w.put(", rhs "); SB::write_type(w); w.put("); use mul for scalars");
     });
-    return shape<>{};
+    // (what mul would give: the other operand's shape; no later error follows from this one)
+    if constexpr (ra == 0) return b;
+    else return a;
   } else {
     using KA = typename SA::template dim_t<ra - 1>;
     using KB = typename SB::template dim_t<(rb == 1 ? 0 : rb - 2)>;
     constexpr verdict v = equal_verdict<KA, KB>();
-    if constexpr (v == verdict::never) {
-      detail::fail_matmul_static<Op, SA, SB, KA, KB>();
-      return shape<>{};
-    } else {
+    {
       const KA ka = a.template get<ra - 1>();
       const KB kb = b.template get<(rb == 1 ? 0 : rb - 2)>();
-      detail::require_equal<v>(Op.view(), ka, kb, -1, [&] { detail::raise_matmul<Op>(a, b, ka.get(), kb.get()); });
+      // (after a static failure the result is computed as if the inner extents fitted: it does not
+      // depend on them, so the mistake is one error, not one per later op)
+      if constexpr (v == verdict::never) detail::fail_matmul_static<Op, SA, SB, KA, KB>();
+      else detail::require_equal<v>(Op.view(), ka, kb, -1, [&] { detail::raise_matmul<Op>(a, b, ka.get(), kb.get()); });
       // rows of lhs and columns of rhs (absent for 1-d operands)
       constexpr std::size_t ba = ra >= 2 ? ra - 2 : 0, bb = rb >= 2 ? rb - 2 : 0;
       const auto rows = [&] {
         if constexpr (ra >= 2) return detail::take<ra - 2, 1>(a);
         else return shape<>{};
       }();
+      // (after a mismatch, which operand is wrong is unknown — x @ W without W's transpose — so
+      // the columns become a run-time dim that no later op checks statically; linear's weight
+      // states its output width, so there they stay)
       const auto cols = [&] {
-        if constexpr (rb >= 2) return detail::take<rb - 1, 1>(b);
-        else return shape<>{};
+        if constexpr (rb < 2) return shape<>{};
+        else if constexpr (v == verdict::never && Op.view() != std::string_view("linear")) return shape(dyn{});
+        else return detail::take<rb - 1, 1>(b);
       }();
-      const auto batch = broadcast_shapes(detail::take<0, ba>(a), detail::take<0, bb>(b), op_name<Op>);
-      return detail::join(batch, rows, cols);
+      if constexpr (v == verdict::never && detail::static_trailing_product<SA>() == detail::static_dim_value<KB>()) {
+        return detail::join(detail::take<0, 1>(a), cols);  // (a forgotten flatten: the shape meant)
+      } else {
+        const auto batch = broadcast_shapes(detail::take<0, ba>(a), detail::take<0, bb>(b), op_name<Op>);
+        return detail::join(batch, rows, cols);
+      }
     }
   }
 }

@@ -101,13 +101,24 @@ constexpr auto reshape_shape(const shape<S...>& src, const reshape_target<T...>&
     w.put(']');
   };
   using WriteTarget = decltype(write_target);
+  // After a static failure: the target with each -1 a run-time dim (no later op checks those
+  // statically, so the mistake is one error and the next ops see the rank the user asked for).
+  const auto target_after_error = [&] {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      auto one = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
+        if constexpr (std::same_as<std::remove_cvref_t<decltype(target.dims.template get<K>())>, infer_dim>) return dyn{};
+        else return target.dims.template get<K>();
+      };
+      return shape(one(std::integral_constant<std::size_t, I>{})...);
+    }(std::make_index_sequence<sizeof...(T)>{});
+  };
 
   if constexpr (n_infer > 1) {
     TYPEX_STATIC_FAIL(static_argument_error, [](auto& w) {
       detail::put_op(w, Op.view()); w.put(": only one dim of the target "); WriteTarget{}(w);
       w.put(" can be inferred (-1)");
     });
-    return src;
+    return target_after_error();
   } else if constexpr (n_infer == 0) {
     if constexpr (same_nonstatic && fs != ft) {
       TYPEX_STATIC_FAIL(static_shape_error, [](auto& w) {
@@ -116,7 +127,7 @@ constexpr auto reshape_shape(const shape<S...>& src, const reshape_target<T...>&
         if constexpr (Tgt::is_static) { w.put(" ("); w.put_int(detail::static_factor_v<Tgt>); w.put(" elements)"); }
         w.put("; the number of elements must stay the same");
       });
-      return src;
+      return target_after_error();
     } else {
       // the non-static parts are the same symbols: their values must agree too
       if constexpr (same_nonstatic) detail::require_same_nonstatic<Op>(src, target.dims);
@@ -153,7 +164,7 @@ constexpr auto reshape_shape(const shape<S...>& src, const reshape_target<T...>&
         w.put_int(detail::static_factor_v<Tgt>);
         w.put("; the element count must stay the same");
       });
-      return src;
+      return target_after_error();
     } else {
       const auto inferred = [&] {
         if constexpr (same_nonstatic) {

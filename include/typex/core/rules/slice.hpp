@@ -74,7 +74,7 @@ namespace detail {
 // The fact `a >= b` of a slice's bounds: a compile error when no values in the ranges allow it,
 // otherwise checked (shape_error) and recorded unless the ranges imply it.
 template <fixed_string Op, std::size_t At, class A, class B, class Fail>
-constexpr void require_at_least(const A& a, const B& b, Fail&& fail) {
+constexpr auto require_at_least(const A& a, const B& b, Fail&& fail) {
   if constexpr (A::hi < B::lo) {
     TYPEX_STATIC_FAIL(static_constraint_violation, [](auto& w) {
       put_op(w, Op.view()); w.put(": the slice bounds can never fit dim "); w.put_int(static_cast<long long>(At));

@@ -57,7 +57,8 @@ constexpr auto squeeze_shape(const shape<D...>& s, op_name_t<Op> = {}) {
           w.put(", which can never be 1; only a dim of extent 1 can be squeezed");
         });
       }
-      return s;
+      // (the shape the user's next ops are written for: the dim removed, so no cascade)
+      return detail::join(detail::take<0, at>(s), detail::take<at + 1, rank - at - 1>(s));
     } else {
       detail::require_equal<v>(Op.view(), s.template get<at>(), fix<1>{}, static_cast<int>(at),
                                [&] { detail::raise_squeeze<Op>(s, at); });
