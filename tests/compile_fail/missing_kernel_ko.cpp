@@ -2,7 +2,7 @@
 // fails where the kernel is taken; the first line names the op's kernel, the next the sentence
 // ("typex::eigen: no kernel for this op: specialize typex::eigen::kernel<Op> ..."). The registry's
 // own ops go through the same check when typex::eigen builds its table.
-// expect: In instantiation of .*struct typex::eigen::kernel<scale_op>
+// expect: static assertion failed: typex::eigen: no kernel for this op: specialize typex::eigen::kernel<Op>
 // expect-clang: error: static assertion failed.*typex::eigen: no kernel for this op
 #include <typex/backend/eigen.hpp>
 #include <typex/typex.hpp>

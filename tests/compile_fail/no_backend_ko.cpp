@@ -2,7 +2,7 @@
 // (the export layer names none: the default, TYPEX_DEFAULT_BACKEND, is defined by the backend's
 // header). One error, no cascade: g++'s first line names program_module<eigen_backend>, the next
 // the sentence (which header to include); clang's first line is the sentence.
-// expect: In instantiation of .*program_module<Backend>::program_module.*Backend = typex::eigen_backend
+// expect: static assertion failed: typex: exported_program::module\(\) needs a backend that runs programs: include <typex/backend/eigen.hpp>
 // expect-clang: error: static assertion failed.*needs a backend that runs programs: include <typex/backend/eigen.hpp>
 #include <typex/typex.hpp>
 

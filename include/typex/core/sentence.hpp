@@ -33,6 +33,7 @@
 #include <typex/core/text.hpp>
 
 #include <cstddef>
+#include <type_traits>
 #include <utility>
 
 namespace typex {
@@ -103,32 +104,32 @@ template <> inline constexpr sentence_kind sentence_kind_of<static_tree_error> =
 template <sentence_kind K, class F, class = std::make_index_sequence<static_message_pieces<F>()>>
 struct static_failure;
 template <class F, std::size_t... I>
-struct static_failure<sentence_kind::shape, F, std::index_sequence<I...>> {
-  static constexpr std::size_t size = sizeof(static_shape_error<static_message_arg<F, I>()...>);
-};
+struct static_failure<sentence_kind::shape, F, std::index_sequence<I...>>
+    : std::integral_constant<std::size_t, sizeof(static_shape_error<static_message_arg<F, I>()...>)> {};
 template <class F, std::size_t... I>
-struct static_failure<sentence_kind::constraint, F, std::index_sequence<I...>> {
-  static constexpr std::size_t size = sizeof(static_constraint_violation<static_message_arg<F, I>()...>);
-};
+struct static_failure<sentence_kind::constraint, F, std::index_sequence<I...>>
+    : std::integral_constant<std::size_t, sizeof(static_constraint_violation<static_message_arg<F, I>()...>)> {};
 template <class F, std::size_t... I>
-struct static_failure<sentence_kind::argument, F, std::index_sequence<I...>> {
-  static constexpr std::size_t size = sizeof(static_argument_error<static_message_arg<F, I>()...>);
-};
+struct static_failure<sentence_kind::argument, F, std::index_sequence<I...>>
+    : std::integral_constant<std::size_t, sizeof(static_argument_error<static_message_arg<F, I>()...>)> {};
 template <class F, std::size_t... I>
-struct static_failure<sentence_kind::tree, F, std::index_sequence<I...>> {
-  static constexpr std::size_t size = sizeof(static_tree_error<static_message_arg<F, I>()...>);
-};
+struct static_failure<sentence_kind::tree, F, std::index_sequence<I...>>
+    : std::integral_constant<std::size_t, sizeof(static_tree_error<static_message_arg<F, I>()...>)> {};
 template <class F, std::size_t... I>
-struct static_failure<sentence_kind::type, F, std::index_sequence<I...>> {
-  static constexpr std::size_t size = sizeof(static_type_error<static_message_arg<F, I>()...>);
-};
+struct static_failure<sentence_kind::type, F, std::index_sequence<I...>>
+    : std::integral_constant<std::size_t, sizeof(static_type_error<static_message_arg<F, I>()...>)> {};
 
 }  // namespace detail
 
 // Fail compilation with Kind<"message written by F">. F is a capture-less lambda taking a writer
 // (see text.hpp). Used as: TYPEX_STATIC_FAIL(static_shape_error, [](auto& w) { ... });
 // and followed by what the rule returns instead (see above: no cascade).
-#define TYPEX_STATIC_FAIL(Kind, ...) \
-  ((void)::typex::detail::static_failure<::typex::detail::sentence_kind_of<::typex::Kind>, decltype(__VA_ARGS__)>::size)
+// (An alias declaration, not an expression: a function whose body holds a failed expression is no
+// longer a constant expression under clang, so every constant computed from it failed too.)
+#define TYPEX_STATIC_FAIL(Kind, ...)                                                                     \
+  using TYPEX_STATIC_FAIL_NAME(__COUNTER__) [[maybe_unused]] = decltype(sizeof(                          \
+      ::typex::detail::static_failure<::typex::detail::sentence_kind_of<::typex::Kind>, decltype(__VA_ARGS__)>))
+#define TYPEX_STATIC_FAIL_NAME(n) TYPEX_STATIC_FAIL_NAME2(n)
+#define TYPEX_STATIC_FAIL_NAME2(n) typex_static_failure_##n
 
 }  // namespace typex

@@ -184,4 +184,13 @@ S make_shape(std::initializer_list<index_t> extents, std::string_view what = "te
   return make_shape<S>(std::span<const index_t>(extents.begin(), extents.size()), what);
 }
 
+// Free-function access for generic code, where a member template needs `s.template get<I>()`:
+// typex::get<I>(s) (negative I counts from the end, as torch does).
+template <long long I, class... D>
+constexpr auto get(const shape<D...>& s) noexcept {
+  constexpr long long rank = sizeof...(D);
+  static_assert(I >= -rank && I < rank, "typex::get<I>(shape): I is out of range for this shape's rank");
+  return s.template get<static_cast<std::size_t>(I < 0 ? I + rank : I)>();
+}
+
 }  // namespace typex

@@ -181,6 +181,13 @@ auto trace_input(tracing_context& ctx, const T& in, std::size_t i, std::vector<s
 }  // namespace detail
 
 namespace detail {
+// A type in a message: a tensor as tensor<f32[batch, 784]>, anything else by its name.
+template <class T, class W>
+constexpr void put_tree_type(W& w) {
+  if constexpr (requires { T::write_type(w); }) T::write_type(w);
+  else w.put(raw_type_name<T>());
+}
+
 // A leaf as a spec (numbers stay numbers): the calling convention's structure without data.
 inline constexpr auto to_spec = [](const auto& leaf) {
   if constexpr (std::is_arithmetic_v<std::remove_cvref_t<decltype(leaf)>>) return leaf;
@@ -254,6 +261,23 @@ class typed_program<std::tuple<In...>, Out> : public exported_program {
       });
     }
 
+    // Any other arguments: a compile error naming, on one line, the types the program takes and
+    // the types given (instead of "no match for call" and every candidate's nested types).
+    template <class... A>
+      requires(!std::is_invocable_v<void (*)(const rebind_tree_t<In, host_tensor>&...), const A&...>)
+    output_type operator()(const A&...) const {
+      TYPEX_STATIC_FAIL(static_type_error, [](auto& w) {
+        w.put("typex: the exported program takes (");
+        std::size_t i = 0;
+        ((w.put(i++ ? ", " : ""), detail::put_tree_type<rebind_tree_t<In, host_tensor>>(w)), ...);
+        w.put(") but is called with (");
+        i = 0;
+        ((w.put(i++ ? ", " : ""), detail::put_tree_type<A>(w)), ...);
+        w.put("); pass tensors of the exported types (a symbolic dim takes any extent in its range), or export again");
+      });
+      return output_type{};
+    }
+
     // The program_module underneath (state_dict, load_state_dict, report, the program).
     const program_module<Backend>& untyped() const noexcept { return run_; }
     program_module<Backend>& untyped() noexcept { return run_; }
@@ -322,6 +346,50 @@ TYPEX_API std::vector<module_call_entry> module_call_graph_of(const ir::graph& g
                                                            const std::vector<named_module_call>& calls);
 }  // namespace detail
 
+namespace detail {
+template <class F, class Tuple>
+inline constexpr bool callable_with_tuple_v = []<std::size_t... I>(std::index_sequence<I...>) {
+  return std::is_invocable_v<F, const std::tuple_element_t<I, Tuple>&...>;
+}(std::make_index_sequence<std::tuple_size_v<Tuple>>{});
+
+// An error here means: the model cannot be called with the traced inputs — most often a call
+// operator written for one input type (a tensor<...>) rather than as a template.
+template <class M, class Traced>
+constexpr auto fail_not_traceable() {
+  TYPEX_STATIC_FAIL(static_type_error, [](auto& w) {
+    w.put("typex::export_program: "); w.put(raw_type_name<M>());
+    w.put(" cannot be called with the traced inputs ");
+    w.put(raw_type_name<Traced>());
+    w.put(": its call operator must be a template over its input types (template <class X> auto operator()(const X& x) "
+          "const), so that it runs on tensors and is recorded on traced values");
+  });
+}
+
+// An error here means: the model type has no reflection, so its parameters, buffers and submodules
+// cannot be found.
+template <class M, fixed_string Where>
+constexpr auto fail_not_a_module() {
+  TYPEX_STATIC_FAIL(static_type_error, [](auto& w) {
+    w.put(Where.view()); w.put(": "); w.put(raw_type_name<M>());
+    w.put(" is not a module: adapt it with BOOST_HANA_ADAPT_STRUCT("); w.put(raw_type_name<M>());
+    w.put(", member1, member2, ...) listing every parameter, buffer and submodule (or declare them with "
+          "BOOST_HANA_DEFINE_STRUCT)");
+  });
+}
+
+// The model seen as a module without members, after that error: the export goes on (one error).
+template <class M>
+struct unreflected_model {
+  static constexpr bool numbered_children = true;
+  std::tuple<> children;
+  const M* model;
+  template <class... A>
+  auto operator()(const A&... a) const -> decltype((*model)(a...)) {
+    return (*model)(a...);
+  }
+};
+}  // namespace detail
+
 // With options: export_program(typex::export_options{.runtime_assertions = true}, model, inputs...).
 template <module_type M, class... In>
 auto export_program(const export_options& options, const M& module, const In&... inputs) {
@@ -387,7 +455,16 @@ auto export_program(const export_options& options, const M& module, const In&...
 
   // 3. the call, then the shape facts it needed, decided against the declared ranges: a violation
   //    is raised here; the facts no range expresses become assertion nodes when asked for
-  const auto outputs = std::apply([&](const auto&... t) { return module(t...); }, traced_inputs);
+  const auto outputs = [&] {
+    if constexpr (detail::callable_with_tuple_v<const M&, decltype(traced_inputs)>) {
+      return std::apply([&](const auto&... t) { return module(t...); }, traced_inputs);
+    } else {
+      // A call operator that is not a template (it has an address) cannot take traced values; a
+      // template one that is not callable failed in its body, and that error is already printed.
+      if constexpr (requires { &M::operator(); }) detail::fail_not_traceable<M, decltype(traced_inputs)>();
+      return std::tuple<>{};  // (after the error: the export goes on, so no second error follows from it)
+    }
+  }();
   for (const auto& u : ctx.unbacked()) ranges.add_unbacked(u.name, value_range{u.lo, u.hi});
   const detail::decided_facts facts = detail::decide_facts(ctx.requirements(), ranges, options, ctx.unbacked());
   std::vector<ir::node_id> assertions;
@@ -428,7 +505,7 @@ auto export_program(const export_options& options, const M& module, const In&...
   for_each_leaf(outputs, [&](const auto& leaf) {
     using L = std::remove_cvref_t<decltype(leaf)>;
     if constexpr (traced_type<L>) outs.push_back(leaf.value());
-    else if constexpr (host_tensor_type<L> || module_tensor_type<L>) outs.push_back(ctx.value_of(leaf));
+    else if constexpr (host_tensor_type<L> || module_tensor_type<L>) outs.push_back(ctx.value_of_tensor(leaf));
     else static_assert(traced_type<L>, "typex::export_program: the module returned a leaf that is not a tensor");
   });
   const ir::node_id output = g.set_output(outs);
@@ -498,6 +575,20 @@ auto export_program(const export_options& options, const M& module, const In&...
 template <module_type M, class... In>
 auto export_program(const M& module, const In&... inputs) {
   return export_program(export_options{}, module, inputs...);
+}
+
+// A model type without reflection: a compile error saying so (not "no matching function").
+template <class M, class... In>
+  requires(!module_type<M> && !std::same_as<M, export_options>)
+auto export_program(const M& module, const In&... inputs) {
+  detail::fail_not_a_module<M, "typex::export_program">();
+  return export_program(export_options{}, detail::unreflected_model<M>{{}, &module}, inputs...);
+}
+template <class M, class... In>
+  requires(!module_type<M>)
+auto export_program(const export_options& options, const M& module, const In&... inputs) {
+  detail::fail_not_a_module<M, "typex::export_program">();
+  return export_program(options, detail::unreflected_model<M>{{}, &module}, inputs...);
 }
 
 }  // namespace typex

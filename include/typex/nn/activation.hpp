@@ -16,8 +16,9 @@ namespace typex::nn {
 struct ReLU {
   BOOST_HANA_DEFINE_STRUCT(ReLU);
   template <class X>
-  auto operator()(const X& x) const {
-    const module_scope scope(*this, x);
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+const module_scope scope(*this, x);
     return scope.returns(typex::relu(x));
   }
 };
@@ -26,8 +27,9 @@ struct GELU {
   BOOST_HANA_DEFINE_STRUCT(GELU);
   gelu_approximation approximate = gelu_approximation::none;
   template <class X>
-  auto operator()(const X& x) const {
-    const module_scope scope(*this, x);
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+const module_scope scope(*this, x);
     return scope.returns(typex::gelu(x, approximate));
   }
 };
@@ -35,8 +37,9 @@ struct GELU {
 struct SiLU {
   BOOST_HANA_DEFINE_STRUCT(SiLU);
   template <class X>
-  auto operator()(const X& x) const {
-    const module_scope scope(*this, x);
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+const module_scope scope(*this, x);
     return scope.returns(typex::silu(x));
   }
 };
@@ -44,8 +47,9 @@ struct SiLU {
 struct Tanh {
   BOOST_HANA_DEFINE_STRUCT(Tanh);
   template <class X>
-  auto operator()(const X& x) const {
-    const module_scope scope(*this, x);
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+const module_scope scope(*this, x);
     return scope.returns(typex::tanh(x));
   }
 };
@@ -53,8 +57,9 @@ struct Tanh {
 struct Sigmoid {
   BOOST_HANA_DEFINE_STRUCT(Sigmoid);
   template <class X>
-  auto operator()(const X& x) const {
-    const module_scope scope(*this, x);
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+const module_scope scope(*this, x);
     return scope.returns(typex::sigmoid(x));
   }
 };
@@ -63,8 +68,9 @@ struct Dropout {
   BOOST_HANA_DEFINE_STRUCT(Dropout);
   double p = 0.5;  // kept for parity with PyTorch's module; inference ignores it
   template <class X>
-  X operator()(const X& x) const {
-    const module_scope scope(*this, x);
+  X operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+const module_scope scope(*this, x);
     return scope.returns(x);
   }
 };
@@ -74,8 +80,9 @@ template <long long Start = 1, long long End = -1>
 struct Flatten {
   BOOST_HANA_DEFINE_STRUCT(Flatten);
   template <class X>
-  auto operator()(const X& x) const {
-    const module_scope scope(*this, x);
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+const module_scope scope(*this, x);
     return scope.returns(typex::flatten<Start, End>(x));
   }
 };

@@ -60,14 +60,18 @@ struct MultiheadAttention {
                            (out_proj_t, out_proj));
 
   template <class Q, class K, class V>
-  auto operator()(const Q& query, const K& key, const V& value) const {
-    return forward(query, key, value);
+  auto operator()(const Q& query, const K& key, const V& value,
+                  const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+return forward(query, key, value);
   }
   // With attn_mask [L, S] or [N*H, L, S]: bool true where a query may NOT look at a key (torch's
   // MultiheadAttention convention), or floating values added to the scores (-inf: may not look).
   template <class Q, class K, class V, class M>
-  auto operator()(const Q& query, const K& key, const V& value, const M& attn_mask) const {
-    return forward(query, key, value, nullptr, attn_mask);
+  auto operator()(const Q& query, const K& key, const V& value, const M& attn_mask,
+                  const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+return forward(query, key, value, nullptr, attn_mask);
   }
 
   // torch.nn.MultiheadAttention.forward, with need_weights and average_attn_weights as template
@@ -75,7 +79,8 @@ struct MultiheadAttention {
   template <bool NeedWeights = false, bool AverageWeights = true, class Q, class K, class V, class KPM = std::nullptr_t,
             class AM = std::nullptr_t>
   auto forward(const Q& query, const K& key, const V& value, const KPM& key_padding_mask = nullptr, const AM& attn_mask = nullptr,
-               bool is_causal = false) const {
+               bool is_causal = false, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
     if constexpr (std::is_null_pointer_v<AM>) {
       if (is_causal)
         detail::raise_message<argument_error>(
@@ -207,8 +212,9 @@ struct TransformerEncoderLayer {
                            (Dropout, dropout2));
 
   template <class X>
-  auto operator()(const X& src) const {
-    const module_scope scope(*this, src);
+  auto operator()(const X& src, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+const module_scope scope(*this, src);
     if constexpr (NormFirst) {
       const auto n1 = norm1(src);
       const auto x = typex::add(src, dropout1(self_attn(n1, n1, n1)));

@@ -21,8 +21,9 @@ struct Sequential {
   const auto& get() const noexcept { return std::get<I>(children); }
 
   template <class X>
-  auto operator()(const X& x) const {
-    const module_scope scope(*this, x);
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+const module_scope scope(*this, x);
     return scope.returns(call<0>(x));
   }
 

@@ -27,8 +27,9 @@ struct Conv2d {
   BOOST_HANA_DEFINE_STRUCT(Conv2d, (weight_t, weight), (bias_t, bias));
 
   template <class X>
-  auto operator()(const X& x) const {
-    const module_scope scope(*this, x);
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+const module_scope scope(*this, x);
     return scope.returns(typex::conv2d<Opt>(x, weight, bias));
   }
   void reset_parameters(init::generator& g) const {
@@ -43,8 +44,9 @@ template <pool2d_options Opt>
 struct MaxPool2d {
   BOOST_HANA_DEFINE_STRUCT(MaxPool2d);
   template <class X>
-  auto operator()(const X& x) const {
-    const module_scope scope(*this, x);
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+const module_scope scope(*this, x);
     return scope.returns(typex::max_pool2d<Opt>(x));
   }
 };
@@ -53,8 +55,9 @@ template <pool2d_options Opt>
 struct AvgPool2d {
   BOOST_HANA_DEFINE_STRUCT(AvgPool2d);
   template <class X>
-  auto operator()(const X& x) const {
-    const module_scope scope(*this, x);
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+const module_scope scope(*this, x);
     return scope.returns(typex::avg_pool2d<Opt>(x));
   }
 };
@@ -63,8 +66,9 @@ template <index_t OH, index_t OW = OH>
 struct AdaptiveAvgPool2d {
   BOOST_HANA_DEFINE_STRUCT(AdaptiveAvgPool2d);
   template <class X>
-  auto operator()(const X& x) const {
-    const module_scope scope(*this, x);
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+const module_scope scope(*this, x);
     return scope.returns(typex::adaptive_avg_pool2d<OH, OW>(x));
   }
 };

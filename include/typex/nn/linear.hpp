@@ -25,8 +25,9 @@ struct Linear {
   static constexpr index_t out_features = Out;
 
   template <class X>
-  auto operator()(const X& x) const {
-    const module_scope scope(*this, x);
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+const module_scope scope(*this, x);
     return scope.returns(typex::linear(x, weight, bias));
   }
   void reset_parameters(init::generator& g) const {
@@ -45,8 +46,9 @@ struct Linear<In, Out, false, DT> {
   static constexpr index_t out_features = Out;
 
   template <class X>
-  auto operator()(const X& x) const {
-    const module_scope scope(*this, x);
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+const module_scope scope(*this, x);
     return scope.returns(typex::linear(x, weight));
   }
   void reset_parameters(init::generator& g) const { init::kaiming_uniform_(weight, std::sqrt(5.0), g); }

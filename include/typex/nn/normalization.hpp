@@ -29,8 +29,9 @@ struct LayerNorm {
   double eps = 1e-5;
 
   template <class X>
-  auto operator()(const X& x) const {
-    const module_scope scope(*this, x);
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+const module_scope scope(*this, x);
     return scope.returns(typex::layer_norm(x, weight, bias, eps));
   }
   void reset_parameters(init::generator&) const {
@@ -51,8 +52,9 @@ struct BatchNorm2d {
   bool training = false;  // as torch's module.train(): batch statistics, running statistics updated
 
   template <class X>
-  auto operator()(const X& x) const {
-    static_assert(X::shape_type::rank == 4, "typex::nn::BatchNorm2d: the input must be [N, C, H, W]");
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+static_assert(X::shape_type::rank == 4, "typex::nn::BatchNorm2d: the input must be [N, C, H, W]");
     const module_scope scope(*this, x);
     if (!training) return scope.returns(typex::batch_norm(x, weight, bias, running_mean, running_var, momentum, eps));
     if constexpr (is_traced_argument<X>::value) {

@@ -96,19 +96,33 @@ auto stack(const tensor_list<T...>& l, const std::source_location& loc = std::so
 }
 
 namespace detail {
-template <fixed_string Op, long long Dim, class X>
+// The extent split along: static, or after the error below the most pieces the dim's range allows
+// (at most 64), so that the pieces the code after it takes exist and no second error follows.
+template <long long Dim, class X>
 constexpr index_t static_split_extent() {
+  using S = typename X::shape_type;
+  constexpr long long at = wrap_dim(Dim, static_cast<long long>(S::rank));
+  if constexpr (at < 0) {
+    return 1;  // (after checked_dim's error)
+  } else {
+    using D = typename S::template dim_t<static_cast<std::size_t>(at)>;
+    if constexpr (is_static_dim_v<D>) return D::value;
+    else return D::hi < 64 ? D::hi : 64;
+  }
+}
+// An error here means: the dim split along is not static. (A statement of its own, not part of the
+// constant above: a failed instantiation inside a constant expression makes clang report the
+// constant too.)
+template <fixed_string Op, long long Dim, class X>
+constexpr auto require_static_split_dim() {
   using S = typename X::shape_type;
   constexpr std::size_t at = checked_dim<Op, Dim, static_cast<long long>(S::rank)>();
   using D = typename S::template dim_t<at>;
-  if constexpr (is_static_dim_v<D>) {
-    return D::value;
-  } else {
+  if constexpr (!is_static_dim_v<D>) {
     TYPEX_STATIC_FAIL(static_argument_error, [](auto& w) {
       put_op(w, Op.view()); w.put(": dim "); w.put_int(at); w.put(" of "); S::write_type(w);
-      w.put(" is not static; the number of pieces is part of the result's type, so split a static dim (or slice a symbolic one)");
+      w.put(" is not static; the number of pieces is part of the type of the result, so split a static dim (or slice a symbolic one)");
     });
-    return 1;
   }
 }
 
@@ -124,7 +138,8 @@ auto split_pieces(const X& x, const std::source_location& loc, std::index_sequen
 template <long long Dim, index_t Size, tensor_like X>
 auto split(const X& x, const std::source_location& loc = std::source_location::current()) {
   static_assert(Size >= 1, "typex::split: the piece size must be at least 1");
-  constexpr index_t n = detail::static_split_extent<"split", Dim, X>();
+  detail::require_static_split_dim<"split", Dim, X>();
+  constexpr index_t n = detail::static_split_extent<Dim, X>();
   constexpr index_t pieces = n == 0 ? 1 : (n + Size - 1) / Size;
   return detail::split_pieces<Dim, Size, n>(x, loc, std::make_index_sequence<static_cast<std::size_t>(pieces)>{});
 }
@@ -134,7 +149,8 @@ auto split(const X& x, const std::source_location& loc = std::source_location::c
 template <long long Dim, index_t Chunks, tensor_like X>
 auto chunk(const X& x, const std::source_location& loc = std::source_location::current()) {
   static_assert(Chunks >= 1, "typex::chunk: the number of chunks must be at least 1");
-  constexpr index_t n = detail::static_split_extent<"chunk", Dim, X>();
+  detail::require_static_split_dim<"chunk", Dim, X>();
+  constexpr index_t n = detail::static_split_extent<Dim, X>();
   constexpr index_t size = n == 0 ? 1 : (n + Chunks - 1) / Chunks;
   return split<Dim, size>(x, loc);
 }

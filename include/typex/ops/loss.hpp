@@ -103,9 +103,19 @@ struct cross_entropy_op {
   template <class X, class T, class W>
   static constexpr auto result(const X& x, const T& t, const W&) {
     static_assert(is_floating_point(X::dtype_type::value), "typex::cross_entropy: the input (logits) must be floating-point");
-    if constexpr (is_floating_point(T::dtype_type::value)) {  // class probabilities: the input's shape
+    if constexpr (is_floating_point(T::dtype_type::value) && T::shape_type::rank != X::shape_type::rank) {
+      // (float labels of the wrong shape: most often class indices stored as floats)
+      TYPEX_STATIC_FAIL(static_type_error, [](auto& w) {
+        w.put("typex::cross_entropy: the target "); T::write_type(w);
+        w.put(" holds floating-point values, so it is read as class probabilities, which must have the shape of the input ");
+        X::shape_type::write_type(w);
+        w.put("; for class indices pass an i64 tensor of that shape without its class dim (dim 1)");
+      });
+      using SX = typename X::shape_type;
+      if constexpr (SX::rank <= 1) return detail::reduced_loss<R, typename X::dtype_type>(shape<>{});
+      else return detail::reduced_loss<R, typename X::dtype_type>(detail::join(detail::take<0, 1>(x.shape), detail::take<2, SX::rank - 2>(x.shape)));
+    } else if constexpr (is_floating_point(T::dtype_type::value)) {  // class probabilities: the input's shape
       const auto s = broadcast_shapes(x.shape, t.shape, op_name<"cross_entropy">);
-      static_assert(T::shape_type::rank == X::shape_type::rank, "typex::cross_entropy: class probabilities must have the input's shape");
       using SX = typename X::shape_type;
       if constexpr (SX::rank == 1) return detail::reduced_loss<R, typename X::dtype_type>(shape<>{});
       else return detail::reduced_loss<R, typename X::dtype_type>(detail::join(detail::take<0, 1>(s), detail::take<2, SX::rank - 2>(s)));

@@ -27,6 +27,14 @@ concept tensor_like = requires(const T& t) {
 template <class T>
 concept scalar_like = std::is_arithmetic_v<T>;
 
+// torch's x.size(I) for generic code (no `x.shape().template get<I>()`): the dim, static, symbolic
+// or run-time, which compares with integers. Negative I counts from the end.
+template <long long I, tensor_like X>
+constexpr auto size(const X& x) noexcept {
+  if constexpr (requires { x.shape(); }) return typex::get<I>(x.shape());
+  else return typex::get<I>(x.shape);
+}
+
 // A list of tensors as one argument (ATen's Tensor[]: cat, stack). It refers to the tensors, so it
 // lives no longer than the call that makes it: tensors(a, b, c).
 template <class... T>

@@ -11,6 +11,7 @@
 #include <typex/core/requirement.hpp>
 #include <typex/ir/graph.hpp>
 #include <typex/tensor/host_tensor.hpp>
+#include <typex/trace/module_tensor.hpp>
 #include <typex/tree/flatten.hpp>
 
 #include <map>
@@ -112,6 +113,29 @@ class tracing_context final : public requirement_recorder {
     bind_storage(id, v);
     return v;
   }
+  // value_of for a tensor argument of any tensor type. A parameter or buffer must be one the export
+  // lifted from the model's members: one that is not was left out of the reflection
+  // (BOOST_HANA_ADAPT_STRUCT / BOOST_HANA_DEFINE_STRUCT) of the module holding it, and would
+  // otherwise become an anonymous constant that init_module and load_state_dict never reach (its
+  // values zeros or stale: a program that runs and is silently wrong).
+  template <class T>
+  ir::value_ref value_of_tensor(const T& t) {
+    if constexpr (module_tensor_type<T>) {
+      const void* id = t.get_storage().data();
+      if (T::role != tensor_role::constant && id != nullptr && find_storage(id) == nullptr) {
+        detail::raise<state_error>([&](auto& w) {
+          w.put("typex::export_program: a ");
+          w.put(T::role == tensor_role::parameter ? "parameter " : "buffer ");
+          T::base::write_type(w);
+          w.put(" used by the model is not one of its members: it is missing from the BOOST_HANA_ADAPT_STRUCT (or "
+                "BOOST_HANA_DEFINE_STRUCT) list of the module that holds it; add the member (or the submodule holding "
+                "it) to that list, so that it is lifted, initialized by init_module and loaded by load_state_dict");
+        });
+      }
+    }
+    return value_of(static_cast<const host_tensor<typename T::dtype_type, typename T::shape_type>&>(t));
+  }
+
   // -- buffer mutations (copy_ while tracing) -------------------------------------------------------
   // The tensor with storage `storage` now holds value v: later reads of it in this trace see v,
   // and export returns its last value as a buffer mutation.
@@ -142,6 +166,12 @@ class tracing_context final : public requirement_recorder {
   std::vector<module_call_record>& module_calls() noexcept { return module_calls_; }
   const std::vector<module_call_record>& module_calls() const noexcept { return module_calls_; }
 
+  // The user's line for the ops a library module (typex::nn) records: the outermost library module
+  // call sets it, and every op recorded inside carries it instead of the library's own line, as
+  // torch.export's stack traces name the user's frame (library_call, below).
+  void push_call_site(const std::source_location& loc) { call_sites_.push_back(loc); }
+  void pop_call_site() noexcept { call_sites_.pop_back(); }
+
   // Records a call and returns its (first) value. `loc` may be null (operators have no location).
   TYPEX_API ir::value_ref call(op_id target, std::vector<ir::argument> args, std::vector<ir::tensor_meta> vals,
                      std::vector<std::pair<std::string, ir::argument>> kwargs, const std::source_location* loc);
@@ -169,6 +199,7 @@ class tracing_context final : public requirement_recorder {
   std::vector<ir::module_frame> stack_;
   std::unordered_map<const void*, ir::value_ref> by_storage_;
   std::vector<std::pair<std::string, any_tensor>> lifted_constants_;
+  std::vector<std::source_location> call_sites_;
   std::vector<std::pair<const void*, ir::value_ref>> mutations_;
   std::map<std::pair<const void*, std::string>, ir::module_frame> modules_;
   std::vector<module_call_record> module_calls_;
@@ -208,7 +239,7 @@ ir::argument call_leaf_argument(tracing_context& ctx, const L& leaf) {
   else if constexpr (std::is_same_v<L, bool>) return leaf;
   else if constexpr (std::is_integral_v<L>) return static_cast<std::int64_t>(leaf);
   else if constexpr (std::is_floating_point_v<L>) return static_cast<double>(leaf);
-  else return ctx.value_of(static_cast<const host_tensor<typename L::dtype_type, typename L::shape_type>&>(leaf));
+  else return ctx.value_of_tensor(leaf);
 }
 
 template <class T>
@@ -225,6 +256,24 @@ std::vector<ir::argument> call_leaf_arguments(tracing_context& ctx, const T& tre
 // `scope.returns(result)`; both parts are optional (`module_scope scope(*this)` alone works), they
 // make the call's signature in the module call graph exact (its arguments in order, with their
 // pytree structure, even where the module passes a value through untouched).
+// A library module's call (typex::nn modules make one from their `loc` argument, which defaults to
+// the caller's line): while it lives, the ops recorded carry that line (the outermost one when
+// library modules nest: an encoder layer's attention records at the user's encoder call).
+class library_call {
+ public:
+  explicit library_call(const std::source_location& loc) : ctx_(current_tracing_context()) {
+    if (ctx_ != nullptr) ctx_->push_call_site(loc);
+  }
+  ~library_call() {
+    if (ctx_ != nullptr) ctx_->pop_call_site();
+  }
+  library_call(const library_call&) = delete;
+  library_call& operator=(const library_call&) = delete;
+
+ private:
+  tracing_context* ctx_;
+};
+
 class module_scope {
  public:
   template <class M, class... Args>
@@ -342,7 +391,9 @@ TYPEX_API auto typex::tracing_context::call(op_id target, std::vector<ir::argume
                                          .vals = std::move(vals),
                                          .name_hint = {},
                                          .nn_module_stack = stack_,
-                                         .stack_trace = loc ? format_location(*loc) : std::string{}});
+                                         .stack_trace = !call_sites_.empty() ? format_location(call_sites_.front())
+                                                        : loc                   ? format_location(*loc)
+                                                                                : std::string{}});
   return ir::value_ref{n};
 }
 #endif  // TYPEX_HEADER_DEFINITIONS

@@ -9,6 +9,8 @@
 // while their distributions match.
 #pragma once
 
+#include <typex/core/sentence.hpp>
+#include <typex/core/type_name.hpp>
 #include <typex/trace/module.hpp>
 
 #include <cmath>
@@ -125,6 +127,20 @@ namespace typex {
 
 // Initializes every submodule that defines reset_parameters(init::generator&), each from
 // (seed, its FQN).
+// A model type without reflection: a compile error saying so (not "no matching function").
+// (a deduced return type: g++ instantiates a void function template's body at the end of the unit,
+// which would put this sentence after the errors of the lines that follow the call)
+template <class M>
+  requires(!module_type<M>)
+auto init_module(M&, std::uint64_t) {
+  TYPEX_STATIC_FAIL(static_type_error, [](auto& w) {
+    w.put("typex::init_module: "); w.put(detail::raw_type_name<M>());
+    w.put(" is not a module: adapt it with BOOST_HANA_ADAPT_STRUCT("); w.put(detail::raw_type_name<M>());
+    w.put(", member1, member2, ...) listing every parameter, buffer and submodule (or declare them with "
+          "BOOST_HANA_DEFINE_STRUCT)");
+  });
+}
+
 template <module_type M>
 void init_module(M& m, std::uint64_t seed) {
   for_each_submodule(m, [&](const std::string& fqn, auto& sub) {

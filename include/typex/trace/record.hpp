@@ -61,7 +61,7 @@ ir::argument to_ir_argument(tracing_context& ctx, const T& a) {
   } else if constexpr (std::is_floating_point_v<T>) {
     return static_cast<double>(a);
   } else {
-    return ctx.value_of(static_cast<const host_tensor<typename T::dtype_type, typename T::shape_type>&>(a));
+    return ctx.value_of_tensor(a);
   }
 }
 }  // namespace detail
@@ -115,9 +115,8 @@ struct op_runner<trace_mode> {
 template <class T, class Like>
 auto as_traced(const T& t, const Like& like) {
   if constexpr (traced_type<Like> && !traced_type<T>) {
-    using H = host_tensor<typename T::dtype_type, typename T::shape_type>;
     tracing_context& ctx = like.context();
-    return traced<typename T::dtype_type, typename T::shape_type>(ctx, ctx.value_of(static_cast<const H&>(t)), t.shape());
+    return traced<typename T::dtype_type, typename T::shape_type>(ctx, ctx.value_of_tensor(t), t.shape());
   } else {
     return t;
   }

@@ -34,3 +34,17 @@ TEST_CASE("make_shape validates rank, static extents and ranges, naming the inpu
         "'batch' was given 65, outside its declared range [1, 64]");
   CHECK_THROWS_AS((void)make_shape<shape<dyn>>({-1}), shape_error);
 }
+
+TEST_CASE("free-function access for generic code: typex::get<I>(shape), typex::size<I>(x), dims compare with integers") {
+  const shape<batch, fix<784>> s(batch(8), {});
+  static_assert(std::is_same_v<decltype(typex::get<1>(s)), fix<784>>);
+  static_assert(std::is_same_v<decltype(typex::get<-1>(s)), fix<784>>);
+  CHECK(typex::get<0>(s) == 8);
+  CHECK(8 == typex::get<0>(s));  // (C++20 rewrites it)
+  CHECK(typex::get<-2>(s) != 9);
+  CHECK(typex::get<1>(s) == 784);
+  const tensor_spec<f32, shape<batch, fix<784>>> x(s);
+  CHECK(typex::size<0>(x) == 8);
+  static_assert(typex::size<1>(tensor_spec<f32, shape<batch, fix<784>>>{}) == 784);
+  static_assert(dyn(5) == 5 && !(dyn(5) == 6));
+}

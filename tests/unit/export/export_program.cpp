@@ -145,3 +145,81 @@ TEST_CASE("export: reductions record their ATen call with dims, correction and k
   CHECK(text.find("var: \"f32[batch]\" = torch.ops.aten.var.correction(x, [-1], 0.0, False)") != std::string::npos);
   CHECK(text.find("argmax: \"i64[batch]\" = torch.ops.aten.argmax.default(x, 1, False)") != std::string::npos);
 }
+
+namespace exp_test {
+// A submodule member left out of the reflection list: its parameters would have been lifted as
+// anonymous constants, never initialized nor loaded (a program that runs and returns zeros).
+struct forgot_member {
+  dense48 fc1;
+  dense88 fc2;  // used below, but missing from BOOST_HANA_ADAPT_STRUCT
+  template <class X>
+  auto operator()(const X& x) const {
+    return fc2(relu(fc1(x)));
+  }
+};
+struct forgot_buffer {
+  dense48 fc;
+  buffer<f32, fix<8>> shift;  // missing from the list too
+  template <class X>
+  auto operator()(const X& x) const {
+    return fc(x) - shift;
+  }
+};
+}  // namespace exp_test
+BOOST_HANA_ADAPT_STRUCT(exp_test::forgot_member, fc1);
+BOOST_HANA_ADAPT_STRUCT(exp_test::forgot_buffer, fc);
+
+TEST_CASE("export: a parameter or buffer missing from BOOST_HANA_ADAPT_STRUCT is an error naming it and the fix") {
+  using namespace exp_test;
+  const tensor_spec<f32, shape<batch, fix<4>>> x(shape<batch, fix<4>>(batch(2), {}));
+  forgot_member m;
+  init_module(m, 1);
+  CHECK_THROWS_WITH_AS((void)export_program(m, input<"x">(x)),
+                       doctest::Contains("a parameter tensor<f32[8, 8]> used by the model is not one of its members: it is "
+                                         "missing from the BOOST_HANA_ADAPT_STRUCT"),
+                       state_error);
+  forgot_buffer b;
+  CHECK_THROWS_WITH_AS((void)export_program(b, input<"x">(x)),
+                       doctest::Contains("a buffer tensor<f32[8]> used by the model is not one of its members"), state_error);
+  // the members that are listed still export (and a constant, which carries its own data, may be
+  // made inside the call: it is lifted as c_lifted_tensor_0, as torch.export does)
+  dense48 ok;
+  CHECK_NOTHROW((void)export_program(ok, input<"x">(x)));
+}
+
+namespace exp_test {
+struct uses_nn {
+  nn::Sequential<nn::Linear<4, 8>, nn::ReLU> block;
+  nn::Linear<8, 2> head;
+  template <class X>
+  auto operator()(const X& x) const {
+    const auto h = block(x);  // line_of_block
+    return head(h);           // line_of_head
+  }
+  static constexpr int line_of_block = __LINE__ - 4;
+  static constexpr int line_of_head = __LINE__ - 4;
+};
+}  // namespace exp_test
+BOOST_HANA_ADAPT_STRUCT(exp_test::uses_nn, block, head);
+
+TEST_CASE("export: nodes recorded inside typex::nn modules carry the user's line, not the library's") {
+  using namespace exp_test;
+  uses_nn m;
+  init_module(m, 1);
+  const tensor_spec<f32, shape<batch, fix<4>>> x(shape<batch, fix<4>>(batch(2), {}));
+  const auto ep = export_program(m, input<"x">(x));
+  const std::string block_at = "export_program.cpp:" + std::to_string(uses_nn::line_of_block) + " ";
+  const std::string head_at = "export_program.cpp:" + std::to_string(uses_nn::line_of_head) + " ";
+  int calls = 0;
+  for (const ir::node& n : ep.graph().nodes()) {
+    if (n.op != ir::node_op::call_function) continue;
+    ++calls;
+    INFO(n.name, " at ", n.stack_trace);
+    CHECK(n.stack_trace.find(".hpp") == std::string::npos);  // never linear.hpp, container.hpp, ...
+    const bool in_head = !n.nn_module_stack.empty() && n.nn_module_stack.front().path == "head";
+    // (the line the user called the outermost typex::nn module from: the Sequential's for its
+    // linear and relu, which the Sequential calls from container.hpp)
+    CHECK(n.stack_trace.find(in_head ? head_at : block_at) == 0);
+  }
+  CHECK(calls == 3);  // linear, relu, linear
+}

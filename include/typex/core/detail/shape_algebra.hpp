@@ -64,6 +64,24 @@ constexpr void write_dim_with_range(W& w) {
   }
 }
 
+// The fix for two dims that must be equal but whose declared ranges exclude it. When one is static
+// N, N is the only value that could ever work: declare the symbolic one fix<N> (widening its range
+// to hold N would still leave N the only value that runs); otherwise widen a range.
+template <class A, class B, class W>
+constexpr void put_equal_fix(W& w) {
+  if constexpr (is_static_dim_v<A> != is_static_dim_v<B>) {
+    using N = std::conditional_t<is_static_dim_v<A>, A, B>;
+    using S = std::conditional_t<is_static_dim_v<A>, B, A>;
+    w.put("; the only extent that fits is "); w.put_int(N::value); w.put(": declare ");
+    if constexpr (is_symbolic_dim_v<S>) { S::write_type(w, 0); w.put(" as "); }
+    else w.put("that dim ");
+    w.put("typex::fix<"); w.put_int(N::value); w.put("> (a range holding only "); w.put_int(N::value);
+    w.put(" says the same at run time)");
+  } else {
+    w.put("; widen the declared range of the symbolic dim so that the two can be equal");
+  }
+}
+
 // "typex::<op>: dim <d> is out of range for a tensor of rank <r> (valid: [-r, r-1])".
 template <fixed_string Op, long long D, long long Rank>
 constexpr auto fail_dim_out_of_range() {

@@ -82,7 +82,7 @@ constexpr auto broadcast_shapes(const shape<A...>& a, const shape<B...>& b, op_n
         broadcast_verdict<detail::aligned_dim_t<SA, R, I>, detail::aligned_dim_t<SB, R, I>>()...};
     constexpr std::size_t bad = detail::find_verdict(vs, verdict::never);
     if constexpr (bad < R) detail::fail_broadcast_static<Op, SA, SB, bad>();
-    auto one = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
+    [[maybe_unused]] auto one = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
       const auto x = detail::aligned_dim<SA, R, K>(a);
       const auto y = detail::aligned_dim<SB, R, K>(b);
       if constexpr (vs[K] == verdict::never) {

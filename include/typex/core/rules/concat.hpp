@@ -23,7 +23,7 @@ constexpr auto fail_concat_static() {
     TYPEX_STATIC_FAIL(static_constraint_violation, [](auto& w) {
       put_op(w, Op.view()); w.put(": shapes "); SA::write_type(w); w.put(" and "); SB::write_type(w);
       w.put(" can never agree at dim "); w.put_int(K); w.put(": "); write_dim_with_range<A>(w); w.put(" vs ");
-      write_dim_with_range<B>(w); w.put("; widen the declared range of the symbolic dim");
+      write_dim_with_range<B>(w); put_equal_fix<A, B>(w);
     });
   }
 }

@@ -48,7 +48,7 @@ constexpr auto fail_matmul_static() {
     TYPEX_STATIC_FAIL(static_constraint_violation, [](auto& w) {
       put_op(w, Op.view()); w.put(": inner extents can never be equal (lhs "); SA::write_type(w); w.put(", rhs ");
       SB::write_type(w); w.put("): "); write_dim_with_range<KA>(w); w.put(" vs "); write_dim_with_range<KB>(w);
-      w.put("; widen the declared range of the symbolic dim so that it holds the other extent");
+      put_equal_fix<KA, KB>(w);
     });
   }
 }

@@ -103,9 +103,9 @@ constexpr auto reshape_shape(const shape<S...>& src, const reshape_target<T...>&
   using WriteTarget = decltype(write_target);
   // After a static failure: the target with each -1 a run-time dim (no later op checks those
   // statically, so the mistake is one error and the next ops see the rank the user asked for).
-  const auto target_after_error = [&] {
+  [[maybe_unused]] const auto target_after_error = [&] {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      auto one = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
+      [[maybe_unused]] auto one = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
         if constexpr (std::same_as<std::remove_cvref_t<decltype(target.dims.template get<K>())>, infer_dim>) return dyn{};
         else return target.dims.template get<K>();
       };
