@@ -103,21 +103,16 @@ template <> inline constexpr sentence_kind sentence_kind_of<static_tree_error> =
 // that followed from it), and spelled out in each specialization (g++ prints an alias as written).
 template <sentence_kind K, class F, class = std::make_index_sequence<static_message_pieces<F>()>>
 struct static_failure;
-template <class F, std::size_t... I>
-struct static_failure<sentence_kind::shape, F, std::index_sequence<I...>>
-    : std::integral_constant<std::size_t, sizeof(static_shape_error<static_message_arg<F, I>()...>)> {};
-template <class F, std::size_t... I>
-struct static_failure<sentence_kind::constraint, F, std::index_sequence<I...>>
-    : std::integral_constant<std::size_t, sizeof(static_constraint_violation<static_message_arg<F, I>()...>)> {};
-template <class F, std::size_t... I>
-struct static_failure<sentence_kind::argument, F, std::index_sequence<I...>>
-    : std::integral_constant<std::size_t, sizeof(static_argument_error<static_message_arg<F, I>()...>)> {};
-template <class F, std::size_t... I>
-struct static_failure<sentence_kind::tree, F, std::index_sequence<I...>>
-    : std::integral_constant<std::size_t, sizeof(static_tree_error<static_message_arg<F, I>()...>)> {};
-template <class F, std::size_t... I>
-struct static_failure<sentence_kind::type, F, std::index_sequence<I...>>
-    : std::integral_constant<std::size_t, sizeof(static_type_error<static_message_arg<F, I>()...>)> {};
+#define TYPEX_STATIC_FAILURE_OF(kind, Class)                                    \
+  template <class F, std::size_t... I>                                          \
+  struct static_failure<sentence_kind::kind, F, std::index_sequence<I...>>      \
+      : std::integral_constant<std::size_t, sizeof(Class<static_message_arg<F, I>()...>)> {};
+TYPEX_STATIC_FAILURE_OF(shape, static_shape_error)
+TYPEX_STATIC_FAILURE_OF(constraint, static_constraint_violation)
+TYPEX_STATIC_FAILURE_OF(argument, static_argument_error)
+TYPEX_STATIC_FAILURE_OF(tree, static_tree_error)
+TYPEX_STATIC_FAILURE_OF(type, static_type_error)
+#undef TYPEX_STATIC_FAILURE_OF
 
 }  // namespace detail
 

@@ -365,18 +365,6 @@ constexpr auto fail_not_traceable() {
   });
 }
 
-// An error here means: the model type has no reflection, so its parameters, buffers and submodules
-// cannot be found.
-template <class M, fixed_string Where>
-constexpr auto fail_not_a_module() {
-  TYPEX_STATIC_FAIL(static_type_error, [](auto& w) {
-    w.put(Where.view()); w.put(": "); w.put(raw_type_name<M>());
-    w.put(" is not a module: adapt it with BOOST_HANA_ADAPT_STRUCT("); w.put(raw_type_name<M>());
-    w.put(", member1, member2, ...) listing every parameter, buffer and submodule (or declare them with "
-          "BOOST_HANA_DEFINE_STRUCT)");
-  });
-}
-
 // The model seen as a module without members, after that error: the export goes on (one error).
 template <class M>
 struct unreflected_model {

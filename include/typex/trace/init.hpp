@@ -9,8 +9,6 @@
 // while their distributions match.
 #pragma once
 
-#include <typex/core/sentence.hpp>
-#include <typex/core/type_name.hpp>
 #include <typex/trace/module.hpp>
 
 #include <cmath>
@@ -133,12 +131,7 @@ namespace typex {
 template <class M>
   requires(!module_type<M>)
 auto init_module(M&, std::uint64_t) {
-  TYPEX_STATIC_FAIL(static_type_error, [](auto& w) {
-    w.put("typex::init_module: "); w.put(detail::raw_type_name<M>());
-    w.put(" is not a module: adapt it with BOOST_HANA_ADAPT_STRUCT("); w.put(detail::raw_type_name<M>());
-    w.put(", member1, member2, ...) listing every parameter, buffer and submodule (or declare them with "
-          "BOOST_HANA_DEFINE_STRUCT)");
-  });
+  detail::fail_not_a_module<M, "typex::init_module">();
 }
 
 template <module_type M>

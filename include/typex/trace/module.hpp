@@ -13,6 +13,8 @@
 //   load_state_dict(m, sd)    copies values in, checking names, dtypes and shapes
 #pragma once
 
+#include <typex/core/sentence.hpp>
+#include <typex/core/type_name.hpp>
 #include <typex/tensor/named_tensors.hpp>
 #include <typex/trace/module_tensor.hpp>
 #include <typex/tree/node.hpp>
@@ -40,6 +42,18 @@ concept module_type = (boost::hana::Struct<T>::value || numbered_module_type<T>)
                       !host_tensor_type<T>;
 
 namespace detail {
+// An error here means: the model type has no reflection, so its parameters, buffers and submodules
+// cannot be found.
+template <class M, fixed_string Where>
+constexpr auto fail_not_a_module() {
+  TYPEX_STATIC_FAIL(static_type_error, [](auto& w) {
+    w.put(Where.view()); w.put(": "); w.put(raw_type_name<M>());
+    w.put(" is not a module: adapt it with BOOST_HANA_ADAPT_STRUCT("); w.put(raw_type_name<M>());
+    w.put(", member1, member2, ...) listing every parameter, buffer and submodule (or declare them with "
+          "BOOST_HANA_DEFINE_STRUCT)");
+  });
+}
+
 template <class T> struct is_module_sequence : std::false_type {};
 template <class T, std::size_t N> struct is_module_sequence<std::array<T, N>> : std::bool_constant<module_type<T>> {};
 template <class T, class A> struct is_module_sequence<std::vector<T, A>> : std::bool_constant<module_type<T>> {};
