@@ -167,8 +167,9 @@ class tracing_context final : public requirement_recorder {
   const std::vector<module_call_record>& module_calls() const noexcept { return module_calls_; }
 
   // The user's line for the ops a library module (typex::nn) records: the outermost library module
-  // call sets it, and every op recorded inside carries it instead of the library's own line, as
-  // torch.export's stack traces name the user's frame (library_call, below).
+  // call made from the user's code sets it (call sites in typex's own headers are skipped: a model
+  // that is itself an nn module keeps each op's own line), and every op recorded inside carries it
+  // instead of the library's line, as torch.export's stack traces name the user's frame.
   void push_call_site(const std::source_location& loc) { call_sites_.push_back(loc); }
   void pop_call_site() noexcept { call_sites_.pop_back(); }
 
@@ -383,17 +384,35 @@ TYPEX_API auto typex::tracing_context::find_module(const void* address, std::str
   return ++it != modules_.end() && it->first.first == address ? nullptr : only;
 }
 
+namespace typex::detail {
+// Whether a call site is in typex's own headers (a Sequential calling its children, export_program
+// calling a model that is itself a typex::nn module): such a site is not the user's line. Matched by
+// the layer folders (and the single header), so that any include path or install prefix works.
+inline bool in_typex_headers(const std::source_location& loc) {
+  const std::string_view f = loc.file_name();
+  for (std::string_view layer : {"/typex/core/", "/typex/tree/", "/typex/tensor/", "/typex/ops/", "/typex/ir/", "/typex/trace/",
+                                 "/typex/nn/", "/typex/passes/", "/typex/export/", "/typex/plan/", "/typex/backend/"})
+    if (f.find(layer) != std::string_view::npos) return true;
+  return f.ends_with("/typex/typex.hpp");
+}
+}  // namespace typex::detail
+
 TYPEX_API auto typex::tracing_context::call(op_id target, std::vector<ir::argument> args, std::vector<ir::tensor_meta> vals,
                      std::vector<std::pair<std::string, ir::argument>> kwargs, const std::source_location* loc) -> ir::value_ref {
+  // the outermost library module call made from the user's code, else the op's own line
+  const std::source_location* where = loc;
+  for (const std::source_location& site : call_sites_)
+    if (!detail::in_typex_headers(site)) {
+      where = &site;
+      break;
+    }
   const ir::node_id n = graph_.add_call({.target = target,
                                          .args = std::move(args),
                                          .kwargs = std::move(kwargs),
                                          .vals = std::move(vals),
                                          .name_hint = {},
                                          .nn_module_stack = stack_,
-                                         .stack_trace = !call_sites_.empty() ? format_location(call_sites_.front())
-                                                        : loc                   ? format_location(*loc)
-                                                                                : std::string{}});
+                                         .stack_trace = where ? format_location(*where) : std::string{}});
   return ir::value_ref{n};
 }
 #endif  // TYPEX_HEADER_DEFINITIONS

@@ -214,7 +214,7 @@ TEST_CASE("dynamic shapes: a fact that narrows a declared range is a violation p
       message_of([&] { (void)export_program(m, input<"image">(tensor_spec<f32, S>(S({}, {}, side(9), side(9))))); });
   // (both spatial dims need side >= 7: one fact, reported once)
   CHECK(msg.find("the program needs a fact about its symbolic dims") != std::string::npos);
-  CHECK(msg.find("typex::conv2d (node 'conv2d' in module 'conv', at conv.hpp:N in operator()) needs side >= 7, but side is declared "
+  CHECK(msg.find("typex::conv2d (node 'conv2d' in module 'conv', at dynamic_shapes.cpp:N in operator()) needs side >= 7, but side is declared "
                  "typex::sym<\"side\", 1, 64>: the program only works for side in VR[7, 64]\n"
                  "    fix: declare typex::sym<\"side\", 7, 64> in place of typex::sym<\"side\", 1, 64>") != std::string::npos);
   // with the corrected declaration the export goes through, and runs every size in the range

@@ -196,8 +196,8 @@ struct uses_nn {
     const auto h = block(x);  // line_of_block
     return head(h);           // line_of_head
   }
-  static constexpr int line_of_block = __LINE__ - 4;
-  static constexpr int line_of_head = __LINE__ - 4;
+  static constexpr int line_of_block = __LINE__ - 3;
+  static constexpr int line_of_head = __LINE__ - 3;
 };
 }  // namespace exp_test
 BOOST_HANA_ADAPT_STRUCT(exp_test::uses_nn, block, head);
