@@ -39,7 +39,11 @@ struct linear_op {
   template <class X, class W>
   static constexpr auto result(const X& x, const W& w) {
     static_assert(W::shape_type::rank == 2, "typex::linear: the weight must be 2-d: [out_features, in_features]");
-    const auto s = matmul_shape(x.shape, transpose_shape<0, 1>(w.shape), op_name<"linear">);
+    const auto m = matmul_shape(x.shape, transpose_shape<0, 1>(w.shape), op_name<"linear">);
+    // the last dim is the weight's out_features (the same type matmul gives, or, after a static
+    // failure there, the width the next layer expects: no cascade)
+    using M = std::remove_cvref_t<decltype(m)>;
+    const auto s = detail::join(detail::take<0, M::rank - 1>(m), shape(w.shape.template get<0>()));
     return tensor_spec<promote_t<typename X::dtype_type, typename W::dtype_type>, std::remove_cvref_t<decltype(s)>>(s);
   }
   template <class X, class W, class B>

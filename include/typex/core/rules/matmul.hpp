@@ -11,23 +11,15 @@
 namespace typex {
 
 namespace detail {
-// The product of dims [1, rank) of S when they are all static, else -1: a linear whose in_features
-// is that product was given an unflattened input ([N, C, H, W] where [N, C*H*W] was meant).
-template <class D>
-consteval index_t static_dim_value() {
-  if constexpr (is_static_dim_v<D>) return D::value;
-  else return -2;
-}
-template <class S>
-consteval index_t static_trailing_product() {
-  if constexpr (S::rank < 3) {
-    return -1;
-  } else {
-    return []<std::size_t... I>(std::index_sequence<I...>) {
-      if constexpr ((is_static_dim_v<typename S::template dim_t<I + 1>> && ...)) return (index_t{1} * ... * S::template dim_t<I + 1>::value);
-      else return index_t{-1};
-    }(std::make_index_sequence<S::rank - 1>{});
+// Whether lhs is an unflattened input whose dims after the first, all static, hold KB elements
+// ([N, C, H, W] given to a linear of C*H*W in_features: a forgotten flatten).
+template <class SA, class KB>
+consteval bool unflattened_input() {
+  if constexpr (SA::rank >= 3 && is_static_dim_v<KB>) {
+    using T = decltype(take<1, SA::rank - 1>(SA{}));
+    if constexpr (T::is_static) return static_numel_v<T> == KB::value;
   }
+  return false;
 }
 
 template <fixed_string Op, class SA, class SB, class KA, class KB>
@@ -36,7 +28,7 @@ constexpr auto fail_matmul_static() {
     TYPEX_STATIC_FAIL(static_shape_error, [](auto& w) {
       put_op(w, Op.view()); w.put(": inner extents differ (lhs "); SA::write_type(w); w.put(", rhs ");
       SB::write_type(w); w.put("): "); w.put_int(KA::value); w.put(" vs "); w.put_int(KB::value);
-      if constexpr (static_trailing_product<SA>() == KB::value) {
+      if constexpr (unflattened_input<SA, KB>()) {
         w.put("; the dims of the input after the first hold "); w.put_int(KB::value);
         w.put(" elements: flatten them first (typex::flatten<1>(x), or nn::Flatten before this layer)");
       } else {
@@ -94,14 +86,14 @@ constexpr auto matmul_shape(const shape<A...>& a, const shape<B...>& b, op_name_
         else return shape<>{};
       }();
       // (after a mismatch, which operand is wrong is unknown — x @ W without W's transpose — so
-      // the columns become a run-time dim that no later op checks statically; linear's weight
-      // states its output width, so there they stay)
+      // the columns become a run-time dim that no later op checks statically; linear_op puts its
+      // weight's output width back)
       const auto cols = [&] {
         if constexpr (rb < 2) return shape<>{};
-        else if constexpr (v == verdict::never && Op.view() != std::string_view("linear")) return shape(dyn{});
+        else if constexpr (v == verdict::never) return shape(dyn{});
         else return detail::take<rb - 1, 1>(b);
       }();
-      if constexpr (v == verdict::never && detail::static_trailing_product<SA>() == detail::static_dim_value<KB>()) {
+      if constexpr (v == verdict::never && detail::unflattened_input<SA, KB>()) {
         return detail::join(detail::take<0, 1>(a), cols);  // (a forgotten flatten: the shape meant)
       } else {
         const auto batch = broadcast_shapes(detail::take<0, ba>(a), detail::take<0, bb>(b), op_name<Op>);
