@@ -1,6 +1,6 @@
 // Compile-fail pair "cnn_channels": a Conv2d expecting 16 input channels after one producing 32 is a
 // compile error naming conv2d, the input and the weight.
-// expect: typex::conv2d: input \[batch, 32, 26, 26\] has 32 channels, but weight \[64, 16, 3, 3\] with groups=1 expects 16
+// expect: typex::nn::Sequential: element \[2\], nn::Conv2d \(in_channels = 16\), takes \[N, 16, H, W\]; element \[1\] gives it \[batch, 32, 26, 26\]: dim 1 is 32, not 16 \(make in_channels 32, or element \[1\] give 16\)
 #include <typex/typex.hpp>
 
 using batch = typex::sym<"batch", 1, 1024>;

@@ -1,6 +1,6 @@
 // Compile-fail pair "model_cnn_deep": a Conv2d with the wrong input channels deep in a Sequential
 // (after a pool), followed by more layers, exported and the program's output used. One error.
-// expect: typex::conv2d: input \[batch, 64, 12, 12\] has 64 channels, but weight \[64, 32, 3, 3\] with groups=1 expects 32
+// expect: typex::nn::Sequential: element \[5\], nn::Conv2d \(in_channels = 32\), takes \[N, 32, H, W\]; element \[4\] gives it \[batch, 64, 12, 12\]: dim 1 is 64, not 32
 #include <typex/backend/eigen.hpp>
 #include <typex/typex.hpp>
 

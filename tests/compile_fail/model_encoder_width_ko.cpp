@@ -1,10 +1,8 @@
 // Compile-fail pair "model_encoder_width": a TransformerEncoderLayer of width 64 fed 32-wide
-// embeddings (the encoder's first op fails; its attention, norms and feed-forward, the head after
-// it and the program's use must not add errors: this case was the 8th error of 8 before).
-// expect: typex::linear: inner extents differ \(lhs \[batch, seq, 32\], rhs \[64, 64\]\): 32 vs 64
-// max-errors: 2
-// (the second error is the encoder's residual add, src + attention(src): 32 vs 64 wide, a real
-// consequence of the same mistake that only a sticky poisoned type would silence: see docs/compile_errors.md)
+// embeddings. The layer says so itself, in its terms (d_model), before any op inside it runs: its
+// attention, residual adds, norms and feed-forward, the head after it and the program's use add no
+// error (this case was the 8th error of 8 at first, then 2 with the op-level check alone).
+// expect: typex::nn::TransformerEncoderLayer \(d_model = 64\) takes \[..., 64\]; its input is \[seq, batch, 32\]: dim 2 is 32, not 64
 #include <typex/backend/eigen.hpp>
 #include <typex/typex.hpp>
 

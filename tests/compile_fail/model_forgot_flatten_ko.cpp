@@ -1,6 +1,6 @@
 // Compile-fail pair "model_forgot_flatten": a Linear applied to a conv's [N, C, H, W] output without
 // the Flatten in between (PyTorch would multiply the last dim only), the result used afterwards.
-// expect: typex::linear: inner extents differ \(lhs \[batch, 32, 13, 13\], rhs \[5408, 10\]\): 13 vs 5408; the dims of the input after the first hold 5408 elements: flatten them first
+// expect: typex::nn::Linear \(in_features = 5408\) takes \[..., 5408\]; its input is \[batch, 32, 13, 13\]: dim 3 is 13, not 5408; its dims after the first hold 5408 elements: flatten them first
 #include <typex/backend/eigen.hpp>
 #include <typex/typex.hpp>
 

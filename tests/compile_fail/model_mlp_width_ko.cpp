@@ -1,7 +1,7 @@
 // Compile-fail pair "model_mlp_width": a Linear of the wrong width in the middle of an MLP, with the
 // model run eagerly, exported, and both results used afterwards, as a user's file does. One error,
 // the first, and it is the sentence (no cascade into the head, the eager result or the program).
-// expect: typex::linear: inner extents differ \(lhs \[batch, 512\], rhs \[256, 512\]\): 512 vs 256
+// expect: typex::nn::Linear \(in_features = 256\) takes \[..., 256\]; its input is \[batch, 512\]: dim 1 is 512, not 256 \(make in_features 512
 #include <typex/backend/eigen.hpp>
 #include <typex/typex.hpp>
 

@@ -1,8 +1,7 @@
 // Compile-fail pair "model_no_reflection": a model struct without BOOST_HANA_ADAPT_STRUCT, initialized,
-// exported and run: one error per use that needs reflection (init_module, export_program), each
-// the sentence naming the type and the fix, instead of "no matching function for call".
-// expect: typex::init_module: mlp is not a module: adapt it with BOOST_HANA_ADAPT_STRUCT\(mlp, member1, member2, ...\)
-// max-errors: 2
+// exported and run: one error for both uses that need reflection (init_module, export_program), the
+// sentence naming the type and the fix, instead of "no matching function for call".
+// expect: typex: mlp is not a module \(init_module, export_program and load_state_dict find .*\): adapt it with BOOST_HANA_ADAPT_STRUCT\(mlp, member1, member2, ...\)
 #include <typex/backend/eigen.hpp>
 #include <typex/typex.hpp>
 

@@ -1,6 +1,6 @@
 // Compile-fail pair "sequential_shape": two typex::nn layers that do not fit (512 features into a
 // Linear(256, 10)) are a compile error naming the op and the shapes, not a wall of instantiations.
-// expect: typex::linear: inner extents differ \(lhs \[batch, 512\], rhs \[256, 10\]\): 512 vs 256
+// expect: typex::nn::Sequential: element \[2\], nn::Linear \(in_features = 256\), takes \[..., 256\]; element \[1\] gives it \[batch, 512\]: dim 1 is 512, not 256
 #include <typex/typex.hpp>
 
 using batch = typex::sym<"batch", 1, 1024>;

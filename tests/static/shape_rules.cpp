@@ -42,3 +42,34 @@ static_assert(same<decltype(bs), typex::shape_c<4, 3>> && bs.numel() == 12);
 constexpr auto mm2 = typex::matmul_shape(typex::shape<batch, typex::dyn>(batch(2), typex::dyn(5)), typex::shape_c<5, 7>{});
 static_assert(mm2.extent(0) == 2 && mm2.extent(1) == 7);
 }  // namespace
+
+// dtype rules (core/rules/dtypes.hpp): torch.result_type with scalars, and PyTorch's refusals.
+namespace {
+using namespace typex;
+static_assert(result_type({dtype::b8}, scalar_operand<int>()) == dtype::i64);    // bool tensor + 2: i64
+static_assert(result_type({dtype::i32}, scalar_operand<double>()) == dtype::f32);  // int tensor * 1.5: f32
+static_assert(result_type({dtype::f16}, scalar_operand<double>()) == dtype::f16);  // a scalar never widens a float
+static_assert(result_type({dtype::u8}, scalar_operand<bool>()) == dtype::u8);
+static_assert(sub_dtypes({dtype::b8}, {dtype::b8}).refusal == dtype_refusal::sub_two_bools);
+static_assert(sub_dtypes(scalar_operand<int>(), {dtype::b8}).refusal == dtype_refusal::sub_bool);  // 1 - mask
+static_assert(matmul_dtypes(dtype::f64, dtype::f32).refusal == dtype_refusal::m1_m2);
+static_assert(matmul_dtypes(dtype::f64, dtype::f32).result == dtype::f64);  // (what the rest of the model gets)
+static_assert(matmul_dtypes(dtype::i64, dtype::i64).ok() && bmm_dtypes(dtype::b8, dtype::b8).refusal == dtype_refusal::bool_bmm);
+static_assert(same<decltype(typex::mul_op::result(tensor_spec<b8, shape_c<2>>{}, 2)), tensor_spec<i64, shape_c<2>>>);
+}  // namespace
+
+// A layer's own input check (nn/module_input.hpp): what refutes it, and the input it is given
+// instead after the error (the rest of the model then sees the shapes it was written for).
+namespace {
+using namespace typex;
+using x512 = traced<f32, shape<batch, fix<512>>>;
+static_assert(detail::refutes<nn::Linear<256, 10>, x512>() && !detail::refutes<nn::Linear<512, 10>, x512>());
+static_assert(!detail::refutes<nn::Linear<256, 10>, traced<f32, shape<batch, dyn>>>());       // run-time: the op checks
+static_assert(!detail::refutes<nn::Linear<256, 10>, traced<f32, shape<batch, batch>>>());     // symbolic: the op checks its range
+static_assert(same<detail::fitted_t<nn::Linear<256, 10>, x512>, traced<f32, shape<batch, fix<256>>>>);
+// a forgotten flatten: [N, 32, 13, 13] into Linear<5408, ...> is fitted as [N, 5408], the shape meant
+static_assert(same<detail::fitted_t<nn::Linear<5408, 10>, host_tensor<f32, shape<batch, fix<32>, fix<13>, fix<13>>>>,
+                   host_tensor<f32, shape<batch, fix<5408>>>>);
+static_assert(detail::refutes<nn::Conv2d<16, 32, 3>, host_tensor<f32, shape_c<2, 8, 9, 9>>>());
+static_assert(same<detail::fitted_t<nn::Conv2d<16, 32, 3>, host_tensor<f32, shape_c<2, 8, 9, 9>>>, host_tensor<f32, shape_c<2, 16, 9, 9>>>);
+}  // namespace

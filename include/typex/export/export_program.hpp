@@ -443,13 +443,22 @@ auto export_program(const export_options& options, const M& module, const In&...
 
   // 3. the call, then the shape facts it needed, decided against the declared ranges: a violation
   //    is raised here; the facts no range expresses become assertion nodes when asked for
+  // A call operator that is not a template (it has an address) cannot take traced values: asked
+  // only of those (is_invocable on a template one instantiates its body inside the standard
+  // library's traits, which then fill the context lines of any error in the model).
+  // (not std::apply: its noexcept test puts the standard library's traits on the context lines of
+  // any error in the model; a template, so that its body is instantiated only where called)
+  const auto call = [&]<class = void>() {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) { return module(std::get<I>(traced_inputs)...); }(
+        std::index_sequence_for<In...>{});
+  };
   const auto outputs = [&] {
-    if constexpr (detail::callable_with_tuple_v<const M&, decltype(traced_inputs)>) {
-      return std::apply([&](const auto&... t) { return module(t...); }, traced_inputs);
+    if constexpr (!requires { &M::operator(); }) {
+      return call();
+    } else if constexpr (detail::callable_with_tuple_v<const M&, decltype(traced_inputs)>) {
+      return call();
     } else {
-      // A call operator that is not a template (it has an address) cannot take traced values; a
-      // template one that is not callable failed in its body, and that error is already printed.
-      if constexpr (requires { &M::operator(); }) detail::fail_not_traceable<M, decltype(traced_inputs)>();
+      detail::fail_not_traceable<M, decltype(traced_inputs)>();
       return std::tuple<>{};  // (after the error: the export goes on, so no second error follows from it)
     }
   }();
@@ -569,13 +578,13 @@ auto export_program(const M& module, const In&... inputs) {
 template <class M, class... In>
   requires(!module_type<M> && !std::same_as<M, export_options>)
 auto export_program(const M& module, const In&... inputs) {
-  detail::fail_not_a_module<M, "typex::export_program">();
+  detail::fail_not_a_module<M>();
   return export_program(export_options{}, detail::unreflected_model<M>{{}, &module}, inputs...);
 }
 template <class M, class... In>
   requires(!module_type<M>)
 auto export_program(const export_options& options, const M& module, const In&... inputs) {
-  detail::fail_not_a_module<M, "typex::export_program">();
+  detail::fail_not_a_module<M>();
   return export_program(options, detail::unreflected_model<M>{{}, &module}, inputs...);
 }
 

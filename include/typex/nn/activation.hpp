@@ -18,7 +18,7 @@ struct ReLU {
   template <class X>
   auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
     const library_call site(loc);
-const module_scope scope(*this, x);
+    const module_scope scope(*this, x);
     return scope.returns(typex::relu(x));
   }
 };
@@ -29,7 +29,7 @@ struct GELU {
   template <class X>
   auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
     const library_call site(loc);
-const module_scope scope(*this, x);
+    const module_scope scope(*this, x);
     return scope.returns(typex::gelu(x, approximate));
   }
 };
@@ -39,7 +39,7 @@ struct SiLU {
   template <class X>
   auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
     const library_call site(loc);
-const module_scope scope(*this, x);
+    const module_scope scope(*this, x);
     return scope.returns(typex::silu(x));
   }
 };
@@ -49,7 +49,7 @@ struct Tanh {
   template <class X>
   auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
     const library_call site(loc);
-const module_scope scope(*this, x);
+    const module_scope scope(*this, x);
     return scope.returns(typex::tanh(x));
   }
 };
@@ -59,7 +59,7 @@ struct Sigmoid {
   template <class X>
   auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
     const library_call site(loc);
-const module_scope scope(*this, x);
+    const module_scope scope(*this, x);
     return scope.returns(typex::sigmoid(x));
   }
 };
@@ -70,7 +70,7 @@ struct Dropout {
   template <class X>
   X operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
     const library_call site(loc);
-const module_scope scope(*this, x);
+    const module_scope scope(*this, x);
     return scope.returns(x);
   }
 };
@@ -82,7 +82,7 @@ struct Flatten {
   template <class X>
   auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
     const library_call site(loc);
-const module_scope scope(*this, x);
+    const module_scope scope(*this, x);
     return scope.returns(typex::flatten<Start, End>(x));
   }
 };

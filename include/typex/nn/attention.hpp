@@ -63,7 +63,7 @@ struct MultiheadAttention {
   auto operator()(const Q& query, const K& key, const V& value,
                   const std::source_location& loc = std::source_location::current()) const {
     const library_call site(loc);
-return forward(query, key, value);
+    return forward(query, key, value);
   }
   // With attn_mask [L, S] or [N*H, L, S]: bool true where a query may NOT look at a key (torch's
   // MultiheadAttention convention), or floating values added to the scores (-inf: may not look).
@@ -71,7 +71,7 @@ return forward(query, key, value);
   auto operator()(const Q& query, const K& key, const V& value, const M& attn_mask,
                   const std::source_location& loc = std::source_location::current()) const {
     const library_call site(loc);
-return forward(query, key, value, nullptr, attn_mask);
+    return forward(query, key, value, nullptr, attn_mask);
   }
 
   // torch.nn.MultiheadAttention.forward, with need_weights and average_attn_weights as template
@@ -211,18 +211,23 @@ struct TransformerEncoderLayer {
                            (linear2_t, linear2), (norm_t, norm1), (norm_t, norm2), (Dropout, dropout1),
                            (Dropout, dropout2));
 
+  static constexpr nn::input_rule input_rule{.module = "nn::TransformerEncoderLayer", .parameter = "d_model", .dim = -1,
+                                             .extent = D, .layout = "[..., #]"};
+
   template <class X>
-  auto operator()(const X& src, const std::source_location& loc = std::source_location::current()) const {
-    const library_call site(loc);
-const module_scope scope(*this, src);
-    if constexpr (NormFirst) {
-      const auto n1 = norm1(src);
-      const auto x = typex::add(src, dropout1(self_attn(n1, n1, n1)));
-      return scope.returns(typex::add(x, feed_forward(norm2(x))));
-    } else {
-      const auto x = norm1(typex::add(src, dropout1(self_attn(src, src, src))));
-      return scope.returns(norm2(typex::add(x, feed_forward(x))));
-    }
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    return checked_call(*this, x, [&](const auto& src) {
+      const library_call site(loc);
+      const module_scope scope(*this, src);
+      if constexpr (NormFirst) {
+        const auto n1 = norm1(src);
+        const auto h = typex::add(src, dropout1(self_attn(n1, n1, n1)));
+        return scope.returns(typex::add(h, feed_forward(norm2(h))));
+      } else {
+        const auto h = norm1(typex::add(src, dropout1(self_attn(src, src, src))));
+        return scope.returns(norm2(typex::add(h, feed_forward(h))));
+      }
+    });
   }
 
  private:

@@ -7,6 +7,7 @@
 // (kaiming_uniform(a = sqrt(5)); bias U(-1/sqrt(fan_in), 1/sqrt(fan_in))).
 #pragma once
 
+#include <typex/nn/module_input.hpp>
 #include <typex/ops/conv.hpp>
 #include <typex/trace/context.hpp>
 #include <typex/trace/init.hpp>
@@ -25,12 +26,16 @@ struct Conv2d {
   using weight_t = parameter<DT, fix<Out>, fix<In / Opt.groups>, fix<Kernel>, fix<Kernel>>;
   using bias_t = parameter<DT, fix<Out>>;
   BOOST_HANA_DEFINE_STRUCT(Conv2d, (weight_t, weight), (bias_t, bias));
+  static constexpr nn::input_rule input_rule{.module = "nn::Conv2d", .parameter = "in_channels", .dim = -3, .extent = In,
+                                             .layout = "[N, #, H, W]"};
 
   template <class X>
   auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
-    const library_call site(loc);
-const module_scope scope(*this, x);
-    return scope.returns(typex::conv2d<Opt>(x, weight, bias));
+    return checked_call(*this, x, [&](const auto& in) {
+      const library_call site(loc);
+      const module_scope scope(*this, in);
+      return scope.returns(typex::conv2d<Opt>(in, weight, bias));
+    });
   }
   void reset_parameters(init::generator& g) const {
     init::kaiming_uniform_(weight, std::sqrt(5.0), g);
@@ -46,7 +51,7 @@ struct MaxPool2d {
   template <class X>
   auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
     const library_call site(loc);
-const module_scope scope(*this, x);
+    const module_scope scope(*this, x);
     return scope.returns(typex::max_pool2d<Opt>(x));
   }
 };
@@ -57,7 +62,7 @@ struct AvgPool2d {
   template <class X>
   auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
     const library_call site(loc);
-const module_scope scope(*this, x);
+    const module_scope scope(*this, x);
     return scope.returns(typex::avg_pool2d<Opt>(x));
   }
 };
@@ -68,7 +73,7 @@ struct AdaptiveAvgPool2d {
   template <class X>
   auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
     const library_call site(loc);
-const module_scope scope(*this, x);
+    const module_scope scope(*this, x);
     return scope.returns(typex::adaptive_avg_pool2d<OH, OW>(x));
   }
 };

@@ -18,7 +18,7 @@ struct Embedding {
   template <class I>
   auto operator()(const I& indices, const std::source_location& loc = std::source_location::current()) const {
     const library_call site(loc);
-const module_scope scope(*this, indices);
+    const module_scope scope(*this, indices);
     return scope.returns(typex::embedding(weight, indices));
   }
   void reset_parameters(init::generator& g) const { init::normal_(weight, 0.0, 1.0, g); }

@@ -4,6 +4,7 @@
 // (kaiming_uniform(a = sqrt(5)) for the weight, U(-1/sqrt(in), 1/sqrt(in)) for the bias).
 #pragma once
 
+#include <typex/nn/module_input.hpp>
 #include <typex/ops/linear.hpp>
 #include <typex/trace/context.hpp>
 #include <typex/trace/init.hpp>
@@ -13,7 +14,19 @@
 
 #include <cmath>
 
+namespace typex::detail {
+// What Linear<In, ...> takes, and what a call that fails gets instead: [N, In] for an input whose
+// dims after the first hold In elements (a forgotten flatten: the shape meant).
+template <index_t In>
+inline constexpr nn::input_rule linear_input{.module = "nn::Linear", .parameter = "in_features", .dim = -1, .extent = In,
+                                         .layout = "[..., #]"};
+template <index_t In, class S>
+using linear_fitted_input = std::conditional_t<unflattened_input<S, fix<In>>(),
+                                               shape<typename S::template dim_t<0>, fix<In>>, void>;
+}  // namespace typex::detail
+
 namespace typex::nn {
+
 
 template <index_t In, index_t Out, bool Bias = true, dtype_tag_type DT = f32>
 struct Linear {
@@ -23,12 +36,16 @@ struct Linear {
 
   static constexpr index_t in_features = In;
   static constexpr index_t out_features = Out;
+  static constexpr nn::input_rule input_rule = detail::linear_input<In>;
+  template <class S> using fitted_input = detail::linear_fitted_input<In, S>;
 
   template <class X>
   auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
-    const library_call site(loc);
-const module_scope scope(*this, x);
-    return scope.returns(typex::linear(x, weight, bias));
+    return checked_call(*this, x, [&](const auto& in) {
+      const library_call site(loc);
+      const module_scope scope(*this, in);
+      return scope.returns(typex::linear(in, weight, bias));
+    });
   }
   void reset_parameters(init::generator& g) const {
     init::kaiming_uniform_(weight, std::sqrt(5.0), g);
@@ -44,12 +61,16 @@ struct Linear<In, Out, false, DT> {
 
   static constexpr index_t in_features = In;
   static constexpr index_t out_features = Out;
+  static constexpr nn::input_rule input_rule = detail::linear_input<In>;
+  template <class S> using fitted_input = detail::linear_fitted_input<In, S>;
 
   template <class X>
   auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
-    const library_call site(loc);
-const module_scope scope(*this, x);
-    return scope.returns(typex::linear(x, weight));
+    return checked_call(*this, x, [&](const auto& in) {
+      const library_call site(loc);
+      const module_scope scope(*this, in);
+      return scope.returns(typex::linear(in, weight));
+    });
   }
   void reset_parameters(init::generator& g) const { init::kaiming_uniform_(weight, std::sqrt(5.0), g); }
 };

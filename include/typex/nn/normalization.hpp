@@ -7,6 +7,7 @@
 // as buffer mutations that the program's runner applies).
 #pragma once
 
+#include <typex/nn/module_input.hpp>
 #include <typex/ops/binary.hpp>
 #include <typex/ops/mutation.hpp>
 #include <typex/ops/normalization.hpp>
@@ -27,12 +28,16 @@ struct LayerNorm {
   using param_t = parameter<DT, fix<D>>;
   BOOST_HANA_DEFINE_STRUCT(LayerNorm, (param_t, weight), (param_t, bias));
   double eps = 1e-5;
+  static constexpr nn::input_rule input_rule{.module = "nn::LayerNorm", .parameter = "normalized_shape", .dim = -1,
+                                             .extent = D, .layout = "[..., #]"};
 
   template <class X>
   auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
-    const library_call site(loc);
-const module_scope scope(*this, x);
-    return scope.returns(typex::layer_norm(x, weight, bias, eps));
+    return checked_call(*this, x, [&](const auto& in) {
+      const library_call site(loc);
+      const module_scope scope(*this, in);
+      return scope.returns(typex::layer_norm(in, weight, bias, eps));
+    });
   }
   void reset_parameters(init::generator&) const {
     init::ones_(weight);
@@ -51,18 +56,23 @@ struct BatchNorm2d {
   double momentum = 0.1;
   bool training = false;  // as torch's module.train(): batch statistics, running statistics updated
 
+  static constexpr nn::input_rule input_rule{.module = "nn::BatchNorm2d", .parameter = "num_features", .dim = 1,
+                                             .extent = C, .layout = "[N, #, H, W]"};
+
   template <class X>
   auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
-    const library_call site(loc);
-static_assert(X::shape_type::rank == 4, "typex::nn::BatchNorm2d: the input must be [N, C, H, W]");
-    const module_scope scope(*this, x);
-    if (!training) return scope.returns(typex::batch_norm(x, weight, bias, running_mean, running_var, momentum, eps));
-    if constexpr (is_traced_argument<X>::value) {
-      return scope.returns(traced_training(x));
-    } else {
-      num_batches_tracked.data()[0] += 1;
-      return scope.returns(typex::batch_norm_training(x, weight, bias, running_mean, running_var, momentum, eps));
-    }
+    static_assert(X::shape_type::rank == 4, "typex::nn::BatchNorm2d: the input must be [N, C, H, W]");
+    return checked_call(*this, x, [&]<class In>(const In& in) {
+      const library_call site(loc);
+      const module_scope scope(*this, in);
+      if (!training) return scope.returns(typex::batch_norm(in, weight, bias, running_mean, running_var, momentum, eps));
+      if constexpr (is_traced_argument<In>::value) {
+        return scope.returns(traced_training(in));
+      } else {
+        num_batches_tracked.data()[0] += 1;
+        return scope.returns(typex::batch_norm_training(in, weight, bias, running_mean, running_var, momentum, eps));
+      }
+    });
   }
   // Training mode while tracing, as torch.export functionalizes it: the batch statistics are ops of
   // the program, and the running statistics and the batch count are written back with copy_, so

@@ -3,13 +3,16 @@
 // xor (bool results), and the operators
 // + - * / < <= > >= on tensor-like values (tensor op tensor, tensor op scalar, scalar op tensor).
 //
-// dtypes promote as torch.promote_types; a Python-style scalar does not widen a floating tensor, and
-// a floating scalar with an integer tensor gives f32 (PyTorch's default dtype). Shapes broadcast
+// dtypes promote as torch.result_type (core/rules/dtypes.hpp): a Python-style scalar joins a tensor
+// only from a higher category (an integer scalar makes a bool tensor i64; a floating one makes a
+// bool or integer tensor f32, PyTorch's default dtype); sub refuses bools and pow two bools, in
+// PyTorch's words, at compile time. Shapes broadcast
 // with the op's name in every message.
 #pragma once
 
 #include <typex/ops/op.hpp>
 #include <typex/core/rules/broadcast.hpp>
+#include <typex/core/rules/dtypes.hpp>
 #include <typex/ops/apply.hpp>
 #include <typex/ops/tensor_like.hpp>
 
@@ -21,8 +24,15 @@
 namespace typex {
 
 namespace detail {
+template <class T>
+constexpr operand_dtype operand_of() noexcept {
+  if constexpr (scalar_like<T>) return scalar_operand<T>();
+  else return {T::dtype_type::value};
+}
+
 // TrueDivide: an integer or bool result becomes f32 (torch's div.Tensor, the default dtype).
-template <fixed_string Name, bool TrueDivide = false>
+// Rule: the op's dtype rule (core/rules/dtypes.hpp): promotion, or sub's and pow's refusals.
+template <fixed_string Name, bool TrueDivide = false, dtype_verdict (*Rule)(operand_dtype, operand_dtype) = promoting_dtypes>
 struct binary_pointwise {
   template <class DT>
   using floating_if_divide = std::conditional_t<TrueDivide && !is_floating_point(DT::value), f32, DT>;
@@ -31,14 +41,15 @@ struct binary_pointwise {
   static constexpr auto result(const A& a, const B& b) {
     if constexpr (scalar_like<A>) {
       return result(b, a);
-    } else if constexpr (scalar_like<B>) {
-      using DT = dtype_tag<(std::is_floating_point_v<B> && !is_floating_point(A::dtype_type::value)) ? dtype::f32
-                                                                                                     : A::dtype_type::value>;
-      return tensor_spec<floating_if_divide<DT>, typename A::shape_type>(a.shape);
     } else {
-      using DT = promote_t<typename A::dtype_type, typename B::dtype_type>;
-      const auto s = broadcast_shapes(a.shape, b.shape, op_name<Name>);
-      return tensor_spec<floating_if_divide<DT>, std::remove_cvref_t<decltype(s)>>(s);
+      constexpr dtype_verdict v = Rule(operand_of<A>(), operand_of<B>());
+      using DT = floating_if_divide<decltype(checked_dtype<Name, v>())>;
+      if constexpr (scalar_like<B>) {
+        return tensor_spec<DT, typename A::shape_type>(a.shape);
+      } else {
+        const auto s = broadcast_shapes(a.shape, b.shape, op_name<Name>);
+        return tensor_spec<DT, std::remove_cvref_t<decltype(s)>>(s);
+      }
     }
   }
 };
@@ -61,7 +72,7 @@ struct add_op : detail::binary_pointwise<"add"> {
   template <class T>
   static constexpr T scalar(T a, T b) { return a + b; }
 };
-struct sub_op : detail::binary_pointwise<"sub"> {
+struct sub_op : detail::binary_pointwise<"sub", false, sub_dtypes> {
   static constexpr std::string_view target = "aten.sub.Tensor";
   static constexpr std::string_view schema =
       "aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor";
@@ -138,7 +149,7 @@ struct ge_op : detail::comparison<"ge"> {
 // x ** y elementwise (aten.pow.Tensor_Tensor); pow(x, number) is aten.pow.Tensor_Scalar (unary.hpp).
 // Integers raise by repeated squaring, as torch does (a negative exponent of an integer base other
 // than 1 or -1 gives 0, as torch's integer pow).
-struct pow_op : detail::binary_pointwise<"pow"> {
+struct pow_op : detail::binary_pointwise<"pow", false, pow_dtypes> {
   static constexpr std::string_view target = "aten.pow.Tensor_Tensor";
   static constexpr std::string_view schema =
       "aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor";

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <typex/ops/op.hpp>
+#include <typex/core/rules/dtypes.hpp>
 #include <typex/core/rules/matmul.hpp>
 #include <typex/core/rules/permute.hpp>
 #include <typex/ops/apply.hpp>
@@ -37,21 +38,30 @@ struct linear_op {
       "aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor";
 
   template <class X, class W>
-  static constexpr auto result(const X& x, const W& w) {
+  static constexpr auto result_shape(const X& x, const W& w) {
     static_assert(W::shape_type::rank == 2, "typex::linear: the weight must be 2-d: [out_features, in_features]");
     const auto m = matmul_shape(x.shape, transpose_shape<0, 1>(w.shape), op_name<"linear">);
     // the last dim is the weight's out_features (the same type matmul gives, or, after a static
     // failure there, the width the next layer expects: no cascade)
     using M = std::remove_cvref_t<decltype(m)>;
-    const auto s = detail::join(detail::take<0, M::rank - 1>(m), shape(w.shape.template get<0>()));
-    return tensor_spec<promote_t<typename X::dtype_type, typename W::dtype_type>, std::remove_cvref_t<decltype(s)>>(s);
+    return detail::join(detail::take<0, M::rank - 1>(m), shape(w.shape.template get<0>()));
+  }
+  template <class X, class W>
+  static constexpr auto result(const X& x, const W& w) {
+    const auto s = result_shape(x, w);
+    constexpr dtype_verdict verdict = matmul_dtypes(X::dtype_type::value, W::dtype_type::value);
+    using DT = decltype(checked_dtype<"linear", verdict>());
+    return tensor_spec<DT, std::remove_cvref_t<decltype(s)>>(s);
   }
   template <class X, class W, class B>
   static constexpr auto result(const X& x, const W& w, const B& b) {
-    const auto r = result(x, w);
+    // (the shape of linear(x, w), its dtype as addmm(bias, x, w^T) decides it: PyTorch's words differ)
+    const auto r = result_shape(x, w);
     static_assert(B::shape_type::rank == 1, "typex::linear: the bias must be 1-d: [out_features]");
-    (void)broadcast_shapes(r.shape, b.shape, op_name<"linear">);  // the bias must fit the output
-    return r;
+    (void)broadcast_shapes(r, b.shape, op_name<"linear">);  // the bias must fit the output
+    constexpr dtype_verdict verdict = addmm_dtypes(B::dtype_type::value, X::dtype_type::value, W::dtype_type::value);
+    using DT = decltype(checked_dtype<"linear", verdict>());
+    return tensor_spec<DT, std::remove_cvref_t<decltype(r)>>(r);
   }
 };
 
@@ -63,7 +73,9 @@ struct matmul_op {
   template <class A, class B>
   static constexpr auto result(const A& a, const B& b) {
     const auto s = matmul_shape(a.shape, b.shape, op_name<"matmul">);
-    return tensor_spec<promote_t<typename A::dtype_type, typename B::dtype_type>, std::remove_cvref_t<decltype(s)>>(s);
+    constexpr dtype_verdict verdict = matmul_dtypes(A::dtype_type::value, B::dtype_type::value);
+    using DT = decltype(checked_dtype<"matmul", verdict>());
+    return tensor_spec<DT, std::remove_cvref_t<decltype(s)>>(s);
   }
 };
 
@@ -92,7 +104,10 @@ struct mm_op {
                   "typex::mm takes two matrices and typex::bmm two batches of matrices (use matmul to broadcast)");
     if constexpr (Rank == 3) (void)broadcast_shapes(shape(a.shape.template get<0>()), shape(b.shape.template get<0>()), op_name<"bmm">);
     const auto s = matmul_shape(a.shape, b.shape, op_name<detail::mm_name<Rank>>);
-    return tensor_spec<promote_t<typename A::dtype_type, typename B::dtype_type>, std::remove_cvref_t<decltype(s)>>(s);
+    constexpr dtype da = A::dtype_type::value, db = B::dtype_type::value;
+    constexpr dtype_verdict verdict = Rank == 2 ? matmul_dtypes(da, db) : bmm_dtypes(da, db);
+    using DT = decltype(checked_dtype<detail::mm_name<Rank>, verdict>());
+    return tensor_spec<DT, std::remove_cvref_t<decltype(s)>>(s);
   }
 };
 template <tensor_like A, tensor_like B>
@@ -115,7 +130,9 @@ struct addmm_op {
     static_assert(A::shape_type::rank == 2 && B::shape_type::rank == 2, "typex::addmm takes two matrices");
     const auto s = matmul_shape(a.shape, b.shape, op_name<"addmm">);
     (void)broadcast_shapes(bias.shape, s, op_name<"addmm">);
-    return tensor_spec<promote_t<typename A::dtype_type, typename B::dtype_type>, std::remove_cvref_t<decltype(s)>>(s);
+    constexpr dtype_verdict verdict = addmm_dtypes(C::dtype_type::value, A::dtype_type::value, B::dtype_type::value);
+    using DT = decltype(checked_dtype<"addmm", verdict>());
+    return tensor_spec<DT, std::remove_cvref_t<decltype(s)>>(s);
   }
   template <class V>
   void attributes(V&& v) const {

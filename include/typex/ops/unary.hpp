@@ -6,6 +6,7 @@
 // that backends share (computed in the argument's type; backends compute f16/bf16 in f32).
 #pragma once
 
+#include <typex/core/rules/dtypes.hpp>
 #include <typex/ops/op.hpp>
 #include <typex/ops/apply.hpp>
 #include <typex/ops/tensor_like.hpp>
@@ -81,10 +82,15 @@ struct unary_floating_only {
 };
 }  // namespace detail
 
-struct neg_op : detail::unary_pointwise {
+struct neg_op {
   static constexpr std::string_view target = "aten.neg.default";
   static constexpr std::string_view schema =
       "aten::neg(Tensor self) -> Tensor";
+  template <class A>  // (not on bool: PyTorch's words, at compile time)
+  static constexpr auto result(const A& a) {
+    constexpr dtype_verdict verdict = neg_dtypes(A::dtype_type::value);
+    return tensor_spec<decltype(checked_dtype<"neg", verdict>()), typename A::shape_type>(a.shape);
+  }
   template <class M, class X, class Y> void math(M, const X& x, Y& y) const { y = -x; }
 };
 struct abs_op : detail::unary_pointwise {

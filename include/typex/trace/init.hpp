@@ -131,7 +131,7 @@ namespace typex {
 template <class M>
   requires(!module_type<M>)
 auto init_module(M&, std::uint64_t) {
-  detail::fail_not_a_module<M, "typex::init_module">();
+  detail::fail_not_a_module<M>();
 }
 
 template <module_type M>

@@ -43,12 +43,14 @@ concept module_type = (boost::hana::Struct<T>::value || numbered_module_type<T>)
 
 namespace detail {
 // An error here means: the model type has no reflection, so its parameters, buffers and submodules
-// cannot be found.
-template <class M, fixed_string Where>
+// cannot be found. (One sentence for every use: the second use of the same model, init_module then
+// export_program, is the same instantiation and adds no error; the chain names each caller.)
+template <class M>
 constexpr auto fail_not_a_module() {
   TYPEX_STATIC_FAIL(static_type_error, [](auto& w) {
-    w.put(Where.view()); w.put(": "); w.put(raw_type_name<M>());
-    w.put(" is not a module: adapt it with BOOST_HANA_ADAPT_STRUCT("); w.put(raw_type_name<M>());
+    w.put("typex: "); w.put(raw_type_name<M>());
+    w.put(" is not a module (init_module, export_program and load_state_dict find its parameters, buffers and "
+          "submodules by reflection): adapt it with BOOST_HANA_ADAPT_STRUCT("); w.put(raw_type_name<M>());
     w.put(", member1, member2, ...) listing every parameter, buffer and submodule (or declare them with "
           "BOOST_HANA_DEFINE_STRUCT)");
   });

@@ -175,9 +175,10 @@ any_tensor binary(const kernel_args& a) {
   dtype d;
   if (ta && tb) {
     d = promote_types(a.tensor(0).scalar_type(), a.tensor(1).scalar_type());
-  } else {
-    d = (ta ? a.tensor(0) : a.tensor(1)).scalar_type();
-    if (!is_floating_point(d) && a.is_real(ta ? 1 : 0)) d = dtype::f32;
+  } else {  // torch.result_type, as the ops' rules (core/rules/dtypes.hpp): b8 + 2 is i64
+    const std::size_t s = ta ? 1 : 0;
+    const scalar_kind k = a.is_real(s) ? scalar_kind::floating : (a.is_integer(s) ? scalar_kind::integer : scalar_kind::boolean);
+    d = result_type({(ta ? a.tensor(0) : a.tensor(1)).scalar_type()}, {dtype::f32, k});
   }
   if (std::is_same_v<Op, div_op> && !is_floating_point(d)) d = dtype::f32;  // true division, as torch
   const dtype cd = compute_dtype(d);
