@@ -1,8 +1,7 @@
 // Compile-fail pair "typed_arg_name": a kernel reads an argument its op's schema does not have (a
 // typo: "alpah"). One error, no cascade: the value read is still used (* 2) without a second error.
-// g++'s first line names the op and the name (the instantiation), the next the sentence.
-// expect: static assertion failed: typex: the op.s schema has no argument of this name
-// expect-clang: error: static assertion failed.*the op's schema has no argument of this name
+// The first error line, under both compilers, names the op, the name and the schema.
+// expect: typex::ir::arg: aten.add.Tensor has no argument named alpah; its schema: aten::add.Tensor\(Tensor self, Tensor other, \*, Scalar alpha=1\) -> Tensor
 #include <typex/ir/typed_call.hpp>
 #include <typex/ops/all.hpp>
 

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <typex/core/fixed_string.hpp>
+#include <typex/core/sentence.hpp>
 #include <typex/ir/call.hpp>
 #include <typex/ops/op.hpp>
 #include <typex/ops/schema.hpp>
@@ -40,12 +41,25 @@ consteval std::size_t arg_index_of() {
 }
 }  // namespace detail
 
-// The position of argument `Name` in a call of Op. An error here means: Op's schema has no argument
-// of that name (the op and the name are in the instantiation above; the schema is Op::schema).
+namespace detail {
+// An error here means: Op's schema has no argument of that name (the sentence names the op, the
+// name and the schema).
+template <class Op, fixed_string Name>
+constexpr auto fail_no_argument() {
+  TYPEX_STATIC_FAIL(static_argument_error, [](auto& w) {
+    w.put("typex::ir::arg: "); w.put(op_id_of<Op>.name()); w.put(" has no argument named "); w.put(Name.view());
+    w.put("; its schema: "); w.put(op_id_of<Op>.schema().text);
+  });
+  return 0;
+}
+}  // namespace detail
+
+// The position of argument `Name` in a call of Op (op_schema::npos, after the compile error, when
+// the schema has none of that name).
 template <class Op, fixed_string Name>
 inline constexpr std::size_t arg_index = [] {
   constexpr std::size_t i = detail::arg_index_of<Op, Name>();
-  static_assert(i != op_schema::npos, "typex: the op's schema has no argument of this name (ir::arg<Op, \"name\">)");
+  if constexpr (i == op_schema::npos) detail::fail_no_argument<Op, Name>();
   return i;
 }();
 

@@ -37,18 +37,30 @@ using ir::arg_name;
 
 using kernel_fn = any_tensor (*)(const kernel_args&);
 
+namespace detail {
+template <class Op>
+struct no_kernel_sentence {
+  template <class W>
+  constexpr void operator()(W& w) const {
+    w.put("typex::eigen: no kernel for ");
+    if constexpr (requires { std::string_view(Op::target); }) w.put(Op::target);
+    else w.put("this op");
+    w.put(": specialize typex::eigen::kernel<Op> with `static any_tensor run(const typex::eigen::kernel_args&)` "
+          "(docs/ops_and_backends.md, \"Your own op\")");
+  }
+};
+}  // namespace detail
+
 // The Eigen backend's kernel for op type Op. A specialization provides
 //   static any_tensor run(const kernel_args& args);
-// (the built-in ones are in kernels_impl.hpp). An error here means: this op has no Eigen kernel —
-// the op type is in the instantiation context just above. Specialize typex::eigen::kernel<YourOp>
-// (docs/ops_and_backends.md, "Adding an op"), or, for an op of the registry, write its kernel
-// next to its family's in backend/eigen/kernels_impl.hpp.
+// (the built-in ones are in kernels_impl.hpp). An error here means: this op has no Eigen kernel;
+// the sentence names its ATen target. Specialize typex::eigen::kernel<YourOp>, or, for an op of the
+// registry, write its kernel next to its family's in backend/eigen/kernels_impl.hpp.
 template <class Op>
 struct kernel {
-  static_assert(sizeof(Op) == 0,
-                "typex::eigen: no kernel for this op: specialize typex::eigen::kernel<Op> with "
-                "`static any_tensor run(const typex::eigen::kernel_args&)` (the op is named in the instantiation above)");
-  static any_tensor run(const kernel_args&);  // (declared only: no second error after the assertion)
+  using failure [[maybe_unused]] = decltype(sizeof(
+      typex::detail::static_failure<typex::detail::sentence_kind::type, detail::no_kernel_sentence<Op>>));
+  static any_tensor run(const kernel_args&);  // (declared only: no second error after the sentence)
 };
 
 // The kernel for an op, or nullptr.
