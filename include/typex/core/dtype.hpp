@@ -11,6 +11,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string_view>
 
 namespace typex {
@@ -20,38 +21,34 @@ enum class dtype : unsigned char { b8, u8, i8, i16, i32, i64, f16, bf16, f32, f6
 inline constexpr dtype all_dtypes[] = {dtype::b8,  dtype::u8,  dtype::i8,   dtype::i16, dtype::i32,
                                        dtype::i64, dtype::f16, dtype::bf16, dtype::f32, dtype::f64};
 
-constexpr std::string_view name(dtype d) noexcept {
-  switch (d) {
-    case dtype::b8: return "b8";
-    case dtype::u8: return "u8";
-    case dtype::i8: return "i8";
-    case dtype::i16: return "i16";
-    case dtype::i32: return "i32";
-    case dtype::i64: return "i64";
-    case dtype::f16: return "f16";
-    case dtype::bf16: return "bf16";
-    case dtype::f32: return "f32";
-    case dtype::f64: return "f64";
-  }
-  return "?";
+namespace detail {
+// Each dtype's spellings, by enum value: typex's (as torch.export prints it), torch's Python name,
+// and the two PyTorch's C++ messages use (c10::ScalarType's name; the C++ type's name).
+struct dtype_spelling {
+  std::string_view typex, torch, scalar_type, cpp;
+};
+inline constexpr dtype_spelling dtype_spellings[] = {
+    {"b8", "torch.bool", "Bool", "bool"},
+    {"u8", "torch.uint8", "Byte", "unsigned char"},
+    {"i8", "torch.int8", "Char", "signed char"},
+    {"i16", "torch.int16", "Short", "short int"},
+    {"i32", "torch.int32", "Int", "int"},
+    {"i64", "torch.int64", "Long", "long int"},
+    {"f16", "torch.float16", "Half", "c10::Half"},
+    {"bf16", "torch.bfloat16", "BFloat16", "c10::BFloat16"},
+    {"f32", "torch.float32", "Float", "float"},
+    {"f64", "torch.float64", "Double", "double"},
+};
+constexpr dtype_spelling spelling(dtype d) noexcept {
+  const auto i = static_cast<std::size_t>(d);
+  return i < std::size(dtype_spellings) ? dtype_spellings[i] : dtype_spelling{"?", "?", "?", "?"};
 }
+}  // namespace detail
+
+constexpr std::string_view name(dtype d) noexcept { return detail::spelling(d).typex; }
 
 // PyTorch's spelling, for messages aimed at people porting code ("torch.float32").
-constexpr std::string_view torch_name(dtype d) noexcept {
-  switch (d) {
-    case dtype::b8: return "torch.bool";
-    case dtype::u8: return "torch.uint8";
-    case dtype::i8: return "torch.int8";
-    case dtype::i16: return "torch.int16";
-    case dtype::i32: return "torch.int32";
-    case dtype::i64: return "torch.int64";
-    case dtype::f16: return "torch.float16";
-    case dtype::bf16: return "torch.bfloat16";
-    case dtype::f32: return "torch.float32";
-    case dtype::f64: return "torch.float64";
-  }
-  return "?";
-}
+constexpr std::string_view torch_name(dtype d) noexcept { return detail::spelling(d).torch; }
 
 constexpr std::size_t itemsize(dtype d) noexcept {
   switch (d) {

@@ -84,17 +84,17 @@ struct binary_result {
   }
 };
 
-// tensor (dtype a) op Python scalar, by the op's rule over a spec and a C++ scalar (instantiated
-// only for the dtypes the verdict allows).
-template <class Op, class Scalar, dtype_verdict (*Rule)(operand_dtype, operand_dtype)>
-outcome scalar_outcome(dtype a) {
+// The outcome for dtype a of a rule over one dtype (Verdict: a captureless callable, dtype ->
+// dtype_verdict): Result<d>() is instantiated only for the dtypes the verdict allows.
+template <class Verdict, class Result>
+outcome one_dtype_outcome(dtype a, Verdict, Result result) {
   outcome o;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     auto cell = [&]<std::size_t A>(std::integral_constant<std::size_t, A>) {
-      constexpr dtype_verdict v = Rule({all_dtypes[A]}, scalar_operand<Scalar>());
+      constexpr dtype_verdict v = Verdict{}(all_dtypes[A]);
       if (a != all_dtypes[A]) return;
       if constexpr (v.ok()) {
-        o.result = decltype(Op::result(spec2<all_dtypes[A]>{}, Scalar{}))::dtype_type::value;
+        o.result = result.template operator()<all_dtypes[A]>();
       } else {
         detail::string_writer w{o.sentence};
         put_dtype_refusal(w, v);
@@ -105,23 +105,17 @@ outcome scalar_outcome(dtype a) {
   return o;
 }
 
-// neg over one dtype, as above.
+// tensor (dtype a) op Python scalar, by the op's rule over a spec and a C++ scalar.
+template <class Op, class Scalar, dtype_verdict (*Rule)(operand_dtype, operand_dtype)>
+outcome scalar_outcome(dtype a) {
+  return one_dtype_outcome(
+      a, [](dtype d) { return Rule({d}, scalar_operand<Scalar>()); },
+      []<dtype D>() { return decltype(Op::result(spec2<D>{}, Scalar{}))::dtype_type::value; });
+}
+
 outcome neg_outcome(dtype a) {
-  outcome o;
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    auto cell = [&]<std::size_t A>(std::integral_constant<std::size_t, A>) {
-      constexpr dtype_verdict v = neg_dtypes(all_dtypes[A]);
-      if (a != all_dtypes[A]) return;
-      if constexpr (v.ok()) {
-        o.result = decltype(neg_op::result(spec2<all_dtypes[A]>{}))::dtype_type::value;
-      } else {
-        detail::string_writer w{o.sentence};
-        put_dtype_refusal(w, v);
-      }
-    };
-    (cell(std::integral_constant<std::size_t, I>{}), ...);
-  }(std::make_index_sequence<10>{});
-  return o;
+  return one_dtype_outcome(a, [](dtype d) { return neg_dtypes(d); },
+                           []<dtype D>() { return decltype(neg_op::result(spec2<D>{}))::dtype_type::value; });
 }
 
 struct promoting_rule {

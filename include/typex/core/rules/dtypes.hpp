@@ -127,40 +127,6 @@ constexpr dtype_verdict addmm_dtypes(dtype self, dtype mat1, dtype mat2) noexcep
   return {.result = mat1};
 }
 
-namespace detail {
-// The names PyTorch's messages use: c10::ScalarType's ("Float") and the C++ types' ("float").
-constexpr std::string_view scalar_type_name(dtype d) noexcept {
-  switch (d) {
-    case dtype::b8: return "Bool";
-    case dtype::u8: return "Byte";
-    case dtype::i8: return "Char";
-    case dtype::i16: return "Short";
-    case dtype::i32: return "Int";
-    case dtype::i64: return "Long";
-    case dtype::f16: return "Half";
-    case dtype::bf16: return "BFloat16";
-    case dtype::f32: return "Float";
-    case dtype::f64: return "Double";
-  }
-  return "?";
-}
-constexpr std::string_view cpp_type_name(dtype d) noexcept {
-  switch (d) {
-    case dtype::b8: return "bool";
-    case dtype::u8: return "unsigned char";
-    case dtype::i8: return "signed char";
-    case dtype::i16: return "short int";
-    case dtype::i32: return "int";
-    case dtype::i64: return "long int";
-    case dtype::f16: return "c10::Half";
-    case dtype::bf16: return "c10::BFloat16";
-    case dtype::f32: return "float";
-    case dtype::f64: return "double";
-  }
-  return "?";
-}
-}  // namespace detail
-
 // PyTorch's words for a refusal (what its CPU kernels raise), then typex's fix.
 template <class W>
 constexpr void put_dtype_refusal(W& w, const dtype_verdict& v) {
@@ -185,18 +151,18 @@ constexpr void put_dtype_refusal(W& w, const dtype_verdict& v) {
       w.put(" not implemented for 'Bool' (convert the operands first: typex::to<...>(x))");
       break;
     case dtype_refusal::m1_m2:
-      w.put("expected m1 and m2 to have the same dtype, but got: "); w.put(detail::cpp_type_name(v.a)); w.put(" != ");
-      w.put(detail::cpp_type_name(v.b));
+      w.put("expected m1 and m2 to have the same dtype, but got: "); w.put(detail::spelling(v.a).cpp); w.put(" != ");
+      w.put(detail::spelling(v.b).cpp);
       break;
     case dtype_refusal::scalar_type:
-      w.put("expected scalar type "); w.put(detail::scalar_type_name(v.a)); w.put(" but found ");
-      w.put(detail::scalar_type_name(v.b));
+      w.put("expected scalar type "); w.put(detail::spelling(v.a).scalar_type); w.put(" but found ");
+      w.put(detail::spelling(v.b).scalar_type);
       break;
     case dtype_refusal::self_mat2:
     case dtype_refusal::mat1_mat2:
       w.put(v.refusal == dtype_refusal::self_mat2 ? "self" : "mat1");
-      w.put(" and mat2 must have the same dtype, but got "); w.put(detail::scalar_type_name(v.a)); w.put(" and ");
-      w.put(detail::scalar_type_name(v.b));
+      w.put(" and mat2 must have the same dtype, but got "); w.put(detail::spelling(v.a).scalar_type); w.put(" and ");
+      w.put(detail::spelling(v.b).scalar_type);
       break;
   }
   if (v.refusal == dtype_refusal::m1_m2 || v.refusal == dtype_refusal::scalar_type || v.refusal == dtype_refusal::self_mat2 ||
