@@ -19,7 +19,8 @@
 // ranges at compile time and their values at export and run time.
 #pragma once
 
-#include <typex/core/detail/shape_algebra.hpp>
+#include <typex/core/rules/slice.hpp>
+#include <typex/core/shape.hpp>
 #include <typex/core/sentence.hpp>
 #include <typex/tensor/host_tensor.hpp>
 #include <typex/trace/traced.hpp>
@@ -83,10 +84,9 @@ consteval bool refutes() {
 // X with the rule's extent put at its dim, or with the shape M::fitted_input<S> gives where M has
 // one that is not void: a Linear fed an input whose dims after the first hold In elements (a
 // forgotten flatten) gets [N, In], the shape meant.
-template <class M, class S, std::size_t P = static_cast<std::size_t>(rule_position<M, tensor_spec<f32, S>>())>
-using replaced_shape_t =
-    decltype(join(take<0, P>(std::declval<const S&>()), shape<fix<M::input_rule.extent>>{},
-                                 take<P + 1, S::rank - P - 1>(std::declval<const S&>())));
+template <class M, class S>
+using replaced_shape_t = decltype(replace_dim<static_cast<std::size_t>(rule_position<M, tensor_spec<f32, S>>())>(
+    std::declval<const S&>(), fix<M::input_rule.extent>{}));
 template <class M, class S>
 struct fitted_shape {
   using type = replaced_shape_t<M, S>;

@@ -299,7 +299,9 @@ template <class T>
 index_t conv_scratch(const conv_geometry& g, int threads, bool pooled = false) {
   const index_t packed =
       g.winograd ? static_cast<index_t>(winograd_layout<T>(g).scratch()) : g.krows() * packed_rhs<T>::padded_n(conv_chunk<T>(g));
-  return (packed + (pooled ? g.oc * g.cols() : 0)) * std::max(threads, 1);
+  // pooled: the convolution's output (oc x cols) and the pool's row buffer follow each thread's work
+  // area (oh * W <= cols: a fused pool is max_pool_direct, its windows inside the convolution's rows)
+  return (packed + (pooled ? (g.oc + 1) * g.cols() : 0)) * std::max(threads, 1);
 }
 template <class T>
 void conv2d_into(const conv_geometry& g, const T* x, const T* wpacked, const T* bias, activation act, T* out, T* scratch,
@@ -334,19 +336,26 @@ void conv2d_into(const conv_geometry& g, const T* x, const T* wpacked, const T* 
       }
     }
   };
-  // the max-pool of image n's convolution (in cache), over t threads by channel
-  auto pool_image = [&](index_t n, const T* conv_out, int t) {
+  // the max-pool of image n's convolution (in cache), over t threads by channel; on one thread in
+  // `rows` (the slice's own: which thread takes which image changes from call to call, and a
+  // thread's own buffer, grown the first time that thread pooled, allocated in a later call)
+  auto pool_image = [&](index_t n, const T* conv_out, int t, T* rows) {
     const index_t plane = pool->oh * pool->ow;
+    if (t <= 1) {
+      for (index_t c = 0; c < g.oc; ++c) max_pool_plane(*pool, conv_out + c * cols, out + (n * g.oc + c) * plane, rows);
+      return;
+    }
     parallel_for(g.oc, cols, t, [&](index_t c0, index_t c1) {
-      T* rows = pool_scratch<T>().get(static_cast<std::size_t>(pool->oh * pool->s.w));
-      for (index_t c = c0; c < c1; ++c) max_pool_plane(*pool, conv_out + c * cols, out + (n * g.oc + c) * plane, rows);
+      T* own = pool_scratch<T>().get(static_cast<std::size_t>(pool->oh * pool->s.w));
+      for (index_t c = c0; c < c1; ++c) max_pool_plane(*pool, conv_out + c * cols, out + (n * g.oc + c) * plane, own);
     });
   };
   auto image = [&](index_t n, T* sc, int t) {
-    // (pooled: the convolution goes to the end of the first scratch slice, past every thread's work area)
+    // (pooled: the convolution goes to the end of the first scratch slice, past every thread's work
+    // area, and the pool's rows just before it)
     T* conv_out = pool != nullptr ? sc + (per_thread - g.oc * cols) : out + n * g.oc * cols;
     convolve(n, conv_out, sc, t);
-    if (pool != nullptr && !tile_pool) pool_image(n, conv_out, t);
+    if (pool != nullptr && !tile_pool) pool_image(n, conv_out, t, conv_out - cols);
   };
   if (threads > 1 && g.s.n >= threads) {
     // (images handed out one at a time: on a shared machine a thread that loses its CPU for a
