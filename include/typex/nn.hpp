@@ -1,4 +1,5 @@
-// typex/nn.hpp — the standard modules (torch.nn's names, parameter names, shapes and defaults).
+// typex/nn.hpp — the standard modules (torch.nn's names, parameter names, shapes and defaults),
+// and the optimizers (typex::optim: torch.optim's SGD, Adam, AdamW; clip_grad_norm_).
 #pragma once
 
 #include <typex/nn/activation.hpp>
@@ -8,3 +9,4 @@
 #include <typex/nn/embedding.hpp>
 #include <typex/nn/linear.hpp>
 #include <typex/nn/normalization.hpp>
+#include <typex/nn/optim.hpp>
