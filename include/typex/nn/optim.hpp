@@ -58,11 +58,10 @@ struct adam_options {
 
 namespace detail {
 
-// The parameter's gradient in `grads`, checked against it; nullptr when it has none.
-TYPEX_API const any_tensor* gradient_of(const named_tensors& grads, const std::string& name, const any_tensor& p,
-                                        std::string_view who);
-// Every gradient's name must be a parameter's.
-TYPEX_API void check_gradient_names(const named_tensors& grads, const param_list& params, std::string_view who);
+// Each parameter's gradient in `grads` (nullptr where it has none), all checked before a step
+// changes anything: every name a parameter's, each gradient of its parameter's dtype and shape.
+TYPEX_API std::vector<const any_tensor*> gradients_of(const named_tensors& grads, const param_list& params,
+                                                      std::string_view who);
 // Parameters an optimizer can update: floating f32 or f64, each once.
 TYPEX_API void check_params(const param_list& params, std::string_view who);
 TYPEX_API void check_sgd(const sgd_options& o);
@@ -107,10 +106,10 @@ class sgd {
   // One step with the gradients by FQN.
   void step(const named_tensors& grads) {
     detail::check_sgd(options);
-    detail::check_gradient_names(grads, params_, "typex::optim::sgd::step");
+    const std::vector<const any_tensor*> gs = detail::gradients_of(grads, params_, "typex::optim::sgd::step");
     for (std::size_t i = 0; i < params_.size(); ++i) {
-      const auto& [name, p] = params_[i];
-      const any_tensor* g = detail::gradient_of(grads, name, p, "typex::optim::sgd::step");
+      const any_tensor& p = params_[i].second;
+      const any_tensor* g = gs[i];
       if (g == nullptr) continue;
       const bool first = options.momentum != 0 && !momentum_[i];  // (the first buffer is the gradient itself)
       if (first) momentum_[i] = detail::zeros_like(p);
@@ -179,10 +178,10 @@ class adam {
 
   void step(const named_tensors& grads) {
     detail::check_adam(options);
-    detail::check_gradient_names(grads, params_, "typex::optim::adam::step");
+    const std::vector<const any_tensor*> gs = detail::gradients_of(grads, params_, "typex::optim::adam::step");
     for (std::size_t i = 0; i < params_.size(); ++i) {
-      const auto& [name, p] = params_[i];
-      const any_tensor* g = detail::gradient_of(grads, name, p, "typex::optim::adam::step");
+      const any_tensor& p = params_[i].second;
+      const any_tensor* g = gs[i];
       if (g == nullptr) continue;
       slot& s = state_[i];
       if (!s.exp_avg) {
@@ -316,8 +315,9 @@ TYPEX_API double clip_grad_norm_(named_tensors& grads, double max_norm, double n
 }  // namespace typex::optim
 
 #if TYPEX_HEADER_DEFINITIONS
-TYPEX_API auto typex::optim::detail::gradient_of(const named_tensors& grads, const std::string& name, const any_tensor& p,
-                                                 std::string_view who) -> const any_tensor* {
+namespace typex::optim::detail {
+inline const any_tensor* gradient_of(const named_tensors& grads, const std::string& name, const any_tensor& p,
+                                     std::string_view who) {
   const any_tensor* g = grads.find(name);
   if (g == nullptr) return nullptr;
   g->check_storage("the gradient of '" + name + "'");
@@ -337,9 +337,10 @@ TYPEX_API auto typex::optim::detail::gradient_of(const named_tensors& grads, con
     });
   return g;
 }
+}  // namespace typex::optim::detail
 
-TYPEX_API auto typex::optim::detail::check_gradient_names(const named_tensors& grads, const param_list& params,
-                                                          std::string_view who) -> void {
+TYPEX_API auto typex::optim::detail::gradients_of(const named_tensors& grads, const param_list& params,
+                                                  std::string_view who) -> std::vector<const any_tensor*> {
   std::string unknown;
   for (const auto& [name, g] : grads) {
     bool found = false;
@@ -354,6 +355,10 @@ TYPEX_API auto typex::optim::detail::check_gradient_names(const named_tensors& g
       w.put(who); w.put(": gradients for names that are not parameters of this optimizer: "); w.put(unknown);
       w.put(" (a frozen parameter, one of another module, or a misspelt FQN)");
     });
+  std::vector<const any_tensor*> gs;
+  gs.reserve(params.size());
+  for (const auto& [name, p] : params) gs.push_back(gradient_of(grads, name, p, who));
+  return gs;
 }
 
 TYPEX_API auto typex::optim::detail::check_params(const param_list& params, std::string_view who) -> void {
