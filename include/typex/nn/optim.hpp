@@ -147,7 +147,7 @@ class sgd {
   void update(T, const any_tensor& p, const any_tensor& g, std::size_t i, bool first) const {
     T* w = p.data<T>();
     const T* d = g.data<T>();
-    T* buf = momentum_[i] ? momentum_[i]->data<T>() : nullptr;
+    T* buf = options.momentum != 0 && momentum_[i] ? momentum_[i]->data<T>() : nullptr;  // (momentum 0: no buffer, as torch)
     const index_t n = p.numel();
     const T wd = static_cast<T>(options.weight_decay), mom = static_cast<T>(options.momentum);
     const T keep = static_cast<T>(1 - options.dampening), step = static_cast<T>(-options.lr);
