@@ -449,7 +449,8 @@ TYPEX_API auto typex::optim::clip_grad_norm_(named_tensors& grads, double max_no
       double acc = 0;
       for (index_t k = 0; k < g.numel(); ++k) {
         const double a = std::abs(static_cast<double>(d[k]));
-        acc = inf ? std::max(acc, a) : (std::isnan(a) ? a : acc + std::pow(a, norm_type));
+        // (a NaN stays NaN under either norm, as torch's: std::max alone would drop it)
+        acc = std::isnan(a) || std::isnan(acc) ? NAN : (inf ? std::max(acc, a) : acc + std::pow(a, norm_type));
       }
       norms.push_back(static_cast<double>(static_cast<T>(inf ? acc : std::pow(acc, 1.0 / norm_type))));
     });
