@@ -22,6 +22,8 @@
 #include <source_location>
 #include <string>
 #include <string_view>
+#include <cmath>
+#include <limits>
 
 namespace typex {
 
@@ -35,6 +37,40 @@ struct scaled_dot_product_attention_op {
   static constexpr std::string_view target = "aten.scaled_dot_product_attention.default";
   static constexpr std::string_view schema =
       "aten::scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor";
+  // the attention recomputed (s = q k^T scale, masked; p = softmax(s)), then
+  // dv = p^T g, dp = g v^T, ds = p (dp - sum(dp p)), dq = ds k scale, dk = ds^T q scale
+  template <class C> static void vjp(C& c) {
+    if (c.args().real_or_default("dropout_p") != 0.0) c.unsupported("attention with dropout_p > 0 (its dropout mask is not kept)");
+    if (c.args().flag_or_default("enable_gqa")) c.unsupported("grouped-query attention (enable_gqa)");
+    const auto q = c.input("query");
+    const auto k = c.input("key");
+    const auto v = c.input("value");
+    double scale = 0;
+    if (c.args().has("scale")) {
+      scale = c.args().real("scale");
+    } else {
+      const auto e = c.size(q, -1);
+      if (!e.is_constant()) c.unsupported("a symbolic head size without an explicit scale");
+      scale = 1.0 / std::sqrt(static_cast<double>(*e.value()));
+    }
+    auto s = c.mul(c.matmul(q, c.mT(k)), scale);
+    if (c.args().flag_or_default("is_causal")) {
+      const auto above = c.triu(c.full({c.size(q, -2), c.size(k, -2)}, 1.0, dtype::b8), 1);
+      s = c.masked_fill(s, above, -std::numeric_limits<double>::infinity());
+    }
+    if (c.is_tensor("attn_mask")) {
+      const auto m = c.input("attn_mask");
+      s = c.scalar_type(m) == dtype::b8 ? c.masked_fill(s, c.logical_not(m), -std::numeric_limits<double>::infinity()) : c.add(s, m);
+    }
+    const auto p = c.softmax(s, -1);
+    const auto g = c.grad();
+    if (c.wants("value")) c.accumulate("value", c.matmul(c.mT(p), g));
+    const auto dp = c.matmul(g, c.mT(v));
+    const auto ds = c.mul(p, c.sub(dp, c.sum(c.mul(dp, p), {-1}, true)));
+    if (c.wants("attn_mask")) c.accumulate("attn_mask", ds);
+    if (c.wants("query")) c.accumulate("query", c.mul(c.matmul(ds, k), scale));
+    if (c.wants("key")) c.accumulate("key", c.mul(c.matmul(c.mT(ds), q), scale));
+  }
   static constexpr std::size_t attributes_at = 4;  // (query, key, value, attn_mask, dropout_p, is_causal, scale)
   attention_options options;
 
@@ -79,6 +115,12 @@ struct dropout_op {
   static constexpr std::string_view target = "aten.dropout.default";
   static constexpr std::string_view schema =
       "aten::dropout(Tensor input, float p, bool train) -> Tensor";
+  // identity in eval mode (or p == 0); a training-mode dropout's mask is not an output of the op
+  template <class C> static void vjp(C& c) {
+    if (c.args().flag("train") && c.args().real("p") != 0.0)
+      c.unsupported("dropout in training mode: the mask it drew is not kept by the program (export in eval mode)");
+    c.accumulate("input", c.grad());
+  }
   double p = 0.5;
   bool train = true;
   template <class X>

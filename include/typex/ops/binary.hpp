@@ -69,6 +69,12 @@ struct add_op : detail::binary_pointwise<"add"> {
   static constexpr std::string_view target = "aten.add.Tensor";
   static constexpr std::string_view schema =
       "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor";
+  template <class C> static void vjp(C& c) {
+    const auto g = c.grad();
+    c.accumulate("self", g);
+    const double alpha = c.args().real_or_default("alpha");
+    if (c.wants("other")) c.accumulate("other", alpha == 1.0 ? g : c.mul(g, alpha));
+  }
   template <class T>
   static constexpr T scalar(T a, T b) { return a + b; }
 };
@@ -76,6 +82,11 @@ struct sub_op : detail::binary_pointwise<"sub", false, sub_dtypes> {
   static constexpr std::string_view target = "aten.sub.Tensor";
   static constexpr std::string_view schema =
       "aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor";
+  template <class C> static void vjp(C& c) {
+    const auto g = c.grad();
+    c.accumulate("self", g);
+    if (c.wants("other")) c.accumulate("other", c.mul(g, -c.args().real_or_default("alpha")));
+  }
   template <class T>
   static constexpr T scalar(T a, T b) { return a - b; }
 };
@@ -83,6 +94,12 @@ struct mul_op : detail::binary_pointwise<"mul"> {
   static constexpr std::string_view target = "aten.mul.Tensor";
   static constexpr std::string_view schema =
       "aten::mul.Tensor(Tensor self, Tensor other) -> Tensor";
+  template <class C> static void vjp(C& c) {
+    const auto g = c.grad();
+    if (c.wants("self"))
+      c.accumulate("self", c.is_tensor("other") ? c.mul(g, c.input("other")) : c.mul(g, c.args().real("other")));
+    if (c.wants("other")) c.accumulate("other", c.mul(g, c.input("self")));
+  }
   template <class T>
   static constexpr T scalar(T a, T b) { return a * b; }
 };
@@ -90,6 +107,13 @@ struct div_op : detail::binary_pointwise<"div", true> {  // true division: 7 / 2
   static constexpr std::string_view target = "aten.div.Tensor";
   static constexpr std::string_view schema =
       "aten::div.Tensor(Tensor self, Tensor other) -> Tensor";
+  // d/dself = 1/other; d/dother = -self/other^2 = -y/other
+  template <class C> static void vjp(C& c) {
+    const auto g = c.grad();
+    if (c.wants("self"))
+      c.accumulate("self", c.is_tensor("other") ? c.div(g, c.input("other")) : c.div(g, c.args().real("other")));
+    if (c.wants("other")) c.accumulate("other", c.div(c.mul(g, c.neg(c.result())), c.input("other")));
+  }
   template <class T>
   static constexpr T scalar(T a, T b) { return a / b; }
 };
@@ -98,6 +122,15 @@ struct maximum_op : detail::binary_pointwise<"maximum"> {
   static constexpr std::string_view target = "aten.maximum.default";
   static constexpr std::string_view schema =
       "aten::maximum(Tensor self, Tensor other) -> Tensor";
+  // the gradient goes to the larger (smaller) side, half to each on ties (torch's)
+  template <class C> static void vjp(C& c) {
+    const auto a = c.input("self");
+    const auto b = c.input("other");
+    const auto g = c.grad();
+    const auto half = c.where(c.eq(a, b), c.mul(g, 0.5), g);
+    c.accumulate("self", c.masked_fill(half, c.lt(a, b), 0.0));
+    c.accumulate("other", c.masked_fill(half, c.gt(a, b), 0.0));
+  }
   template <class T>
   static constexpr T scalar(T a, T b) { return a < b ? b : a; }
 };
@@ -105,6 +138,15 @@ struct minimum_op : detail::binary_pointwise<"minimum"> {
   static constexpr std::string_view target = "aten.minimum.default";
   static constexpr std::string_view schema =
       "aten::minimum(Tensor self, Tensor other) -> Tensor";
+  // the gradient goes to the larger (smaller) side, half to each on ties (torch's)
+  template <class C> static void vjp(C& c) {
+    const auto a = c.input("self");
+    const auto b = c.input("other");
+    const auto g = c.grad();
+    const auto half = c.where(c.eq(a, b), c.mul(g, 0.5), g);
+    c.accumulate("self", c.masked_fill(half, c.gt(a, b), 0.0));
+    c.accumulate("other", c.masked_fill(half, c.lt(a, b), 0.0));
+  }
   template <class T>
   static constexpr T scalar(T a, T b) { return b < a ? b : a; }
 };
@@ -113,36 +155,42 @@ struct eq_op : detail::comparison<"eq"> {
   static constexpr std::string_view target = "aten.eq.Tensor";
   static constexpr std::string_view schema =
       "aten::eq.Tensor(Tensor self, Tensor other) -> Tensor";
+  static constexpr bool differentiable = false;
   template <class T> static constexpr bool scalar(T a, T b) { return a == b; }
 };
 struct ne_op : detail::comparison<"ne"> {
   static constexpr std::string_view target = "aten.ne.Tensor";
   static constexpr std::string_view schema =
       "aten::ne.Tensor(Tensor self, Tensor other) -> Tensor";
+  static constexpr bool differentiable = false;
   template <class T> static constexpr bool scalar(T a, T b) { return a != b; }
 };
 struct lt_op : detail::comparison<"lt"> {
   static constexpr std::string_view target = "aten.lt.Tensor";
   static constexpr std::string_view schema =
       "aten::lt.Tensor(Tensor self, Tensor other) -> Tensor";
+  static constexpr bool differentiable = false;
   template <class T> static constexpr bool scalar(T a, T b) { return a < b; }
 };
 struct le_op : detail::comparison<"le"> {
   static constexpr std::string_view target = "aten.le.Tensor";
   static constexpr std::string_view schema =
       "aten::le.Tensor(Tensor self, Tensor other) -> Tensor";
+  static constexpr bool differentiable = false;
   template <class T> static constexpr bool scalar(T a, T b) { return a <= b; }
 };
 struct gt_op : detail::comparison<"gt"> {
   static constexpr std::string_view target = "aten.gt.Tensor";
   static constexpr std::string_view schema =
       "aten::gt.Tensor(Tensor self, Tensor other) -> Tensor";
+  static constexpr bool differentiable = false;
   template <class T> static constexpr bool scalar(T a, T b) { return a > b; }
 };
 struct ge_op : detail::comparison<"ge"> {
   static constexpr std::string_view target = "aten.ge.Tensor";
   static constexpr std::string_view schema =
       "aten::ge.Tensor(Tensor self, Tensor other) -> Tensor";
+  static constexpr bool differentiable = false;
   template <class T> static constexpr bool scalar(T a, T b) { return a >= b; }
 };
 
@@ -153,6 +201,16 @@ struct pow_op : detail::binary_pointwise<"pow", false, pow_dtypes> {
   static constexpr std::string_view target = "aten.pow.Tensor_Tensor";
   static constexpr std::string_view schema =
       "aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor";
+  // d/dx = e x^(e-1) (0 where e == 0); d/de = y log(x) (0 where x == 0 and e >= 0): torch's
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    const auto e = c.input("exponent");
+    const auto g = c.grad();
+    if (c.wants("self"))
+      c.accumulate("self", c.masked_fill(c.mul(g, c.mul(e, c.pow(x, c.sub(e, 1.0)))), c.eq(e, 0.0), 0.0));
+    if (c.wants("exponent"))
+      c.accumulate("exponent", c.mul(g, c.masked_fill(c.mul(c.result(), c.log(x)), c.logical_and(c.eq(x, 0.0), c.ge(e, 0.0)), 0.0)));
+  }
   template <class T>
   static T scalar(T a, T b) {
     if constexpr (std::is_floating_point_v<T>) {
@@ -172,18 +230,21 @@ struct logical_and_op : detail::comparison<"logical_and"> {
   static constexpr std::string_view target = "aten.logical_and.default";
   static constexpr std::string_view schema =
       "aten::logical_and(Tensor self, Tensor other) -> Tensor";
+  static constexpr bool differentiable = false;
   template <class T> static constexpr bool scalar(T a, T b) { return a != T(0) && b != T(0); }
 };
 struct logical_or_op : detail::comparison<"logical_or"> {
   static constexpr std::string_view target = "aten.logical_or.default";
   static constexpr std::string_view schema =
       "aten::logical_or(Tensor self, Tensor other) -> Tensor";
+  static constexpr bool differentiable = false;
   template <class T> static constexpr bool scalar(T a, T b) { return a != T(0) || b != T(0); }
 };
 struct logical_xor_op : detail::comparison<"logical_xor"> {
   static constexpr std::string_view target = "aten.logical_xor.default";
   static constexpr std::string_view schema =
       "aten::logical_xor(Tensor self, Tensor other) -> Tensor";
+  static constexpr bool differentiable = false;
   template <class T> static constexpr bool scalar(T a, T b) { return (a != T(0)) != (b != T(0)); }
 };
 

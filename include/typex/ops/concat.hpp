@@ -31,11 +31,30 @@ struct cat {
   static constexpr std::string_view target = "aten.cat.default";
   static constexpr std::string_view schema =
       "aten::cat(Tensor[] tensors, int dim=0) -> Tensor";
+  // each input's range of the gradient along dim
+  template <class C> static void vjp(C& c) {
+    const auto xs = c.inputs("tensors");
+    const auto g = c.grad();
+    const std::int64_t dim = static_cast<std::int64_t>(c.wrap(c.args().integer_or_default("dim"), c.rank(g)));
+    auto offset = decltype(c.size(g, 0))(index_t{0});
+    for (std::size_t k = 0; k < xs.size(); ++k) {
+      const auto next = offset + c.size(xs[k], dim);
+      if (c.wants("tensors", k)) c.accumulate("tensors", c.slice(g, dim, offset, next), k);
+      offset = next;
+    }
+  }
 };
 struct stack {
   static constexpr std::string_view target = "aten.stack.default";
   static constexpr std::string_view schema =
       "aten::stack(Tensor[] tensors, int dim=0) -> Tensor";
+  template <class C> static void vjp(C& c) {
+    const auto xs = c.inputs("tensors");
+    const auto g = c.grad();
+    const std::int64_t dim = static_cast<std::int64_t>(c.wrap(c.args().integer_or_default("dim"), c.rank(g)));
+    for (std::size_t k = 0; k < xs.size(); ++k)
+      if (c.wants("tensors", k)) c.accumulate("tensors", c.select(g, dim, static_cast<index_t>(k)), k);
+  }
 };
 }  // namespace aten
 

@@ -45,46 +45,55 @@ struct zeros {
   static constexpr std::string_view target = "aten.zeros.default";
   static constexpr std::string_view schema =
       "aten::zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+  static constexpr bool differentiable = false;
 };
 struct ones {
   static constexpr std::string_view target = "aten.ones.default";
   static constexpr std::string_view schema =
       "aten::ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+  static constexpr bool differentiable = false;
 };
 struct full {
   static constexpr std::string_view target = "aten.full.default";
   static constexpr std::string_view schema =
       "aten::full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+  static constexpr bool differentiable = false;
 };
 struct arange {
   static constexpr std::string_view target = "aten.arange.default";
   static constexpr std::string_view schema =
       "aten::arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+  static constexpr bool differentiable = false;
 };
 struct arange_start {
   static constexpr std::string_view target = "aten.arange.start";
   static constexpr std::string_view schema =
       "aten::arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+  static constexpr bool differentiable = false;
 };
 struct arange_start_step {
   static constexpr std::string_view target = "aten.arange.start_step";
   static constexpr std::string_view schema =
       "aten::arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+  static constexpr bool differentiable = false;
 };
 struct zeros_like {
   static constexpr std::string_view target = "aten.zeros_like.default";
   static constexpr std::string_view schema =
       "aten::zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+  static constexpr bool differentiable = false;
 };
 struct ones_like {
   static constexpr std::string_view target = "aten.ones_like.default";
   static constexpr std::string_view schema =
       "aten::ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+  static constexpr bool differentiable = false;
 };
 struct full_like {
   static constexpr std::string_view target = "aten.full_like.default";
   static constexpr std::string_view schema =
       "aten::full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+  static constexpr bool differentiable = false;
 };
 }  // namespace aten
 

@@ -37,16 +37,19 @@ struct tril {
   static constexpr std::string_view target = "aten.tril.default";
   static constexpr std::string_view schema =
       "aten::tril(Tensor self, int diagonal=0) -> Tensor";
+  template <class C> static void vjp(C& c) { c.accumulate("self", c.tril(c.grad(), c.args().integer_or_default("diagonal"))); }
 };
 struct triu {
   static constexpr std::string_view target = "aten.triu.default";
   static constexpr std::string_view schema =
       "aten::triu(Tensor self, int diagonal=0) -> Tensor";
+  template <class C> static void vjp(C& c) { c.accumulate("self", c.triu(c.grad(), c.args().integer_or_default("diagonal"))); }
 };
 struct nonzero {
   static constexpr std::string_view target = "aten.nonzero.default";
   static constexpr std::string_view schema =
       "aten::nonzero(Tensor self) -> Tensor";
+  static constexpr bool differentiable = false;
 };
 struct masked_select {
   static constexpr std::string_view target = "aten.masked_select.default";
@@ -60,6 +63,11 @@ struct where_op {
   static constexpr std::string_view target = "aten.where.self";
   static constexpr std::string_view schema =
       "aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor";
+  template <class C> static void vjp(C& c) {
+    const auto cond = c.input("condition");
+    if (c.wants("self")) c.accumulate("self", c.masked_fill(c.grad(), c.logical_not(cond), 0.0));
+    if (c.wants("other")) c.accumulate("other", c.masked_fill(c.grad(), cond, 0.0));
+  }
   template <class C, class X, class Y>
   static constexpr auto result(const C& c, const X& x, const Y& y) {
     if constexpr (C::dtype_type::value != dtype::b8) {
@@ -78,6 +86,7 @@ struct masked_fill_op {
   static constexpr std::string_view target = "aten.masked_fill.Scalar";
   static constexpr std::string_view schema =
       "aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor";
+  template <class C> static void vjp(C& c) { c.accumulate("self", c.masked_fill(c.grad(), c.input("mask"), 0.0)); }
   double value = 0;
   template <class X, class M>
   static constexpr X result(const X& x, const M& mask) {

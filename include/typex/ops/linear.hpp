@@ -14,6 +14,7 @@
 
 #include <source_location>
 #include <string_view>
+#include <cstdint>
 
 namespace typex {
 
@@ -24,11 +25,23 @@ struct mm {
   static constexpr std::string_view target = "aten.mm.default";
   static constexpr std::string_view schema =
       "aten::mm(Tensor self, Tensor mat2) -> Tensor";
+  template <class C> static void vjp(C& c) {
+    const auto a = c.input("self");
+    const auto b = c.input("mat2");
+    if (c.wants("self")) c.accumulate("self", c.mm(c.grad(), c.mT(b)));
+    if (c.wants("mat2")) c.accumulate("mat2", c.mm(c.mT(a), c.grad()));
+  }
 };
 struct bmm {
   static constexpr std::string_view target = "aten.bmm.default";
   static constexpr std::string_view schema =
       "aten::bmm(Tensor self, Tensor mat2) -> Tensor";
+  template <class C> static void vjp(C& c) {
+    const auto a = c.input("self");
+    const auto b = c.input("mat2");
+    if (c.wants("self")) c.accumulate("self", c.bmm(c.grad(), c.mT(b)));
+    if (c.wants("mat2")) c.accumulate("mat2", c.bmm(c.mT(a), c.grad()));
+  }
 };
 }  // namespace aten
 
@@ -36,6 +49,25 @@ struct linear_op {
   static constexpr std::string_view target = "aten.linear.default";
   static constexpr std::string_view schema =
       "aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor";
+  // y = x W^T + b: dx = g W, dW = g^T x over every leading dim, db = g summed over them
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("input");
+    const auto w = c.input("weight");
+    auto g = c.grad();
+    if (c.rank(x) == 1) g = c.unsqueeze(g, 0);
+    if (c.wants("input")) {
+      const auto dx = c.matmul(g, w);
+      c.accumulate("input", c.rank(x) == 1 ? c.squeeze(dx, 0) : dx);
+    }
+    if (c.wants("weight")) {
+      auto rows = c.size(g, 0);  // (the leading dims' product)
+      for (std::size_t d = 1; d + 1 < c.rank(g); ++d) rows = rows * c.size(g, static_cast<std::int64_t>(d));
+      const auto g2 = c.reshape(g, {rows, c.size(g, -1)});
+      const auto x2 = c.reshape(c.rank(x) == 1 ? c.unsqueeze(x, 0) : x, {rows, c.size(x, -1)});
+      c.accumulate("weight", c.mm(c.mT(g2), x2));
+    }
+    if (c.wants("bias")) c.accumulate("bias", g);  // (summed over the leading dims by accumulate)
+  }
 
   template <class X, class W>
   static constexpr auto result_shape(const X& x, const W& w) {
@@ -69,6 +101,30 @@ struct matmul_op {
   static constexpr std::string_view target = "aten.matmul.default";
   static constexpr std::string_view schema =
       "aten::matmul(Tensor self, Tensor other) -> Tensor";
+  // vectors become matrices ([k] -> [1, k] on the left, [k, 1] on the right), the batch dims
+  // broadcast; accumulate sums the gradients back over them
+  template <class C> static void vjp(C& c) {
+    const auto a0 = c.input("self");
+    const auto b0 = c.input("other");
+    auto g = c.grad();
+    if (c.rank(a0) == 1 && c.rank(b0) == 1) {  // a dot product
+      if (c.wants("self")) c.accumulate("self", c.mul(b0, g));
+      if (c.wants("other")) c.accumulate("other", c.mul(a0, g));
+      return;
+    }
+    const auto a = c.rank(a0) == 1 ? c.unsqueeze(a0, 0) : a0;
+    const auto b = c.rank(b0) == 1 ? c.unsqueeze(b0, 1) : b0;
+    if (c.rank(a0) == 1) g = c.unsqueeze(g, -2);
+    if (c.rank(b0) == 1) g = c.unsqueeze(g, -1);
+    if (c.wants("self")) {
+      const auto da = c.sum_to(c.matmul(g, c.mT(b)), c.meta(a));
+      c.accumulate("self", c.rank(a0) == 1 ? c.squeeze(da, 0) : da);
+    }
+    if (c.wants("other")) {
+      const auto db = c.sum_to(c.matmul(c.mT(a), g), c.meta(b));
+      c.accumulate("other", c.rank(b0) == 1 ? c.squeeze(db, 1) : db);
+    }
+  }
 
   template <class A, class B>
   static constexpr auto result(const A& a, const B& b) {
@@ -124,6 +180,15 @@ struct addmm_op {
   static constexpr std::string_view target = "aten.addmm.default";
   static constexpr std::string_view schema =
       "aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor";
+  // beta self + alpha mat1 mat2
+  template <class C> static void vjp(C& c) {
+    const auto g = c.grad();
+    const double beta = c.args().real_or_default("beta"), alpha = c.args().real_or_default("alpha");
+    if (c.wants("self") && beta != 0.0) c.accumulate("self", beta == 1.0 ? g : c.mul(g, beta));
+    const auto ga = alpha == 1.0 ? g : c.mul(g, alpha);
+    if (c.wants("mat1")) c.accumulate("mat1", c.mm(ga, c.mT(c.input("mat2"))));
+    if (c.wants("mat2")) c.accumulate("mat2", c.mm(c.mT(c.input("mat1")), ga));
+  }
   double beta = 1.0, alpha = 1.0;
   template <class C, class A, class B>
   static constexpr auto result(const C& bias, const A& a, const B& b) {

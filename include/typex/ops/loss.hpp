@@ -20,8 +20,68 @@
 
 #include <source_location>
 #include <string_view>
+#include <type_traits>
+#include <vector>
 
 namespace typex {
+
+namespace detail {
+// The derivative of a class loss with respect to the log-probabilities (nll_loss's input;
+// cross_entropy's log_softmax of its input), for the node `c` differentiates. torch's
+// definitions: class indices count a row where target != ignore_index, weighted by w[target];
+// the mean divides by the counted weight; label smoothing adds eps/C of -sum_c w_c logp_c per
+// counted row, whose mean divides by the counted weight with weights and by every row without;
+// class probabilities (a floating target, smoothed as (1 - eps) t + eps/C) divide the mean by the
+// number of rows.
+template <class C>
+auto class_loss_logp_grad(C& c, bool cross_entropy) {
+  const auto x = c.input("self");
+  const auto t = c.input("target");
+  const std::size_t r = c.rank(x);
+  const std::int64_t cls = r == 1 ? 0 : 1;
+  const std::int64_t reduction = c.args().integer_or_default("reduction");
+  const double eps = cross_entropy ? c.args().real_or_default("label_smoothing") : 0.0;
+  const auto classes = c.size(x, cls);
+  if (eps != 0.0 && !classes.is_constant()) c.unsupported("label smoothing over a symbolic number of classes");
+  const double smooth = eps == 0.0 ? 0.0 : eps / static_cast<double>(*classes.value());
+  const bool weighted = c.is_tensor("weight");
+  if (c.wants("weight")) c.unsupported("the derivative for 'weight' (the class weights) is not implemented, as in PyTorch");
+  const auto along_classes = [&](auto v) { return r == 1 ? v : c.along_channels(v, r); };
+  const auto g = c.grad();
+  // g for each element of the per-element loss, broadcast along the class dim
+  const auto per_row = [&](auto v) { return c.mul(v, r == 1 ? g : c.unsqueeze(g, 1)); };
+  const auto rows = c.all_dims_but(r, cls);
+
+  if (is_floating_point(c.scalar_type(t))) {  // class probabilities
+    auto d = eps == 0.0 ? c.neg(t) : c.add(c.mul(t, eps - 1.0), -smooth);
+    if (weighted) d = c.mul(d, along_classes(c.input("weight")));
+    if (reduction == 0) return per_row(d);
+    d = c.mul(d, g);
+    return reduction == 1 ? c.divide_by_count(d, c.shape(x), rows) : d;
+  }
+  // class indices: a one-hot of the target along the class dim, zero on the ignored rows
+  auto t_cls = r == 1 ? c.unsqueeze(t, 0) : c.unsqueeze(t, 1);
+  std::vector<std::remove_cvref_t<decltype(classes)>> along(r, index_t{1});
+  along[static_cast<std::size_t>(cls)] = classes;
+  const auto counted = c.to(c.ne(t_cls, static_cast<double>(c.args().integer_or_default("ignore_index"))), c.scalar_type(x));
+  auto picked = c.mul(c.to(c.eq(t_cls, c.reshape(c.arange(classes), along)), c.scalar_type(x)), counted);
+  if (weighted) picked = c.mul(picked, along_classes(c.input("weight")));  // w[target] at the target's class
+  auto d = c.mul(picked, eps - 1.0);
+  const auto weight_sum = reduction == 1 ? c.sum_all(picked) : g;  // (the mean's denominator)
+  const auto scaled = [&](auto v, bool by_weight) {
+    if (reduction == 0) return per_row(v);
+    if (reduction == 2) return c.mul(v, g);
+    return by_weight ? c.mul(v, c.div(g, weight_sum)) : c.divide_by_count(c.mul(v, g), c.shape(x), rows);
+  };
+  d = scaled(d, true);
+  if (eps != 0.0) {
+    auto s = c.mul(c.expand(counted, c.shape(x)), -smooth);
+    if (weighted) s = c.mul(s, along_classes(c.input("weight")));
+    d = c.add(d, scaled(s, weighted));
+  }
+  return d;
+}
+}  // namespace detail
 
 // The registry's tags for this header's ATen overloads (torch.ops.aten.<op>.<overload>): the op
 // types below are templates over static attributes, and every instantiation records one of these.
@@ -30,16 +90,50 @@ struct nll_loss {
   static constexpr std::string_view target = "aten.nll_loss.default";
   static constexpr std::string_view schema =
       "aten::nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor";
+  // -w[t] at the target class of each row (0 for ignore_index), times g (none, sum) or g over the
+  // weight of the counted rows (mean)
+  template <class C> static void vjp(C& c) {
+    c.accumulate("self", detail::class_loss_logp_grad(c, false));
+  }
 };
 struct cross_entropy_loss {
   static constexpr std::string_view target = "aten.cross_entropy_loss.default";
   static constexpr std::string_view schema =
       "aten::cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor";
+  // through log_softmax: dx = G - softmax(x) sum_c G, G the gradient of the log-probabilities
+  // (class indices with label smoothing and weights, or class probabilities: torch's definitions)
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    const std::int64_t cls = c.rank(x) == 1 ? 0 : 1;
+    const auto G = detail::class_loss_logp_grad(c, true);
+    c.accumulate("self", c.sub(G, c.mul(c.softmax(x, cls), c.sum(G, {cls}, true))));
+    if (c.wants("target")) {  // class probabilities: d/dt = -(1 - eps) w logp, reduced as the loss
+      const std::size_t r = c.rank(x);
+      auto d = c.mul(c.log_softmax(x, cls), c.args().real_or_default("label_smoothing") - 1.0);
+      if (c.is_tensor("weight")) d = c.mul(d, r == 1 ? c.input("weight") : c.along_channels(c.input("weight"), r));
+      const std::int64_t reduction = c.args().integer_or_default("reduction");
+      const auto g = c.grad();
+      if (reduction == 0) d = c.mul(d, r == 1 ? g : c.unsqueeze(g, 1));
+      else d = c.mul(d, g);
+      if (reduction == 1) d = c.divide_by_count(d, c.shape(x), c.all_dims_but(r, cls));
+      c.accumulate("target", d);
+    }
+  }
 };
 struct mse_loss {
   static constexpr std::string_view target = "aten.mse_loss.default";
   static constexpr std::string_view schema =
       "aten::mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor";
+  // 2 (x - t), times g (none), g (sum) or g / N (mean)
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    const auto t = c.input("target");
+    const std::int64_t reduction = c.args().integer_or_default("reduction");
+    auto d = c.mul(c.mul(c.sub(x, t), 2.0), c.grad());
+    if (reduction == 1) d = c.divide_by_count(d, c.shape(x), c.all_dims_but(c.rank(x), -1));
+    c.accumulate("self", d);
+    if (c.wants("target")) c.accumulate("target", c.neg(d));
+  }
 };
 }  // namespace aten
 

@@ -31,6 +31,8 @@ struct copy_op {
   static constexpr std::string_view target = "aten.copy.default";
   static constexpr std::string_view schema =
       "aten::copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor";
+  // the result is src (broadcast and converted into self's shape and dtype): self gets none
+  template <class C> static void vjp(C& c) { c.accumulate("src", c.grad()); }
   template <class D, class S>
   static constexpr auto result(const D& dst, const S& src) {
     (void)expand_shape(src.shape, dst.shape, op_name<"copy_">);

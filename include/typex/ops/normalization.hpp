@@ -17,6 +17,8 @@
 #include <array>
 #include <source_location>
 #include <string_view>
+#include <tuple>
+#include <vector>
 
 namespace typex {
 
@@ -27,16 +29,51 @@ struct softmax_int {
   static constexpr std::string_view target = "aten.softmax.int";
   static constexpr std::string_view schema =
       "aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor";
+  // y (g - sum(g y))
+  template <class C> static void vjp(C& c) {
+    const auto y = c.result();
+    const auto g = c.grad();
+    const std::int64_t dim = c.args().integer("dim");
+    c.accumulate("self", c.mul(y, c.sub(g, c.sum(c.mul(g, y), {dim}, true))));
+  }
 };
 struct log_softmax_int {
   static constexpr std::string_view target = "aten.log_softmax.int";
   static constexpr std::string_view schema =
       "aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor";
+  // g - exp(y) sum(g)
+  template <class C> static void vjp(C& c) {
+    const auto g = c.grad();
+    const std::int64_t dim = c.args().integer("dim");
+    c.accumulate("self", c.sub(g, c.mul(c.exp(c.result()), c.sum(g, {dim}, true))));
+  }
 };
 struct group_norm {
   static constexpr std::string_view target = "aten.group_norm.default";
   static constexpr std::string_view schema =
       "aten::group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor";
+  // [N, C, *] seen as [N, G, C/G * prod(*)], normalized over the last dim
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("input");
+    const std::size_t r = c.rank(x);
+    const auto shape = c.shape(x);
+    const std::int64_t groups = c.args().integer("num_groups");
+    using extent = std::remove_cvref_t<decltype(shape[0])>;
+    auto per_group = shape[1];
+    for (std::size_t d = 2; d < r; ++d) per_group = per_group * shape[d];
+    per_group = extent::apply(dim_op::floordiv, per_group, extent(index_t{groups}));
+    const auto grouped = [&](auto v) { return c.reshape(v, {shape[0], extent(index_t{groups}), per_group}); };
+    const auto g = c.grad();
+    const auto [xhat_g, rstd] = c.normalized(grouped(x), {2}, c.args().real_or_default("eps"));
+    const auto xhat = c.reshape(xhat_g, shape);
+    if (c.wants("input")) {
+      const auto dxhat = c.is_tensor("weight") ? c.mul(g, c.along_channels(c.input("weight"), r)) : g;
+      c.accumulate("input", c.reshape(c.normalize_backward(grouped(dxhat), xhat_g, rstd, {2}), shape));
+    }
+    const auto dims = c.all_dims_but(r, 1);
+    if (c.wants("weight")) c.accumulate("weight", c.sum(c.mul(g, xhat), dims));
+    if (c.wants("bias")) c.accumulate("bias", c.sum(g, dims));
+  }
 };
 }  // namespace aten
 
@@ -83,6 +120,22 @@ struct layer_norm_op {
   static constexpr std::string_view target = "aten.layer_norm.default";
   static constexpr std::string_view schema =
       "aten::layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor";
+  // over the last len(normalized_shape) dims, statistics recomputed:
+  // dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), dxhat = g w
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("input");
+    const std::size_t k = c.sizes("normalized_shape").size(), r = c.rank(x);
+    std::vector<std::int64_t> dims;
+    for (std::size_t d = r - k; d < r; ++d) dims.push_back(static_cast<std::int64_t>(d));
+    const auto g = c.grad();
+    const auto [xhat, rstd] = c.normalized(x, dims, c.args().real_or_default("eps"));
+    if (c.wants("input")) {
+      const auto dxhat = c.is_tensor("weight") ? c.mul(g, c.input("weight")) : g;
+      c.accumulate("input", c.normalize_backward(dxhat, xhat, rstd, dims));
+    }
+    if (c.wants("weight")) c.accumulate("weight", c.mul(g, xhat));  // (summed over the leading dims)
+    if (c.wants("bias")) c.accumulate("bias", g);
+  }
   static constexpr std::size_t attributes_at = 1;  // (input, normalized_shape, weight, bias, eps)
   std::array<index_t, 1> normalized{};
 
@@ -102,6 +155,36 @@ struct batch_norm_op {
   static constexpr std::string_view target = "aten.batch_norm.default";
   static constexpr std::string_view schema =
       "aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor";
+  // per channel (dim 1): with the batch's statistics in training (or without running ones), else
+  // with the running statistics (constants here)
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("input");
+    const std::size_t r = c.rank(x);
+    const auto dims = c.all_dims_but(r, 1);
+    const auto g = c.grad();
+    const double eps = c.args().real("eps");
+    const bool batch_stats = c.args().flag("training") || !c.is_tensor("running_mean");
+    const auto per_channel = [&](auto v) { return c.along_channels(v, r); };
+    auto xhat = g, rstd = g;
+    if (batch_stats) {
+      std::tie(xhat, rstd) = c.normalized(x, dims, eps);
+    } else {
+      rstd = per_channel(c.rsqrt(c.add(c.input("running_var"), eps)));
+      xhat = c.mul(c.sub(x, per_channel(c.input("running_mean"))), rstd);
+    }
+    if (c.wants("input")) {
+      const auto dxhat = c.is_tensor("weight") ? c.mul(g, per_channel(c.input("weight"))) : g;
+      c.accumulate("input", batch_stats ? c.normalize_backward(dxhat, xhat, rstd, dims) : c.mul(dxhat, rstd));
+    }
+    if (c.wants("weight")) c.accumulate("weight", c.sum(c.mul(g, xhat), dims));
+    if (c.wants("bias")) c.accumulate("bias", c.sum(g, dims));
+    if (!batch_stats && (c.wants("running_mean") || c.wants("running_var"))) {  // (constants in eval mode)
+      const auto gw = c.is_tensor("weight") ? c.mul(g, per_channel(c.input("weight"))) : g;
+      if (c.wants("running_mean")) c.accumulate("running_mean", c.neg(c.sum(c.mul(gw, rstd), dims)));
+      if (c.wants("running_var"))  // d/dv (v + eps)^(-1/2) = -rstd^3 / 2
+        c.accumulate("running_var", c.sum(c.mul(c.mul(gw, xhat), c.mul(c.mul(rstd, rstd), -0.5)), dims));
+    }
+  }
   double momentum = 0.1;
   double eps = 1e-5;
   bool training = false;  // batch statistics, and running statistics updated in place (eager)

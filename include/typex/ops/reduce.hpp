@@ -23,6 +23,7 @@
 #include <array>
 #include <source_location>
 #include <string_view>
+#include <vector>
 
 namespace typex {
 
@@ -33,41 +34,112 @@ struct sum_dim_IntList {
   static constexpr std::string_view target = "aten.sum.dim_IntList";
   static constexpr std::string_view schema =
       "aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor";
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    c.accumulate("self", c.expand_reduced(c.grad(), c.shape(x), c.reduced_dims("dim", c.rank(x)), c.args().flag_or_default("keepdim")));
+  }
 };
 struct mean_dim {
   static constexpr std::string_view target = "aten.mean.dim";
   static constexpr std::string_view schema =
       "aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor";
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    const auto dims = c.reduced_dims("dim", c.rank(x));
+    const auto g = c.expand_reduced(c.grad(), c.shape(x), dims, c.args().flag_or_default("keepdim"));
+    c.accumulate("self", c.divide_by_count(g, c.shape(x), dims));
+  }
 };
 struct amax {
   static constexpr std::string_view target = "aten.amax.default";
   static constexpr std::string_view schema =
       "aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor";
+  // the gradient shared evenly among the elements equal to the extremum (torch's)
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    const auto dims = c.reduced_dims("dim", c.rank(x));
+    const bool keep = c.args().flag_or_default("keepdim");
+    const auto hit = c.to(c.eq(x, c.expand_reduced(c.result(), c.shape(x), dims, keep)), c.scalar_type(x));
+    const auto share = c.div(hit, c.sum(hit, dims, true));
+    c.accumulate("self", c.mul(c.expand_reduced(c.grad(), c.shape(x), dims, keep), share));
+  }
 };
 struct amin {
   static constexpr std::string_view target = "aten.amin.default";
   static constexpr std::string_view schema =
       "aten::amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor";
+  // the gradient shared evenly among the elements equal to the extremum (torch's)
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    const auto dims = c.reduced_dims("dim", c.rank(x));
+    const bool keep = c.args().flag_or_default("keepdim");
+    const auto hit = c.to(c.eq(x, c.expand_reduced(c.result(), c.shape(x), dims, keep)), c.scalar_type(x));
+    const auto share = c.div(hit, c.sum(hit, dims, true));
+    c.accumulate("self", c.mul(c.expand_reduced(c.grad(), c.shape(x), dims, keep), share));
+  }
 };
 struct logsumexp {
   static constexpr std::string_view target = "aten.logsumexp.default";
   static constexpr std::string_view schema =
       "aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor";
+  // softmax(x) along the dims
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    const auto dims = c.reduced_dims("dim", c.rank(x));
+    const bool keep = c.args().flag_or_default("keepdim");
+    const auto p = c.exp(c.sub(x, c.expand_reduced(c.result(), c.shape(x), dims, keep)));
+    c.accumulate("self", c.mul(c.expand_reduced(c.grad(), c.shape(x), dims, keep), p));
+  }
 };
 struct argmax {
   static constexpr std::string_view target = "aten.argmax.default";
   static constexpr std::string_view schema =
       "aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor";
+  static constexpr bool differentiable = false;
 };
 struct var_correction {
   static constexpr std::string_view target = "aten.var.correction";
   static constexpr std::string_view schema =
       "aten::var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor";
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    const auto dims = c.reduced_dims("dim", c.rank(x));
+    const bool keep = c.args().flag_or_default("keepdim");
+    const double correction = c.args().has("correction") ? c.args().real("correction") : 1.0;
+    auto g = c.grad();
+    // d var / dx = 2 (x - mean) / (N - correction)
+    const auto centered = c.sub(x, c.mean(x, dims, true));
+    const auto scaled = c.mul(c.expand_reduced(g, c.shape(x), dims, keep), c.mul(centered, 2.0));
+    if (correction == 0.0) {
+      c.accumulate("self", c.divide_by_count(scaled, c.shape(x), dims));
+    } else {  // (N - correction: N from the graph where the extents are symbolic)
+      const auto n = c.sum(c.full_like(x, 1.0), dims, true);
+      c.accumulate("self", c.div(scaled, c.sub(n, correction)));
+    }
+  }
 };
 struct std_correction {
   static constexpr std::string_view target = "aten.std.correction";
   static constexpr std::string_view schema =
       "aten::std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor";
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    const auto dims = c.reduced_dims("dim", c.rank(x));
+    const bool keep = c.args().flag_or_default("keepdim");
+    const double correction = c.args().has("correction") ? c.args().real("correction") : 1.0;
+    auto g = c.grad();
+    // std = sqrt(var): d std = d var / (2 std), 0 where std is 0 (torch's)
+    g = c.masked_fill(c.div(g, c.mul(c.result(), 2.0)), c.eq(c.result(), 0.0), 0.0);
+    // d var / dx = 2 (x - mean) / (N - correction)
+    const auto centered = c.sub(x, c.mean(x, dims, true));
+    const auto scaled = c.mul(c.expand_reduced(g, c.shape(x), dims, keep), c.mul(centered, 2.0));
+    if (correction == 0.0) {
+      c.accumulate("self", c.divide_by_count(scaled, c.shape(x), dims));
+    } else {  // (N - correction: N from the graph where the extents are symbolic)
+      const auto n = c.sum(c.full_like(x, 1.0), dims, true);
+      c.accumulate("self", c.div(scaled, c.sub(n, correction)));
+    }
+  }
 };
 }  // namespace aten
 

@@ -23,6 +23,9 @@
 #include <array>
 #include <source_location>
 #include <string_view>
+#include <algorithm>
+#include <type_traits>
+#include <vector>
 
 namespace typex {
 
@@ -33,51 +36,105 @@ struct reshape {
   static constexpr std::string_view target = "aten.reshape.default";
   static constexpr std::string_view schema =
       "aten::reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)";
+  template <class C> static void vjp(C& c) { c.accumulate("self", c.reshape(c.grad(), c.shape(c.input("self")))); }
 };
 struct view {
   static constexpr std::string_view target = "aten.view.default";
   static constexpr std::string_view schema =
       "aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)";
+  template <class C> static void vjp(C& c) { c.accumulate("self", c.reshape(c.grad(), c.shape(c.input("self")))); }
 };
 struct flatten_using_ints {
   static constexpr std::string_view target = "aten.flatten.using_ints";
   static constexpr std::string_view schema =
       "aten::flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)";
+  template <class C> static void vjp(C& c) { c.accumulate("self", c.reshape(c.grad(), c.shape(c.input("self")))); }
 };
 struct permute {
   static constexpr std::string_view target = "aten.permute.default";
   static constexpr std::string_view schema =
       "aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)";
+  // the inverse permutation
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    const auto dims = c.args().ints("dims");
+    std::vector<std::int64_t> inverse(dims.size());
+    for (std::size_t i = 0; i < dims.size(); ++i) inverse[c.wrap(dims[i], c.rank(x))] = static_cast<std::int64_t>(i);
+    c.accumulate("self", c.permute(c.grad(), std::move(inverse)));
+  }
 };
 struct transpose_int {
   static constexpr std::string_view target = "aten.transpose.int";
   static constexpr std::string_view schema =
       "aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)";
+  template <class C> static void vjp(C& c) {
+    c.accumulate("self", c.transpose(c.grad(), c.args().integer("dim0"), c.args().integer("dim1")));
+  }
 };
 struct unsqueeze {
   static constexpr std::string_view target = "aten.unsqueeze.default";
   static constexpr std::string_view schema =
       "aten::unsqueeze(Tensor(a) self, int dim) -> Tensor(a)";
+  template <class C> static void vjp(C& c) { c.accumulate("self", c.reshape(c.grad(), c.shape(c.input("self")))); }
 };
 struct squeeze_dim {
   static constexpr std::string_view target = "aten.squeeze.dim";
   static constexpr std::string_view schema =
       "aten::squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)";
+  template <class C> static void vjp(C& c) { c.accumulate("self", c.reshape(c.grad(), c.shape(c.input("self")))); }
 };
 struct expand {
   static constexpr std::string_view target = "aten.expand.default";
   static constexpr std::string_view schema =
       "aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)";
+  // summed over the expanded dims (accumulate's sum_to)
+  template <class C> static void vjp(C& c) { c.accumulate("self", c.grad()); }
 };
 struct select_int {
   static constexpr std::string_view target = "aten.select.int";
   static constexpr std::string_view schema =
       "aten::select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)";
+  // the gradient at `index`, zeros elsewhere along dim
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    const std::size_t d = c.wrap(c.args().integer("dim"), c.rank(x));
+    const auto extent = c.size(x, static_cast<std::int64_t>(d));
+    auto index = c.sym("index");
+    if (index.is_constant() && *index.value() < 0) index = extent + index;
+    c.accumulate("self", c.pad_along(c.unsqueeze(c.grad(), static_cast<std::int64_t>(d)), d, index, extent - index - index_t{1}));
+  }
 };
 struct slice_Tensor {
   static constexpr std::string_view target = "aten.slice.Tensor";
   static constexpr std::string_view schema =
       "aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)";
+  // the gradient in the sliced range, zeros before and after; with a step, step - 1 zeros after
+  // each element (the gradient [n, 1] next to zeros [n, step - 1], flattened)
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    const std::int64_t step = c.args().integer_or_default("step");
+    const std::int64_t d = static_cast<std::int64_t>(c.wrap(c.args().integer_or_default("dim"), c.rank(x)));
+    using extent_t = std::remove_cvref_t<decltype(c.size(x, d))>;
+    const extent_t extent = c.size(x, d);
+    const extent_t length = c.size(c.result(), d);
+    extent_t start = c.args().has("start") ? c.sym("start") : extent_t(index_t{0});
+    if (start.is_constant() && *start.value() < 0) start = extent + start;
+    if (start.is_constant() && extent.is_constant()) start = extent_t(std::clamp<index_t>(*start.value(), 0, *extent.value()));
+    auto g = c.grad();
+    extent_t spread = length;
+    if (step != 1) {
+      if (!length.is_constant()) c.unsupported("a slice with a step over a symbolic length");
+      if (*length.value() == 0) return;
+      auto pieces = c.shape(g);
+      pieces.insert(pieces.begin() + d + 1, extent_t(index_t{step - 1}));
+      const auto interleaved = c.cat({c.unsqueeze(g, d + 1), c.zeros(pieces, c.scalar_type(g))}, d + 1);
+      auto flat = c.shape(g);
+      flat[static_cast<std::size_t>(d)] = extent_t(index_t{*length.value() * step});
+      spread = extent_t(index_t{(*length.value() - 1) * step + 1});
+      g = c.slice(c.reshape(interleaved, flat), d, extent_t(index_t{0}), spread);
+    }
+    c.accumulate("self", c.pad_along(g, static_cast<std::size_t>(d), start, extent - start - spread));
+  }
 };
 }  // namespace aten
 

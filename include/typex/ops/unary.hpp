@@ -25,6 +25,8 @@ struct _to_copy {
   static constexpr std::string_view target = "aten._to_copy.default";
   static constexpr std::string_view schema =
       "aten::_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor";
+  // the gradient in the input's dtype (accumulate converts it)
+  template <class C> static void vjp(C& c) { c.accumulate("self", c.grad()); }
 };
 }  // namespace aten
 
@@ -86,6 +88,7 @@ struct neg_op {
   static constexpr std::string_view target = "aten.neg.default";
   static constexpr std::string_view schema =
       "aten::neg(Tensor self) -> Tensor";
+  template <class C> static void vjp(C& c) { c.accumulate("self", c.neg(c.grad())); }
   template <class A>  // (not on bool: PyTorch's words, at compile time)
   static constexpr auto result(const A& a) {
     constexpr dtype_verdict verdict = neg_dtypes(A::dtype_type::value);
@@ -97,66 +100,92 @@ struct abs_op : detail::unary_pointwise {
   static constexpr std::string_view target = "aten.abs.default";
   static constexpr std::string_view schema =
       "aten::abs(Tensor self) -> Tensor";
+  // sign(x) * g, with sign(0) = 0 (torch's sgn)
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    const auto g = c.grad();
+    c.accumulate("self", c.masked_fill(c.where(c.lt(x, 0.0), c.neg(g), g), c.eq(x, 0.0), 0.0));
+  }
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.abs(x); }
 };
 struct exp_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.exp.default";
   static constexpr std::string_view schema =
       "aten::exp(Tensor self) -> Tensor";
+  template <class C> static void vjp(C& c) { c.accumulate("self", c.mul(c.grad(), c.result())); }
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.exp(x); }
 };
 struct log_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.log.default";
   static constexpr std::string_view schema =
       "aten::log(Tensor self) -> Tensor";
+  template <class C> static void vjp(C& c) { c.accumulate("self", c.div(c.grad(), c.input("self"))); }
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.log(x); }
 };
 struct sqrt_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.sqrt.default";
   static constexpr std::string_view schema =
       "aten::sqrt(Tensor self) -> Tensor";
+  template <class C> static void vjp(C& c) { c.accumulate("self", c.div(c.grad(), c.mul(c.result(), 2.0))); }
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.sqrt(x); }
 };
 struct rsqrt_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.rsqrt.default";
   static constexpr std::string_view schema =
       "aten::rsqrt(Tensor self) -> Tensor";
+  // -x^(-3/2) / 2 = -y^3 / 2
+  template <class C> static void vjp(C& c) { c.accumulate("self", c.mul(c.grad(), c.mul(c.pow(c.result(), 3.0), -0.5))); }
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.k(1) / m.sqrt(x); }
 };
 struct log1p_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.log1p.default";
   static constexpr std::string_view schema =
       "aten::log1p(Tensor self) -> Tensor";
+  template <class C> static void vjp(C& c) { c.accumulate("self", c.div(c.grad(), c.add(c.input("self"), 1.0))); }
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.log1p(x); }
 };
 struct sin_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.sin.default";
   static constexpr std::string_view schema =
       "aten::sin(Tensor self) -> Tensor";
+  template <class C> static void vjp(C& c) { c.accumulate("self", c.mul(c.grad(), c.cos(c.input("self")))); }
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.sin(x); }
 };
 struct cos_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.cos.default";
   static constexpr std::string_view schema =
       "aten::cos(Tensor self) -> Tensor";
+  template <class C> static void vjp(C& c) { c.accumulate("self", c.mul(c.grad(), c.neg(c.sin(c.input("self"))))); }
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.cos(x); }
 };
 struct erf_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.erf.default";
   static constexpr std::string_view schema =
       "aten::erf(Tensor self) -> Tensor";
+  // 2/sqrt(pi) exp(-x^2)
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    c.accumulate("self", c.mul(c.grad(), c.mul(c.exp(c.neg(c.mul(x, x))), 1.1283791670955126)));
+  }
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.erf(x); }
 };
 struct reciprocal_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.reciprocal.default";
   static constexpr std::string_view schema =
       "aten::reciprocal(Tensor self) -> Tensor";
+  // -1/x^2 = -y^2
+  template <class C> static void vjp(C& c) {
+    const auto y = c.result();
+    c.accumulate("self", c.mul(c.grad(), c.neg(c.mul(y, y))));
+  }
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.k(1) / x; }
 };
 struct relu_op : detail::unary_pointwise {
   static constexpr std::string_view target = "aten.relu.default";
   static constexpr std::string_view schema =
       "aten::relu(Tensor self) -> Tensor";
+  // g where y > 0 (torch's threshold_backward on the result)
+  template <class C> static void vjp(C& c) { c.accumulate("self", c.masked_fill(c.grad(), c.le(c.result(), 0.0), 0.0)); }
   static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.max(x, m.k(0)); }
 };
@@ -164,6 +193,11 @@ struct tanh_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.tanh.default";
   static constexpr std::string_view schema =
       "aten::tanh(Tensor self) -> Tensor";
+  // 1 - y^2
+  template <class C> static void vjp(C& c) {
+    const auto y = c.result();
+    c.accumulate("self", c.mul(c.grad(), c.add(c.neg(c.mul(y, y)), 1.0)));
+  }
   static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.tanh(x); }
 };
@@ -171,6 +205,11 @@ struct sigmoid_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.sigmoid.default";
   static constexpr std::string_view schema =
       "aten::sigmoid(Tensor self) -> Tensor";
+  // y (1 - y)
+  template <class C> static void vjp(C& c) {
+    const auto y = c.result();
+    c.accumulate("self", c.mul(c.grad(), c.mul(y, c.add(c.neg(y), 1.0))));
+  }
   static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.k(1) / (m.k(1) + m.exp(-x)); }
 };
@@ -178,6 +217,12 @@ struct silu_op : detail::unary_floating_only {
   static constexpr std::string_view target = "aten.silu.default";
   static constexpr std::string_view schema =
       "aten::silu(Tensor self) -> Tensor";
+  // s (1 + x (1 - s)), s = sigmoid(x)
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    const auto s = c.sigmoid(x);
+    c.accumulate("self", c.mul(c.grad(), c.mul(s, c.add(c.mul(x, c.add(c.neg(s), 1.0)), 1.0))));
+  }
   static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = x / (m.k(1) + m.exp(-x)); }
 };
@@ -186,6 +231,13 @@ struct hardswish_op : detail::unary_floating_only {
   static constexpr std::string_view target = "aten.hardswish.default";
   static constexpr std::string_view schema =
       "aten::hardswish(Tensor self) -> Tensor";
+  // 0 below -3, x/3 + 1/2 on [-3, 3], 1 above (torch's hardswish_backward)
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    auto d = c.add(c.div(x, 3.0), 0.5);
+    d = c.masked_fill(c.masked_fill(d, c.gt(x, 3.0), 1.0), c.lt(x, -3.0), 0.0);
+    c.accumulate("self", c.mul(c.grad(), d));
+  }
   static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = x * m.min(m.max(x + m.k(3), m.k(0)), m.k(6)) / m.k(6); }
 };
@@ -197,6 +249,22 @@ struct gelu_op : detail::unary_floating_only {
   static constexpr std::string_view target = "aten.gelu.default";
   static constexpr std::string_view schema =
       "aten::gelu(Tensor self, *, str approximate='none') -> Tensor";
+  // exact: Phi(x) + x phi(x); tanh form: torch's gelu_backward formula
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    if (c.args().text("approximate", "none") == "tanh") {
+      const auto x3 = c.mul(c.mul(x, x), x);
+      const auto t = c.tanh(c.mul(c.add(x, c.mul(x3, 0.044715)), 0.7978845608028654));
+      const auto left = c.mul(c.add(t, 1.0), 0.5);  // 0.5 (1 + t)
+      const auto dinner = c.mul(c.add(c.mul(c.mul(x, x), 3 * 0.044715), 1.0), 0.7978845608028654);
+      const auto right = c.mul(c.mul(c.mul(x, 0.5), c.add(c.neg(c.mul(t, t)), 1.0)), dinner);
+      c.accumulate("self", c.mul(c.grad(), c.add(left, right)));
+    } else {
+      const auto cdf = c.mul(c.add(c.erf(c.mul(x, 0.7071067811865476)), 1.0), 0.5);
+      const auto pdf = c.mul(c.exp(c.mul(c.mul(x, x), -0.5)), 0.3989422804014327);  // 1/sqrt(2 pi)
+      c.accumulate("self", c.mul(c.grad(), c.add(cdf, c.mul(x, pdf))));
+    }
+  }
   static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
   gelu_approximation approximate = gelu_approximation::none;
 
@@ -272,6 +340,14 @@ struct pow_scalar_op : detail::unary_pointwise {
   static constexpr std::string_view target = "aten.pow.Tensor_Scalar";
   static constexpr std::string_view schema =
       "aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor";
+  // e x^(e-1); zero for e == 0 (torch's pow_backward)
+  template <class C> static void vjp(C& c) {
+    const double e = c.args().real("exponent");
+    if (e == 0.0) return;
+    const auto x = c.input("self");
+    const auto d = e == 2.0 ? c.mul(x, 2.0) : c.mul(c.pow(x, e - 1.0), e);
+    c.accumulate("self", c.mul(c.grad(), d));
+  }
   double exponent = 1.0;
   template <class V>
   void attributes(V&& v) const {
@@ -295,6 +371,14 @@ struct clamp_op : detail::unary_pointwise {
   static constexpr std::string_view target = "aten.clamp.default";
   static constexpr std::string_view schema =
       "aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor";
+  // g where min <= x <= max (NaN x: 0, as torch's clamp_backward)
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    auto g = c.grad();
+    if (c.args().has("min")) g = c.masked_fill(g, c.logical_not(c.ge(x, c.args().real("min"))), 0.0);
+    if (c.args().has("max")) g = c.masked_fill(g, c.logical_not(c.le(x, c.args().real("max"))), 0.0);
+    c.accumulate("self", g);
+  }
   std::optional<double> lo, hi;
   template <class V>
   void attributes(V&& v) const {
@@ -319,6 +403,7 @@ struct logical_not_op {
   static constexpr std::string_view target = "aten.logical_not.default";
   static constexpr std::string_view schema =
       "aten::logical_not(Tensor self) -> Tensor";
+  static constexpr bool differentiable = false;
   template <class A>
   static constexpr auto result(const A& a) {
     return tensor_spec<b8, typename A::shape_type>(a.shape);

@@ -333,7 +333,9 @@ inline void planner::plan(std::span<const any_tensor> inputs, const symbol_table
       }
     }
     const ir::call_args call(node.target, node.args, tensors, &symbols_, list);
-    if (node.target == op_id_of<batch_norm_op> && call.has("training") && call.flag("training")) {
+    // (without running statistics, training mode updates nothing: it normalizes with the batch's)
+    if (node.target == op_id_of<batch_norm_op> && call.has("training") && call.flag("training") &&
+        (call.has("running_mean") || call.has("running_var"))) {
       typex::detail::raise<unsupported_error>([&](auto& w) {
         w.put("typex: node '"); w.put(node.name);
         w.put("' is training-mode batch_norm, which updates its running statistics in place, behind the program's back; "

@@ -1,0 +1,559 @@
+// typex/passes/detail/autodiff_impl.hpp — the definitions of passes/autodiff.hpp (compiled once in
+// typex::runtime, or inline in header-only builds). Included by autodiff.hpp only.
+#pragma once
+
+#include <typex/passes/autodiff.hpp>
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace typex::passes::detail {
+
+// One forward value: (node, output index).
+inline std::optional<value_ref>& grad_slot(std::vector<std::vector<std::optional<value_ref>>>& grads, value_ref r) {
+  auto& per_node = grads[r.node];
+  if (per_node.size() <= r.index) per_node.resize(r.index + 1);
+  return per_node[r.index];
+}
+
+using vjp_fn = void (*)(vjp_context&);
+struct derivative_entry {
+  derivative_kind kind = derivative_kind::missing;
+  vjp_fn fn = nullptr;
+};
+
+template <class... Ops>
+std::unordered_map<op_id, derivative_entry> make_derivative_table(op_list<Ops...>) {
+  std::unordered_map<op_id, derivative_entry> t;
+  auto one = [&]<class Op>(std::type_identity<Op>) {
+    derivative_entry e{derivative_of<Op>(), nullptr};
+    if constexpr (derivative_of<Op>() == derivative_kind::defined) e.fn = [](vjp_context& c) { Op::vjp(c); };
+    t.emplace(op_id_of<Op>, e);
+  };
+  (one(std::type_identity<Ops>{}), ...);
+  return t;
+}
+
+inline const std::unordered_map<op_id, derivative_entry>& derivative_table() {
+  static const auto t = make_derivative_table(builtin_ops{});
+  return t;
+}
+
+inline bool is_constant_one(const ir::sym_expr& e) { return e.is_constant() && *e.value() == 1; }
+
+}  // namespace typex::passes::detail
+
+namespace typex::passes {
+
+// ---- graph_builder -------------------------------------------------------------------------
+
+TYPEX_API auto graph_builder::size(value_ref v, std::int64_t d) const -> ir::sym_expr {
+  return shape(v)[wrap(d, rank(v))];
+}
+
+TYPEX_API auto graph_builder::emit(op_id op, std::vector<ir::argument> args, ir::tensor_meta meta) -> value_ref {
+  const ir::node_id id = g_->add_call({.target = op, .args = std::move(args), .vals = {std::move(meta)},
+                                       .nn_module_stack = stack_, .stack_trace = trace_});
+  return value_ref{id, 0};
+}
+
+TYPEX_API auto graph_builder::broadcast(const std::vector<ir::sym_expr>& a, const std::vector<ir::sym_expr>& b)
+    -> std::vector<ir::sym_expr> {
+  const std::size_t n = std::max(a.size(), b.size());
+  std::vector<ir::sym_expr> out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool has_a = i < a.size(), has_b = i < b.size();
+    const ir::sym_expr* x = has_a ? &a[a.size() - 1 - i] : nullptr;
+    const ir::sym_expr* y = has_b ? &b[b.size() - 1 - i] : nullptr;
+    ir::sym_expr& o = out[n - 1 - i];
+    if (!x) o = *y;
+    else if (!y) o = *x;
+    else if (detail::is_constant_one(*x)) o = *y;
+    else if (detail::is_constant_one(*y) || *x == *y) o = *x;
+    else o = y->is_constant() ? *y : *x;  // (equal in every run the forward allows: the constant says more)
+  }
+  return out;
+}
+
+TYPEX_API auto graph_builder::pointwise(op_id op, value_ref a, value_ref b, std::optional<dtype> result) -> value_ref {
+  const ir::tensor_meta& ma = meta(a);
+  const ir::tensor_meta& mb = meta(b);
+  ir::tensor_meta m{result.value_or(promote_types(ma.scalar_type, mb.scalar_type)), broadcast(ma.shape, mb.shape)};
+  return emit(op, {a, b}, std::move(m));
+}
+
+TYPEX_API auto graph_builder::pointwise(op_id op, value_ref a, double b, std::optional<dtype> result) -> value_ref {
+  ir::tensor_meta m = meta(a);
+  if (result) m.scalar_type = *result;
+  return emit(op, {a, b}, std::move(m));
+}
+
+TYPEX_API auto graph_builder::add(value_ref a, value_ref b) -> value_ref { return pointwise(op_id_of<add_op>, a, b); }
+TYPEX_API auto graph_builder::add(value_ref a, double b) -> value_ref { return pointwise(op_id_of<add_op>, a, b); }
+TYPEX_API auto graph_builder::sub(value_ref a, value_ref b) -> value_ref { return pointwise(op_id_of<sub_op>, a, b); }
+TYPEX_API auto graph_builder::sub(value_ref a, double b) -> value_ref { return pointwise(op_id_of<sub_op>, a, b); }
+TYPEX_API auto graph_builder::mul(value_ref a, value_ref b) -> value_ref { return pointwise(op_id_of<mul_op>, a, b); }
+TYPEX_API auto graph_builder::mul(value_ref a, double b) -> value_ref { return pointwise(op_id_of<mul_op>, a, b); }
+TYPEX_API auto graph_builder::div(value_ref a, value_ref b) -> value_ref { return pointwise(op_id_of<div_op>, a, b); }
+TYPEX_API auto graph_builder::div(value_ref a, double b) -> value_ref { return pointwise(op_id_of<div_op>, a, b); }
+TYPEX_API auto graph_builder::pow(value_ref a, double e) -> value_ref { return pointwise(op_id_of<pow_scalar_op>, a, e); }
+TYPEX_API auto graph_builder::pow(value_ref a, value_ref e) -> value_ref { return pointwise(op_id_of<pow_op>, a, e); }
+TYPEX_API auto graph_builder::neg(value_ref a) -> value_ref { return unary(op_id_of<neg_op>, a); }
+TYPEX_API auto graph_builder::exp(value_ref a) -> value_ref { return unary(op_id_of<exp_op>, a); }
+TYPEX_API auto graph_builder::log(value_ref a) -> value_ref { return unary(op_id_of<log_op>, a); }
+TYPEX_API auto graph_builder::sqrt(value_ref a) -> value_ref { return unary(op_id_of<sqrt_op>, a); }
+TYPEX_API auto graph_builder::rsqrt(value_ref a) -> value_ref { return unary(op_id_of<rsqrt_op>, a); }
+TYPEX_API auto graph_builder::tanh(value_ref a) -> value_ref { return unary(op_id_of<tanh_op>, a); }
+TYPEX_API auto graph_builder::sigmoid(value_ref a) -> value_ref { return unary(op_id_of<sigmoid_op>, a); }
+TYPEX_API auto graph_builder::reciprocal(value_ref a) -> value_ref { return unary(op_id_of<reciprocal_op>, a); }
+TYPEX_API auto graph_builder::sin(value_ref a) -> value_ref { return unary(op_id_of<sin_op>, a); }
+TYPEX_API auto graph_builder::cos(value_ref a) -> value_ref { return unary(op_id_of<cos_op>, a); }
+TYPEX_API auto graph_builder::erf(value_ref a) -> value_ref { return unary(op_id_of<erf_op>, a); }
+TYPEX_API auto graph_builder::abs(value_ref a) -> value_ref { return unary(op_id_of<abs_op>, a); }
+
+TYPEX_API auto graph_builder::gt(value_ref a, double b) -> value_ref { return pointwise(op_id_of<gt_op>, a, b, dtype::b8); }
+TYPEX_API auto graph_builder::lt(value_ref a, double b) -> value_ref { return pointwise(op_id_of<lt_op>, a, b, dtype::b8); }
+TYPEX_API auto graph_builder::ge(value_ref a, double b) -> value_ref { return pointwise(op_id_of<ge_op>, a, b, dtype::b8); }
+TYPEX_API auto graph_builder::le(value_ref a, double b) -> value_ref { return pointwise(op_id_of<le_op>, a, b, dtype::b8); }
+TYPEX_API auto graph_builder::ne(value_ref a, double b) -> value_ref { return pointwise(op_id_of<ne_op>, a, b, dtype::b8); }
+TYPEX_API auto graph_builder::eq(value_ref a, double b) -> value_ref { return pointwise(op_id_of<eq_op>, a, b, dtype::b8); }
+TYPEX_API auto graph_builder::gt(value_ref a, value_ref b) -> value_ref { return pointwise(op_id_of<gt_op>, a, b, dtype::b8); }
+TYPEX_API auto graph_builder::lt(value_ref a, value_ref b) -> value_ref { return pointwise(op_id_of<lt_op>, a, b, dtype::b8); }
+TYPEX_API auto graph_builder::ge(value_ref a, value_ref b) -> value_ref { return pointwise(op_id_of<ge_op>, a, b, dtype::b8); }
+TYPEX_API auto graph_builder::le(value_ref a, value_ref b) -> value_ref { return pointwise(op_id_of<le_op>, a, b, dtype::b8); }
+TYPEX_API auto graph_builder::eq(value_ref a, value_ref b) -> value_ref { return pointwise(op_id_of<eq_op>, a, b, dtype::b8); }
+TYPEX_API auto graph_builder::logical_not(value_ref a) -> value_ref {
+  ir::tensor_meta m = meta(a);
+  m.scalar_type = dtype::b8;
+  return emit(op_id_of<logical_not_op>, {a}, std::move(m));
+}
+TYPEX_API auto graph_builder::logical_or(value_ref a, value_ref b) -> value_ref {
+  return pointwise(op_id_of<logical_or_op>, a, b, dtype::b8);
+}
+
+TYPEX_API auto graph_builder::logical_and(value_ref a, value_ref b) -> value_ref {
+  return pointwise(op_id_of<logical_and_op>, a, b, dtype::b8);
+}
+
+TYPEX_API auto graph_builder::masked_fill(value_ref x, value_ref mask, double value) -> value_ref {
+  ir::tensor_meta m = meta(x);
+  m.shape = broadcast(m.shape, shape(mask));
+  return emit(op_id_of<masked_fill_op>, {x, mask, value}, std::move(m));
+}
+
+TYPEX_API auto graph_builder::where(value_ref c, value_ref a, value_ref b) -> value_ref {
+  ir::tensor_meta m{promote_types(scalar_type(a), scalar_type(b)), broadcast(broadcast(shape(c), shape(a)), shape(b))};
+  return emit(op_id_of<where_op>, {c, a, b}, std::move(m));
+}
+
+TYPEX_API auto graph_builder::reduced(value_ref x, const std::vector<std::int64_t>& dims, bool keepdim) const -> ir::tensor_meta {
+  const ir::tensor_meta& mx = meta(x);
+  std::vector<bool> gone(mx.rank(), false);
+  for (std::int64_t d : dims) gone[wrap(d, mx.rank())] = true;
+  ir::tensor_meta m{mx.scalar_type, {}};
+  for (std::size_t i = 0; i < mx.rank(); ++i) {
+    if (!gone[i]) m.shape.push_back(mx.shape[i]);
+    else if (keepdim) m.shape.emplace_back(index_t{1});
+  }
+  return m;
+}
+
+TYPEX_API auto graph_builder::sum(value_ref x, std::vector<std::int64_t> dims, bool keepdim) -> value_ref {
+  if (dims.empty()) return x;  // (nothing to sum: torch's sum(x, []) would sum everything)
+  ir::tensor_meta m = reduced(x, dims, keepdim);
+  return emit(op_id_of<aten::sum_dim_IntList>, {x, std::move(dims), keepdim}, std::move(m));
+}
+
+TYPEX_API auto graph_builder::mean(value_ref x, std::vector<std::int64_t> dims, bool keepdim) -> value_ref {
+  if (dims.empty()) return x;
+  ir::tensor_meta m = reduced(x, dims, keepdim);
+  return emit(op_id_of<aten::mean_dim>, {x, std::move(dims), keepdim}, std::move(m));
+}
+
+TYPEX_API auto graph_builder::sum_all(value_ref x) -> value_ref {
+  std::vector<std::int64_t> dims;
+  for (std::size_t i = 0; i < rank(x); ++i) dims.push_back(static_cast<std::int64_t>(i));
+  return sum(x, std::move(dims));
+}
+
+TYPEX_API auto graph_builder::softmax(value_ref x, std::int64_t dim) -> value_ref {
+  return emit(op_id_of<aten::softmax_int>, {x, dim}, meta(x));
+}
+TYPEX_API auto graph_builder::log_softmax(value_ref x, std::int64_t dim) -> value_ref {
+  return emit(op_id_of<aten::log_softmax_int>, {x, dim}, meta(x));
+}
+
+TYPEX_API auto graph_builder::reshape(value_ref x, std::vector<ir::sym_expr> sizes) -> value_ref {
+  if (sizes == shape(x)) return x;
+  ir::tensor_meta m{scalar_type(x), sizes};
+  return emit(op_id_of<aten::reshape>, {x, std::move(sizes)}, std::move(m));
+}
+
+TYPEX_API auto graph_builder::expand(value_ref x, std::vector<ir::sym_expr> sizes) -> value_ref {
+  if (sizes == shape(x)) return x;
+  ir::tensor_meta m{scalar_type(x), sizes};
+  return emit(op_id_of<aten::expand>, {x, std::move(sizes)}, std::move(m));
+}
+
+TYPEX_API auto graph_builder::permute(value_ref x, std::vector<std::int64_t> dims) -> value_ref {
+  const ir::tensor_meta& mx = meta(x);
+  ir::tensor_meta m{mx.scalar_type, {}};
+  for (std::int64_t d : dims) m.shape.push_back(mx.shape[wrap(d, mx.rank())]);
+  return emit(op_id_of<aten::permute>, {x, std::move(dims)}, std::move(m));
+}
+
+TYPEX_API auto graph_builder::transpose(value_ref x, std::int64_t d0, std::int64_t d1) -> value_ref {
+  ir::tensor_meta m = meta(x);
+  std::swap(m.shape[wrap(d0, m.rank())], m.shape[wrap(d1, m.rank())]);
+  return emit(op_id_of<aten::transpose_int>, {x, d0, d1}, std::move(m));
+}
+
+TYPEX_API auto graph_builder::unsqueeze(value_ref x, std::int64_t d) -> value_ref {
+  ir::tensor_meta m = meta(x);
+  const std::size_t at = wrap(d, m.rank() + 1);
+  m.shape.insert(m.shape.begin() + static_cast<std::ptrdiff_t>(at), ir::sym_expr(index_t{1}));
+  return emit(op_id_of<aten::unsqueeze>, {x, d}, std::move(m));
+}
+
+TYPEX_API auto graph_builder::squeeze(value_ref x, std::int64_t d) -> value_ref {
+  ir::tensor_meta m = meta(x);
+  m.shape.erase(m.shape.begin() + static_cast<std::ptrdiff_t>(wrap(d, m.rank())));
+  return emit(op_id_of<aten::squeeze_dim>, {x, d}, std::move(m));
+}
+
+TYPEX_API auto graph_builder::cat(const std::vector<value_ref>& xs, std::int64_t dim) -> value_ref {
+  if (xs.size() == 1) return xs.front();
+  ir::tensor_meta m = meta(xs.front());
+  const std::size_t at = wrap(dim, m.rank());
+  for (std::size_t i = 1; i < xs.size(); ++i) m.shape[at] = m.shape[at] + shape(xs[i])[at];
+  return emit(op_id_of<aten::cat>, {xs, dim}, std::move(m));
+}
+
+TYPEX_API auto graph_builder::slice(value_ref x, std::int64_t dim, ir::sym_expr start, ir::sym_expr end) -> value_ref {
+  ir::tensor_meta m = meta(x);
+  m.shape[wrap(dim, m.rank())] = end - start;
+  return emit(op_id_of<aten::slice_Tensor>, {x, dim, std::move(start), std::move(end), std::int64_t{1}}, std::move(m));
+}
+
+TYPEX_API auto graph_builder::select(value_ref x, std::int64_t dim, ir::sym_expr index) -> value_ref {
+  ir::tensor_meta m = meta(x);
+  m.shape.erase(m.shape.begin() + static_cast<std::ptrdiff_t>(wrap(dim, m.rank())));
+  return emit(op_id_of<aten::select_int>, {x, dim, std::move(index)}, std::move(m));
+}
+
+TYPEX_API auto graph_builder::triu(value_ref x, std::int64_t diagonal) -> value_ref {
+  return emit(op_id_of<aten::triu>, {x, diagonal}, meta(x));
+}
+TYPEX_API auto graph_builder::tril(value_ref x, std::int64_t diagonal) -> value_ref {
+  return emit(op_id_of<aten::tril>, {x, diagonal}, meta(x));
+}
+
+TYPEX_API auto graph_builder::mm(value_ref a, value_ref b) -> value_ref {
+  ir::tensor_meta m{promote_types(scalar_type(a), scalar_type(b)), {shape(a)[0], shape(b)[1]}};
+  return emit(op_id_of<aten::mm>, {a, b}, std::move(m));
+}
+
+TYPEX_API auto graph_builder::bmm(value_ref a, value_ref b) -> value_ref {
+  ir::tensor_meta m{promote_types(scalar_type(a), scalar_type(b)), {shape(a)[0], shape(a)[1], shape(b)[2]}};
+  return emit(op_id_of<aten::bmm>, {a, b}, std::move(m));
+}
+
+TYPEX_API auto graph_builder::matmul(value_ref a, value_ref b) -> value_ref {
+  const auto& sa = shape(a);
+  const auto& sb = shape(b);
+  if (sa.size() < 2 || sb.size() < 2)
+    typex::detail::raise_message<unsupported_error>("typex::passes::graph_builder::matmul: both operands need rank >= 2 (unsqueeze vectors)");
+  std::vector<ir::sym_expr> batch = broadcast(std::vector<ir::sym_expr>(sa.begin(), sa.end() - 2),
+                                              std::vector<ir::sym_expr>(sb.begin(), sb.end() - 2));
+  batch.push_back(sa[sa.size() - 2]);
+  batch.push_back(sb.back());
+  ir::tensor_meta m{promote_types(scalar_type(a), scalar_type(b)), std::move(batch)};
+  return emit(op_id_of<matmul_op>, {a, b}, std::move(m));
+}
+
+TYPEX_API auto graph_builder::to(value_ref x, dtype d) -> value_ref {
+  if (scalar_type(x) == d) return x;
+  ir::tensor_meta m = meta(x);
+  m.scalar_type = d;
+  return emit(op_id_of<aten::_to_copy>, {x, d}, std::move(m));
+}
+
+TYPEX_API auto graph_builder::zeros_like(value_ref x) -> value_ref { return emit(op_id_of<aten::zeros_like>, {x}, meta(x)); }
+TYPEX_API auto graph_builder::full_like(value_ref x, double v) -> value_ref {
+  return emit(op_id_of<aten::full_like>, {x, v}, meta(x));
+}
+TYPEX_API auto graph_builder::zeros(std::vector<ir::sym_expr> sizes, dtype d) -> value_ref {
+  ir::tensor_meta m{d, sizes};
+  return emit(op_id_of<aten::zeros>, {std::move(sizes), d}, std::move(m));
+}
+TYPEX_API auto graph_builder::full(std::vector<ir::sym_expr> sizes, double v, dtype d) -> value_ref {
+  ir::tensor_meta m{d, sizes};
+  return emit(op_id_of<aten::full>, {std::move(sizes), v, d}, std::move(m));
+}
+TYPEX_API auto graph_builder::arange(ir::sym_expr end, dtype d) -> value_ref {
+  ir::tensor_meta m{d, {end}};
+  ir::argument e = end.is_constant() ? ir::argument(std::int64_t{*end.value()}) : ir::argument(end);
+  return emit(op_id_of<aten::arange>, {std::move(e), d}, std::move(m));
+}
+
+TYPEX_API auto graph_builder::sum_to(value_ref g, ir::tensor_meta target) -> value_ref {  // (by value: meta()'s
+  // references do not survive the nodes added here)
+  const std::vector<ir::sym_expr> sg = shape(g);
+  const std::vector<ir::sym_expr>& st = target.shape;
+  if (sg.size() < st.size())  // (a derivative gave fewer dims than the input: expand it)
+    return to(expand(g, st), target.scalar_type);
+  const std::size_t lead = sg.size() - st.size();
+  std::vector<std::int64_t> dims;
+  for (std::size_t i = 0; i < lead; ++i) dims.push_back(static_cast<std::int64_t>(i));
+  for (std::size_t i = 0; i < st.size(); ++i)
+    if (detail::is_constant_one(st[i]) && !detail::is_constant_one(sg[lead + i])) dims.push_back(static_cast<std::int64_t>(lead + i));
+  value_ref r = g;
+  if (!dims.empty()) r = reshape(sum(g, std::move(dims), true), st);
+  return to(r, target.scalar_type);
+}
+
+TYPEX_API auto graph_builder::expand_reduced(value_ref g, std::vector<ir::sym_expr> shape, std::vector<std::int64_t> dims,
+                                            bool keepdim) -> value_ref {
+  for (auto& d : dims) d = static_cast<std::int64_t>(wrap(d, shape.size()));
+  std::sort(dims.begin(), dims.end());
+  value_ref r = g;
+  if (!keepdim)
+    for (std::int64_t d : dims) r = unsqueeze(r, d);
+  return expand(r, std::move(shape));
+}
+
+TYPEX_API auto graph_builder::divide_by_count(value_ref v, std::vector<ir::sym_expr> shape, const std::vector<std::int64_t>& dims)
+    -> value_ref {
+  index_t n = 1;
+  std::vector<ir::sym_expr> symbolic;
+  for (std::int64_t d : dims) {
+    const ir::sym_expr& e = shape[wrap(d, shape.size())];
+    if (e.is_constant()) n *= *e.value();
+    else symbolic.push_back(e);
+  }
+  if (symbolic.empty()) return mul(v, 1.0 / static_cast<double>(n));
+  // (the count as a tensor: the sum of ones over the symbolic extents, times the static ones)
+  value_ref count = sum_all(full(std::move(symbolic), static_cast<double>(n), scalar_type(v)));
+  return div(v, count);
+}
+
+TYPEX_API auto graph_builder::pad_along(value_ref g, std::size_t dim, ir::sym_expr before, ir::sym_expr after) -> value_ref {
+  std::vector<value_ref> pieces;
+  const auto zeros_of = [&](ir::sym_expr extent) {
+    std::vector<ir::sym_expr> s = shape(g);
+    s[dim] = std::move(extent);
+    return zeros(std::move(s), scalar_type(g));
+  };
+  const auto empty = [](const ir::sym_expr& e) { return e.is_constant() && *e.value() == 0; };
+  if (!empty(before)) pieces.push_back(zeros_of(std::move(before)));
+  pieces.push_back(g);
+  if (!empty(after)) pieces.push_back(zeros_of(std::move(after)));
+  return cat(pieces, static_cast<std::int64_t>(dim));
+}
+
+TYPEX_API auto graph_builder::normalized(value_ref x, const std::vector<std::int64_t>& dims, double eps) -> std::pair<value_ref, value_ref> {
+  const value_ref centered = sub(x, mean(x, dims, true));
+  const value_ref rstd = rsqrt(add(mean(mul(centered, centered), dims, true), eps));
+  return {mul(centered, rstd), rstd};
+}
+
+TYPEX_API auto graph_builder::normalize_backward(value_ref dxhat, value_ref xhat, value_ref rstd, const std::vector<std::int64_t>& dims)
+    -> value_ref {
+  const value_ref a = sub(dxhat, mean(dxhat, dims, true));
+  return mul(rstd, sub(a, mul(xhat, mean(mul(dxhat, xhat), dims, true))));
+}
+
+TYPEX_API auto graph_builder::along_channels(value_ref v, std::size_t rank) -> value_ref {
+  std::vector<ir::sym_expr> s(rank, ir::sym_expr(index_t{1}));
+  s[1] = shape(v)[0];
+  return reshape(v, std::move(s));
+}
+
+// ---- vjp_context --------------------------------------------------------------------------
+
+TYPEX_API auto vjp_context::arg_value(ir::arg_name name, std::size_t k) const -> std::optional<value_ref> {
+  const std::size_t i = args_->index(name);
+  if (i >= node_->args.size()) return std::nullopt;
+  const ir::argument& a = node_->args[i];
+  if (const auto* r = std::get_if<value_ref>(&a)) return *r;
+  if (const auto* rs = std::get_if<std::vector<value_ref>>(&a))
+    if (k < rs->size()) return (*rs)[k];
+  return std::nullopt;
+}
+
+TYPEX_API auto vjp_context::is_tensor(ir::arg_name name) const -> bool { return arg_value(name, 0).has_value(); }
+
+TYPEX_API auto vjp_context::input(ir::arg_name name) const -> value_ref {
+  const auto v = arg_value(name, 0);
+  if (!v) args_->fail_text(name, "is not a tensor (its derivative reads it as one)");
+  return *v;
+}
+
+TYPEX_API auto vjp_context::inputs(ir::arg_name name) const -> std::vector<value_ref> {
+  const std::size_t i = args_->index(name);
+  if (i < node_->args.size())
+    if (const auto* rs = std::get_if<std::vector<value_ref>>(&node_->args[i])) return *rs;
+  args_->fail_text(name, "is not a list of tensors");
+}
+
+TYPEX_API auto vjp_context::sym(ir::arg_name name) const -> ir::sym_expr {
+  const std::size_t i = args_->index(name);
+  if (i < node_->args.size()) {
+    if (const auto* e = std::get_if<ir::sym_expr>(&node_->args[i])) return *e;
+    if (const auto* v = std::get_if<std::int64_t>(&node_->args[i])) return ir::sym_expr(index_t{*v});
+  }
+  args_->fail_text(name, "is not an integer");
+}
+
+TYPEX_API auto vjp_context::sizes(ir::arg_name name) const -> std::vector<ir::sym_expr> {
+  const std::size_t i = args_->index(name);
+  if (i < node_->args.size()) {
+    if (const auto* e = std::get_if<std::vector<ir::sym_expr>>(&node_->args[i])) return *e;
+    if (const auto* v = std::get_if<std::vector<std::int64_t>>(&node_->args[i])) {
+      std::vector<ir::sym_expr> out;
+      for (std::int64_t x : *v) out.emplace_back(index_t{x});
+      return out;
+    }
+  }
+  args_->fail_text(name, "is not a list of sizes");
+}
+
+TYPEX_API auto vjp_context::reduced_dims(ir::arg_name name, std::size_t rank) const -> std::vector<std::int64_t> {
+  std::vector<std::int64_t> dims;
+  const std::size_t i = args_->index(name);
+  if (args_->has(i)) dims = args_->ints(i);
+  if (dims.empty()) return all_dims_but(rank, -1);
+  for (auto& d : dims) d = static_cast<std::int64_t>(wrap(d, rank));
+  return dims;
+}
+
+TYPEX_API auto vjp_context::grad(std::uint32_t k) -> value_ref {
+  std::optional<value_ref>& s = detail::grad_slot(*grads_, value_ref{id_, k});
+  if (!s) s = zeros_like(result(k));
+  return *s;
+}
+
+TYPEX_API auto vjp_context::wants(ir::arg_name name, std::size_t k) const -> bool {
+  const auto v = arg_value(name, k);
+  return v && (*wanted_)[v->node] && is_floating_point(meta(*v).scalar_type);
+}
+
+TYPEX_API auto vjp_context::accumulate(ir::arg_name name, value_ref g, std::size_t k) -> void {
+  const auto v = arg_value(name, k);
+  if (!v || !(*wanted_)[v->node] || !is_floating_point(meta(*v).scalar_type)) return;
+  const value_ref fitted = sum_to(g, meta(*v));
+  std::optional<value_ref>& s = detail::grad_slot(*grads_, *v);
+  s = s ? add(*s, fitted) : fitted;
+}
+
+TYPEX_API auto vjp_context::unsupported(std::string_view why) const -> void {
+  typex::detail::raise<unsupported_error>([&](auto& w) {
+    w.put("typex::passes::differentiate: "); w.put(node_->target.name()); w.put(" (node '"); w.put(node_->name); w.put('\'');
+    if (!node_->stack_trace.empty()) { w.put(", at "); w.put(node_->stack_trace); }
+    w.put(") has no derivative here: "); w.put(why);
+  });
+}
+
+// ---- the pass -------------------------------------------------------------------------------
+
+TYPEX_API auto derivative_kind_of(op_id id) -> derivative_kind {
+  const auto& t = detail::derivative_table();
+  const auto it = t.find(id);
+  return it == t.end() ? derivative_kind::missing : it->second.kind;
+}
+
+TYPEX_API auto differentiate(const ir::graph& forward, const gradient_request& r) -> ir::graph {
+  static constexpr std::string_view who = "typex::passes::differentiate";
+  if (!forward.has_output()) typex::detail::raise_message<ir::graph_error>(std::string(who) + ": the graph has no output node");
+  const ir::node& fwd_out = forward.output();
+  if (r.loss >= fwd_out.args.size()) {
+    typex::detail::raise<argument_error>([&](auto& w) {
+      w.put(who); w.put(": the loss is output "); w.put_int(static_cast<long long>(r.loss)); w.put(", but the graph has ");
+      w.put_int(static_cast<long long>(fwd_out.args.size())); w.put(" outputs");
+    });
+  }
+  const value_ref loss = std::get<value_ref>(fwd_out.args[r.loss]);
+  const ir::tensor_meta& loss_meta = forward.meta(loss);
+  if (loss_meta.rank() != 0 || !is_floating_point(loss_meta.scalar_type)) {
+    typex::detail::raise<argument_error>([&](auto& w) {
+      w.put(who); w.put(": the loss (output "); w.put_int(static_cast<long long>(r.loss)); w.put(", '");
+      w.put(forward[loss.node].name); w.put("') is "); w.put(loss_meta.to_string());
+      w.put("; a loss is a floating-point scalar: reduce it (typex::mean or typex::sum) before returning it");
+    });
+  }
+  for (ir::node_id w : r.wrt) {
+    if (w >= forward.size() || forward[w].op != ir::node_op::placeholder) {
+      typex::detail::raise_message<argument_error>(std::string(who) + ": a gradient was asked for a node that is not a placeholder");
+    }
+  }
+
+  // 1. the forward, node for node (same ids, names, provenance)
+  ir::graph g;
+  const std::size_t n = forward.size() - 1;  // (the output node last)
+  for (ir::node_id i = 0; i < n; ++i) {
+    const ir::node& f = forward[i];
+    if (f.op == ir::node_op::placeholder) {
+      g.add_placeholder(f.name, f.vals.front());
+    } else {
+      g.add_call({.target = f.target, .args = f.args, .kwargs = f.kwargs, .vals = f.vals, .name_hint = f.name,
+                  .nn_module_stack = f.nn_module_stack, .stack_trace = f.stack_trace});
+    }
+  }
+
+  // 2. the nodes between a wanted value and the loss
+  std::vector<bool> wanted(n, false), reaches(n, false);
+  for (ir::node_id w : r.wrt) wanted[w] = is_floating_point(forward[w].vals.front().scalar_type);
+  for (ir::node_id i = 0; i < n; ++i) {
+    const ir::node& f = forward[i];
+    if (f.op != ir::node_op::call_function || wanted[i]) continue;
+    bool any = false;
+    ir::graph::for_each_ref(f, [&](value_ref v) { any = any || wanted[v.node]; });
+    bool floating = false;
+    for (const auto& m : f.vals) floating = floating || is_floating_point(m.scalar_type);
+    wanted[i] = any && floating && derivative_kind_of(f.target) != derivative_kind::not_differentiable;
+  }
+  reaches[loss.node] = true;
+  for (std::size_t i = n; i-- > 0;)
+    if (reaches[i]) ir::graph::for_each_ref(forward[static_cast<ir::node_id>(i)], [&](value_ref v) { reaches[v.node] = true; });
+
+  // 3. backward, from the loss to the first node
+  std::vector<std::vector<std::optional<value_ref>>> grads(n);
+  vjp_context c(g);
+  c.set_origin(forward[loss.node].nn_module_stack, forward[loss.node].stack_trace);
+  detail::grad_slot(grads, loss) = c.full_like(loss, 1.0);
+  const auto& table = detail::derivative_table();
+  for (std::size_t i = loss.node + 1; i-- > 0;) {
+    const ir::node& f = forward[static_cast<ir::node_id>(i)];
+    if (f.op != ir::node_op::call_function || !wanted[i] || !reaches[i]) continue;
+    bool flows = false;
+    for (const auto& s : grads[i]) flows = flows || s.has_value();
+    if (!flows) continue;
+    const auto it = table.find(f.target);
+    if (it == table.end() || it->second.kind == derivative_kind::missing) {
+      typex::detail::raise<unsupported_error>([&](auto& w) {
+        w.put(who); w.put(": "); w.put(f.target.name()); w.put(" (node '"); w.put(f.name); w.put('\'');
+        if (!f.stack_trace.empty()) { w.put(", at "); w.put(f.stack_trace); }
+        w.put(") has no derivative: the op defines none (an op gives one as `template <class C> static void vjp(C& c)`, "
+              "or declares `static constexpr bool differentiable = false`); detach the value it computes from the "
+              "parameters, or give the op its derivative");
+      });
+    }
+    const std::vector<const any_tensor*> no_tensors;
+    const ir::call_args a(f.target, f.args, no_tensors);
+    c.bind(static_cast<ir::node_id>(i), f, a, grads, wanted);
+    c.set_origin(f.nn_module_stack, f.stack_trace);
+    it->second.fn(c);
+  }
+
+  // 4. the outputs: the forward's, then the gradients asked for
+  std::vector<value_ref> outs;
+  for (const ir::argument& a : fwd_out.args) outs.push_back(std::get<value_ref>(a));
+  for (ir::node_id w : r.wrt) {
+    std::optional<value_ref> s = grads[w].empty() ? std::nullopt : grads[w].front();
+    outs.push_back(s ? *s : c.zeros_like(value_ref{w, 0}));
+  }
+  g.set_output(std::move(outs));
+  return g;
+}
+
+}  // namespace typex::passes
