@@ -419,10 +419,43 @@ TYPEX_API auto typex::exported_program::verify() const -> void {
       w.put(" outputs");
     });
   }
-  bool user_output_seen = false;
+  bool user_output_seen = false, gradient_seen = false, loss_seen = false;
+  // a gradient's value has its input's dtype and shape
+  const auto check_gradient = [&](std::size_t i, const ir::tensor_meta& now, input_kind kind, bool by_fqn) {
+    const input_spec* in = nullptr;
+    for (const auto& s : ins)
+      if (s.kind == kind && (by_fqn ? s.target : s.arg) == outs[i].target) in = &s;
+    if (in == nullptr) {
+      detail::raise<ir::graph_error>([&](auto& w) {
+        w.put("typex::exported_program: output "); w.put_int(static_cast<long long>(i)); w.put(" is a gradient for '");
+        w.put(outs[i].target); w.put(by_fqn ? "', which is not a lifted parameter" : "', which is not a user input");
+      });
+    }
+    const ir::tensor_meta& was = graph_[placeholders[static_cast<std::size_t>(in - ins.data())]].vals.front();
+    if (now != was) {
+      detail::raise<ir::graph_error>([&](auto& w) {
+        w.put("typex::exported_program: output "); w.put_int(static_cast<long long>(i)); w.put(", the gradient for '");
+        w.put(outs[i].target); w.put("', is "); w.put(now.to_string()); w.put(", but its input is "); w.put(was.to_string());
+      });
+    }
+  };
   for (std::size_t i = 0; i < outs.size(); ++i) {
     const auto r = std::get<ir::value_ref>(out.args[i]);
-    if (outs[i].kind == output_kind::user_output) {
+    const output_kind kind = outs[i].kind;
+    if (kind == output_kind::gradient_to_parameter || kind == output_kind::gradient_to_user_input) {
+      gradient_seen = true;
+      check_gradient(i, graph_[r.node].vals.at(r.index), kind == output_kind::gradient_to_parameter ? input_kind::parameter : input_kind::user_input,
+                     kind == output_kind::gradient_to_parameter);
+    } else if (gradient_seen) {
+      fail("the gradients must come after the user outputs and the loss");
+    }
+    if (kind == output_kind::loss_output) {
+      const ir::tensor_meta& m = graph_[r.node].vals.at(r.index);
+      if (loss_seen) fail("a program has one LOSS_OUTPUT");
+      if (m.rank() != 0 || !is_floating_point(m.scalar_type)) fail("the LOSS_OUTPUT must be a floating-point scalar");
+      loss_seen = true;
+      user_output_seen = true;
+    } else if (kind == output_kind::user_output) {
       user_output_seen = true;
     } else if (outs[i].kind == output_kind::buffer_mutation) {
       if (user_output_seen) fail("buffer mutations must come before the user outputs");

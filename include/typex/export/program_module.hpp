@@ -167,7 +167,7 @@ class program_module<Backend> {
     st.inputs.assign(inputs.begin(), inputs.end());  // (the user inputs, then the buffers: no
     st.inputs.insert(st.inputs.end(), st.buffers.begin(), st.buffers.end());  //  allocation once sized)
     run_leased(c, inputs, st.inputs, st.outputs);
-    const std::size_t n = st.buffers.size();
+    const std::size_t n = c.written;
     for (std::size_t k = 0; k < n; ++k) {
       const any_tensor& v = st.outputs[k];
       if (v.nbytes() != 0) std::memcpy(st.buffers[k].raw_data(), v.raw_data(), v.nbytes());
@@ -177,15 +177,30 @@ class program_module<Backend> {
     st.inputs.resize(0);
   }
 
-  // The buffer `fqn` as this module holds it now: its own copy for a buffer the program writes
-  // (updated by each call: training-mode batch norm's running statistics), else the program's.
+  // The tensor `fqn` (a buffer or parameter) as this module holds it now: its own copy for a
+  // buffer the program writes (updated by each call: training-mode batch norm's running
+  // statistics) and for a parameter a joint program trains (stepped by an optimizer), else the
+  // program's.
   const any_tensor& buffer(std::string_view fqn) const {
     const core& c = get();
+    const any_tensor* t = c.ep->state_dict().find(fqn);
     if (state_)
-      for (std::size_t k = 0; k < c.fqns.size(); ++k)
-        if (c.fqns[k] == fqn) return state_->buffers[k];
-    if (const any_tensor* t = c.ep->state_dict().find(fqn)) return *t;
+      for (std::size_t k = 0; k < c.fqns.size(); ++k)  // (a tied name shares its first name's storage)
+        if (c.fqns[k] == fqn || (t != nullptr && t->raw_data() != nullptr && t->raw_data() == c.initial[k].raw_data()))
+          return state_->buffers[k];
+    if (t != nullptr) return *t;
     return c.ep->constants().at(fqn);
+  }
+
+  // The parameters a joint program trains (make_joint: those with GRADIENT_TO_PARAMETER outputs),
+  // by FQN, sharing storage with this module's copies: what an optimizer takes
+  // (typex::optim::adam opt(step.parameters())). Empty for other programs. A copy of the module
+  // has copies of its own. Step them between calls, not during one.
+  std::vector<std::pair<std::string, any_tensor>> parameters() const {
+    const core& c = get();
+    std::vector<std::pair<std::string, any_tensor>> out;
+    for (std::size_t k = c.written; k < c.fqns.size(); ++k) out.emplace_back(c.fqns[k], state_->buffers[k]);
+    return out;
   }
   // The state dict this module computes with, with its current buffers (what to save after training).
   named_tensors state_dict() const {
@@ -244,6 +259,11 @@ class program_module<Backend> {
           if (target == fqn) return true;
         return false;
       };
+      auto trained = [&](std::string_view fqn) {  // (a joint program's: it returns their gradients)
+        for (const auto& o : ep->signature().output_specs())
+          if (o.kind == output_kind::gradient_to_parameter && o.target == fqn) return true;
+        return false;
+      };
       binding.graph = std::shared_ptr<const ir::graph>(ep, &ep->graph());
       for (std::size_t i = 0; i < placeholders.size(); ++i) {
         const input_spec& s = specs[i];
@@ -252,6 +272,7 @@ class program_module<Backend> {
           continue;
         }
         if (s.kind == input_kind::buffer && mutated(s.target)) continue;  // (below)
+        if (s.kind == input_kind::parameter && trained(s.target)) continue;
         const bool in_state = s.kind == input_kind::parameter || (s.kind == input_kind::buffer && s.persistent);
         const any_tensor* t = in_state ? ep->state_dict().find(s.target) : ep->constants().find(s.target);
         binding.constants.emplace_back(placeholders[i], *t);  // (the program's verifier saw it exists)
@@ -266,6 +287,16 @@ class program_module<Backend> {
           fqns.push_back(fqn);
           initial.push_back(s.persistent ? *ep->state_dict().find(fqn) : *ep->constants().find(fqn));
         }
+      }
+      written = fqns.size();
+      // the parameters a joint program trains: each module's own copies, inputs of every call (an
+      // optimizer steps them between calls, so they are neither folded nor packed)
+      for (std::size_t i = 0; i < placeholders.size(); ++i) {
+        const input_spec& s = specs[i];
+        if (s.kind != input_kind::parameter || !trained(s.target)) continue;
+        state_placeholders.push_back(placeholders[i]);
+        fqns.push_back(s.target);
+        initial.push_back(*ep->state_dict().find(s.target));
       }
       binding.inputs = user;
       binding.inputs.insert(binding.inputs.end(), state_placeholders.begin(), state_placeholders.end());
@@ -316,7 +347,8 @@ class program_module<Backend> {
     program_binding binding;
     std::vector<ir::node_id> user;
     std::vector<ir::node_id> state_placeholders;
-    std::vector<std::string> fqns;       // the buffers the program writes
+    std::vector<std::string> fqns;       // the buffers the program writes, then the parameters it trains
+    std::size_t written = 0;             // how many of them are buffers (written back after each call)
     std::vector<any_tensor> initial;     // their values in the program
     mutable std::mutex pool;
     mutable std::vector<std::shared_ptr<executor>> idle;

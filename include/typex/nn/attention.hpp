@@ -216,15 +216,23 @@ struct TransformerEncoderLayer {
 
   template <class X>
   auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    return (*this)(x, nullptr, loc);
+  }
+  // torch's forward(src, src_mask): src_mask [L, S] or [N*H, L, S], bool true where a position
+  // may NOT attend (the causal mask: typex::triu of ones above the diagonal), or floating values
+  // added to the attention scores.
+  template <class X, class M>
+    requires(!std::is_same_v<std::remove_cvref_t<M>, std::source_location>)
+  auto operator()(const X& x, const M& src_mask, const std::source_location& loc = std::source_location::current()) const {
     return checked_call(*this, x, [&](const auto& src) {
       const library_call site(loc);
       const module_scope scope(*this, src);
+      const auto attend = [&](const auto& q) { return self_attn.forward(q, q, q, nullptr, src_mask); };
       if constexpr (NormFirst) {
-        const auto n1 = norm1(src);
-        const auto h = typex::add(src, dropout1(self_attn(n1, n1, n1)));
+        const auto h = typex::add(src, dropout1(attend(norm1(src))));
         return scope.returns(typex::add(h, feed_forward(norm2(h))));
       } else {
-        const auto h = norm1(typex::add(src, dropout1(self_attn(src, src, src))));
+        const auto h = norm1(typex::add(src, dropout1(attend(src))));
         return scope.returns(norm2(typex::add(h, feed_forward(h))));
       }
     });

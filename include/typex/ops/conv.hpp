@@ -19,8 +19,11 @@
 #include <typex/ops/tensor_like.hpp>
 
 #include <array>
+#include <cstdint>
 #include <source_location>
 #include <string_view>
+#include <type_traits>
+#include <vector>
 
 namespace typex {
 
@@ -31,6 +34,64 @@ struct conv2d {
   static constexpr std::string_view target = "aten.conv2d.default";
   static constexpr std::string_view schema =
       "aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor";
+  // Written with conv2d itself. The input's gradient: the output gradient spread by the stride
+  // (zeros between its elements), padded by the rows the stride skipped at the end, correlated
+  // with the flipped kernel, channels swapped within each group. The weight's: the input
+  // correlated with the output gradient, batch and channels swapped (group g's input channels
+  // against group g's gradient: groups become channel blocks), stride and dilation swapped,
+  // cut to the kernel's extent. The bias's: the gradient summed over everything but its channel.
+  template <class C>
+  static void vjp(C& c) {
+    const auto x = c.input("input");
+    const auto w = c.input("weight");
+    const auto g = c.grad();
+    const auto two = [](std::vector<std::int64_t> l, std::int64_t fallback) {
+      if (l.empty()) return std::array<std::int64_t, 2>{fallback, fallback};
+      return std::array<std::int64_t, 2>{l[0], l.size() > 1 ? l[1] : l[0]};
+    };
+    const auto stride = two(c.args().has("stride") ? c.args().ints("stride") : std::vector<std::int64_t>{}, 1);
+    const auto padding = two(c.args().has("padding") ? c.args().ints("padding") : std::vector<std::int64_t>{}, 0);
+    const auto dilation = two(c.args().has("dilation") ? c.args().ints("dilation") : std::vector<std::int64_t>{}, 1);
+    const std::int64_t groups = c.args().integer_or_default("groups");
+    using extent = std::remove_cvref_t<decltype(c.size(x, 0))>;
+    const auto xs = c.shape(x), ws = c.shape(w);
+    const auto n = xs[0], ch = xs[1], out = ws[0], per_group = ws[1];
+    const extent G(index_t{groups});
+    if (c.wants("input")) {
+      auto gs = g;
+      std::array<std::int64_t, 2> pad{};
+      for (std::size_t i = 0; i < 2; ++i) {
+        const auto d = static_cast<std::int64_t>(2 + i);
+        gs = c.spread(gs, d, stride[i]);
+        const auto k = *ws[2 + i].value();
+        // rows of the input that no window reached (the stride's remainder): zero gradient
+        const extent covered = c.size(gs, d) + extent(index_t{dilation[i] * (k - 1) - 2 * padding[i]});
+        gs = c.pad_along(gs, static_cast<std::size_t>(d), extent(index_t{0}), xs[2 + i] - covered);
+        pad[i] = dilation[i] * (k - 1) - padding[i];
+        if (pad[i] < 0) {  // (padding wider than the kernel: the outer gradient rows meet no input)
+          gs = c.slice(gs, d, extent(index_t{-pad[i]}), c.size(gs, d) - extent(index_t{-pad[i]}));
+          pad[i] = 0;
+        }
+      }
+      // [O, C/G, kh, kw] -> [C, O/G, kh, kw], flipped
+      auto wt = c.reshape(w, {G, extent::apply(dim_op::floordiv, out, G), per_group, ws[2], ws[3]});
+      wt = c.transpose(wt, 1, 2);
+      wt = c.reshape(wt, {ch, extent::apply(dim_op::floordiv, out, G), ws[2], ws[3]});
+      wt = c.flip(c.flip(wt, 2), 3);
+      c.accumulate("input", c.conv2d(gs, wt, {1, 1}, pad, dilation, groups));
+    }
+    if (c.wants("weight")) {
+      // I[c', g N + n] = x[n, g C/G + c'], T[g O/G + o', n] = grad[n, g O/G + o']
+      const auto og = extent::apply(dim_op::floordiv, out, G);
+      auto xi = c.reshape(c.permute(c.reshape(x, {n, G, per_group, xs[2], xs[3]}), {2, 1, 0, 3, 4}), {per_group, G * n, xs[2], xs[3]});
+      const auto gsz = c.shape(g);
+      auto gt = c.reshape(c.permute(c.reshape(g, {n, G, og, gsz[2], gsz[3]}), {1, 2, 0, 3, 4}), {out, n, gsz[2], gsz[3]});
+      auto dw = c.transpose(c.conv2d(xi, gt, dilation, padding, stride, groups), 0, 1);  // [O, C/G, A, B]
+      dw = c.slice(c.slice(dw, 2, extent(index_t{0}), ws[2]), 3, extent(index_t{0}), ws[3]);
+      c.accumulate("weight", dw);
+    }
+    if (c.wants("bias")) c.accumulate("bias", c.sum(g, {0, 2, 3}));
+  }
 };
 struct max_pool2d {
   static constexpr std::string_view target = "aten.max_pool2d.default";

@@ -35,6 +35,7 @@
 #include <typex/ir/graph.hpp>
 #include <typex/ops/all.hpp>
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -132,6 +133,15 @@ class graph_builder {
   TYPEX_API value_ref select(value_ref x, std::int64_t dim, ir::sym_expr index);
   TYPEX_API value_ref triu(value_ref x, std::int64_t diagonal);
   TYPEX_API value_ref tril(value_ref x, std::int64_t diagonal);
+  TYPEX_API value_ref index_select(value_ref x, std::int64_t dim, value_ref index);
+  // x with its elements along dim in reverse order (a static extent)
+  TYPEX_API value_ref flip(value_ref x, std::int64_t dim);
+  // x with step - 1 zeros after each element along dim, the last one's dropped: extent (n - 1) step + 1
+  // (the gradient of a strided slice or convolution, spread back over the positions it took)
+  TYPEX_API value_ref spread(value_ref x, std::int64_t dim, std::int64_t step);
+  // aten.conv2d (no bias): x [N, C, H, W], w [O, C/groups, kh, kw]
+  TYPEX_API value_ref conv2d(value_ref x, value_ref w, std::array<std::int64_t, 2> stride, std::array<std::int64_t, 2> padding,
+                             std::array<std::int64_t, 2> dilation, std::int64_t groups);
   // linear algebra: [n, k] x [k, m]; [b, n, k] x [b, k, m]; matmul broadcasting leading dims (rank >= 2)
   TYPEX_API value_ref mm(value_ref a, value_ref b);
   TYPEX_API value_ref bmm(value_ref a, value_ref b);
@@ -145,6 +155,7 @@ class graph_builder {
   TYPEX_API value_ref zeros(std::vector<ir::sym_expr> sizes, dtype d);
   TYPEX_API value_ref full(std::vector<ir::sym_expr> sizes, double v, dtype d);
   TYPEX_API value_ref arange(ir::sym_expr end, dtype d = dtype::i64);
+  TYPEX_API value_ref arange(std::int64_t start, std::int64_t end, std::int64_t step, dtype d = dtype::i64);
 
   // g with `before` zeros in front of it and `after` zeros behind it along dim (the gradient of a
   // slice or a select: zeros where the input was not taken)

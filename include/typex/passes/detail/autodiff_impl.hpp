@@ -248,6 +248,48 @@ TYPEX_API auto graph_builder::tril(value_ref x, std::int64_t diagonal) -> value_
   return emit(op_id_of<aten::tril>, {x, diagonal}, meta(x));
 }
 
+TYPEX_API auto graph_builder::index_select(value_ref x, std::int64_t dim, value_ref index) -> value_ref {
+  ir::tensor_meta m = meta(x);
+  m.shape[wrap(dim, m.rank())] = shape(index)[0];
+  return emit(op_id_of<aten::index_select>, {x, dim, index}, std::move(m));
+}
+
+TYPEX_API auto graph_builder::flip(value_ref x, std::int64_t dim) -> value_ref {
+  const ir::sym_expr n = size(x, dim);
+  if (!n.is_constant())
+    typex::detail::raise_message<unsupported_error>("typex::passes::graph_builder::flip: the extent is symbolic");
+  if (*n.value() <= 1) return x;
+  return index_select(x, dim, arange(*n.value() - 1, -1, -1));
+}
+
+TYPEX_API auto graph_builder::spread(value_ref x, std::int64_t dim, std::int64_t step) -> value_ref {
+  if (step == 1) return x;
+  const std::size_t d = wrap(dim, rank(x));
+  const ir::sym_expr n = shape(x)[d];
+  std::vector<ir::sym_expr> gaps = shape(x);
+  gaps.insert(gaps.begin() + static_cast<std::ptrdiff_t>(d) + 1, ir::sym_expr(index_t{step - 1}));
+  const auto wide = static_cast<std::int64_t>(d) + 1;
+  const value_ref interleaved = cat({unsqueeze(x, wide), zeros(std::move(gaps), scalar_type(x))}, wide);
+  std::vector<ir::sym_expr> flat = shape(x);
+  flat[d] = n * ir::sym_expr(index_t{step});
+  return slice(reshape(interleaved, std::move(flat)), static_cast<std::int64_t>(d), ir::sym_expr(index_t{0}),
+               (n - ir::sym_expr(index_t{1})) * ir::sym_expr(index_t{step}) + ir::sym_expr(index_t{1}));
+}
+
+TYPEX_API auto graph_builder::conv2d(value_ref x, value_ref w, std::array<std::int64_t, 2> stride, std::array<std::int64_t, 2> padding,
+                                     std::array<std::int64_t, 2> dilation, std::int64_t groups) -> value_ref {
+  const auto& sx = shape(x);
+  const auto& sw = shape(w);
+  ir::tensor_meta m{promote_types(scalar_type(x), scalar_type(w)), {sx[0], sw[0]}};
+  for (std::size_t i = 0; i < 2; ++i) {  // (L + 2p - d (k - 1) - 1) // s + 1
+    const ir::sym_expr span = sx[2 + i] + ir::sym_expr(index_t{2 * padding[i]}) -
+                              ir::sym_expr(index_t{dilation[i]}) * (sw[2 + i] - ir::sym_expr(index_t{1})) - ir::sym_expr(index_t{1});
+    m.shape.push_back(ir::sym_expr::apply(dim_op::floordiv, span, ir::sym_expr(index_t{stride[i]})) + ir::sym_expr(index_t{1}));
+  }
+  auto ints = [](std::array<std::int64_t, 2> a) { return std::vector<std::int64_t>(a.begin(), a.end()); };
+  return emit(op_id_of<aten::conv2d>, {x, w, ir::none_t{}, ints(stride), ints(padding), ints(dilation), groups}, std::move(m));
+}
+
 TYPEX_API auto graph_builder::mm(value_ref a, value_ref b) -> value_ref {
   ir::tensor_meta m{promote_types(scalar_type(a), scalar_type(b)), {shape(a)[0], shape(b)[1]}};
   return emit(op_id_of<aten::mm>, {a, b}, std::move(m));
@@ -294,6 +336,11 @@ TYPEX_API auto graph_builder::arange(ir::sym_expr end, dtype d) -> value_ref {
   ir::tensor_meta m{d, {end}};
   ir::argument e = end.is_constant() ? ir::argument(std::int64_t{*end.value()}) : ir::argument(end);
   return emit(op_id_of<aten::arange>, {std::move(e), d}, std::move(m));
+}
+
+TYPEX_API auto graph_builder::arange(std::int64_t start, std::int64_t end, std::int64_t step, dtype d) -> value_ref {
+  const index_t n = typex::detail::arange_length(start, end, step);
+  return emit(op_id_of<aten::arange_start_step>, {start, end, step, d}, {d, {ir::sym_expr(n)}});
 }
 
 TYPEX_API auto graph_builder::sum_to(value_ref g, ir::tensor_meta target) -> value_ref {  // (by value: meta()'s
