@@ -3,4 +3,4 @@
 // does not compile the graph, printer, verifiers, input binding and export's bookkeeping again.
 #define TYPEX_IMPLEMENTATION
 #include <typex/typex.hpp>
-#include <typex/passes/autodiff.hpp>
+#include <typex/export/joint.hpp>  // (training: not in typex.hpp, which inference units include)

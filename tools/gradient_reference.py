@@ -52,7 +52,7 @@ def emit(name, model, inputs, loss_fn, steps=0, lr=0.1):
     model.zero_grad()
     loss = loss_fn(model, *ts)
     loss.backward()
-    lines.append(f"loss {repr(float(loss))}")
+    lines.append(f"loss {repr(float(loss.detach()))}")
     for k, p in model.named_parameters():
         lines.append(f"grad {k} {fmt(p.grad)}")
     if steps:

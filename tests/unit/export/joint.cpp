@@ -1,0 +1,245 @@
+// make_joint: joint forward/backward programs against PyTorch's gradients (tests/data/parity/
+// gradients.txt, tools/gradient_reference.py): an MLP with cross-entropy, a transformer encoder
+// block with a causal mask and mse; the signature torch.export prints for them; training through
+// program_module's parameters with an optimizer; the options and the errors.
+#include "../support.hpp"
+
+#include <typex/backend/eigen.hpp>
+#include <typex/export/joint.hpp>
+
+#include <boost/hana/adapt_struct.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+using namespace typex;
+
+namespace joint_models {
+struct mlp {  // torch's module names: fc1, fc2, fc3 at the root
+  nn::Linear<32, 24> fc1;
+  nn::Linear<24, 24> fc2;
+  nn::Linear<24, 10> fc3;
+  template <class X, class Y>
+  auto operator()(const X& x, const Y& y) const {
+    const auto logits = fc3(relu(fc2(relu(fc1(x)))));
+    return std::make_tuple(cross_entropy(logits, y), logits);  // the loss, and the logits (not differentiated)
+  }
+};
+using block_t = nn::TransformerEncoderLayer<16, 2, 32, nn::activation::gelu, false, true>;
+struct causal_block {
+  block_t block;
+  template <class X, class M, class T>
+  auto operator()(const X& x, const M& mask, const T& target) const {
+    return mse_loss(block(x, mask), target);
+  }
+};
+}  // namespace joint_models
+BOOST_HANA_ADAPT_STRUCT(joint_models::mlp, fc1, fc2, fc3);
+BOOST_HANA_ADAPT_STRUCT(joint_models::causal_block, block);
+
+namespace {
+struct reference {
+  named_tensors state;
+  std::map<std::string, any_tensor> inputs;
+  double loss = 0;
+  named_tensors grads;
+  named_tensors after;  // the state dict after `steps` SGD steps
+  int steps = 0;
+  double lr = 0;
+};
+
+any_tensor read_tensor(std::istringstream& in) {
+  std::string dt;
+  std::size_t rank = 0;
+  in >> dt >> rank;
+  std::vector<index_t> e(rank);
+  for (auto& v : e) in >> v;
+  any_tensor t(dt == "i64" ? dtype::i64 : dtype::f32, e);
+  for (index_t i = 0; i < t.numel(); ++i) {
+    std::string v;
+    in >> v;
+    if (dt == "i64") t.data<std::int64_t>()[i] = std::stoll(v);
+    else t.data<float>()[i] = std::stof(v);
+  }
+  REQUIRE_MESSAGE(static_cast<bool>(in), "gradients.txt: a tensor is cut short");
+  return t;
+}
+
+std::map<std::string, reference> read_references() {
+  const std::string path = std::string(TYPEX_TEST_SOURCE_DIR) + "/data/parity/gradients.txt";
+  std::ifstream file(path);
+  REQUIRE_MESSAGE(file.good(), "cannot open " << path);
+  std::map<std::string, reference> out;
+  std::string line, current, name;
+  while (std::getline(file, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream in(line);
+    std::string word;
+    in >> word;
+    reference& r = out[current];
+    if (word == "model") in >> current;
+    else if (word == "tensor") { in >> name; r.state.insert(name, read_tensor(in)); }
+    else if (word == "input") { in >> name; r.inputs[name] = read_tensor(in); }
+    else if (word == "loss") in >> r.loss;
+    else if (word == "grad") { in >> name; r.grads.insert(name, read_tensor(in)); }
+    else if (word == "steps") in >> r.steps >> r.lr;
+    else if (word == "step") { int k = 0; in >> k >> name; r.after.insert(name, read_tensor(in)); }
+    else if (word != "end") FAIL("gradients.txt: unexpected line " << line);
+  }
+  out.erase("");
+  return out;
+}
+
+// max |got - want| / (atol + rtol |want|) over the elements: <= 1 passes
+double worst_ratio(const any_tensor& got, const any_tensor& want, double atol, double rtol) {
+  REQUIRE(got.extents() == want.extents());
+  double worst = 0;
+  for (index_t i = 0; i < want.numel(); ++i) {
+    const double g = got.data<float>()[i], w = want.data<float>()[i];
+    worst = std::max(worst, std::abs(g - w) / (atol + rtol * std::abs(w)));
+  }
+  return worst;
+}
+
+void check_gradients(const joint_outputs& got, const reference& ref, double atol, double rtol) {
+  CHECK(std::abs(got.loss.data<float>()[0] - ref.loss) <= atol + rtol * std::abs(ref.loss));
+  CHECK(got.gradients.size() == ref.grads.size());
+  for (const auto& [fqn, want] : ref.grads) {
+    const any_tensor* g = got.gradients.find(fqn);
+    REQUIRE_MESSAGE(g != nullptr, "no gradient for " << fqn);
+    CHECK_MESSAGE(worst_ratio(*g, want, atol, rtol) <= 1.0, fqn << ": " << worst_ratio(*g, want, atol, rtol));
+  }
+}
+}  // namespace
+
+TEST_CASE("joint: an MLP's gradients under cross-entropy match PyTorch's, and the logits come out too") {
+  const reference ref = read_references().at("mlp");
+  joint_models::mlp m;
+  load_state_dict(m, ref.state);
+  using batch = sym<"batch", 1, 64>;
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<batch, fix<32>>>()), input<"y">(tensor_spec<i64, shape<batch>>()));
+  const exported_program joint = make_joint(ep);
+
+  // the signature: the loss, the logits as a user output, a gradient per parameter by FQN
+  const auto& outs = joint.signature().output_specs();
+  REQUIRE(outs.size() == 2 + 6);
+  CHECK(outs[0].kind == output_kind::loss_output);
+  CHECK(outs[1].kind == output_kind::user_output);
+  const char* fqns[] = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight", "fc3.bias"};
+  for (std::size_t k = 0; k < 6; ++k) {
+    CHECK(outs[2 + k].kind == output_kind::gradient_to_parameter);
+    CHECK(outs[2 + k].target == fqns[k]);
+  }
+  const std::string printed = joint.to_string();
+  CHECK(printed.find(": LOSS_OUTPUT") != std::string::npos);
+  CHECK(printed.find(": GRADIENT_TO_PARAMETER target='fc1.weight'") != std::string::npos);
+  CHECK(printed.find(": GRADIENT_TO_PARAMETER target='fc3.bias'") != std::string::npos);
+
+  auto step = program_module<eigen_backend>(joint);
+  const std::vector<any_tensor> out = step({ref.inputs.at("x"), ref.inputs.at("y")});
+  const joint_outputs r = read_joint_outputs(joint, out);
+  check_gradients(r, ref, 1e-6, 1e-4);
+  REQUIRE(r.user_outputs.size() == 1);
+  CHECK(r.user_outputs[0].extents() == std::vector<index_t>{6, 10});
+  // the logits are the forward program's
+  const auto fwd = program_module<eigen_backend>(ep)({ref.inputs.at("x"), ref.inputs.at("y")});
+  for (index_t i = 0; i < 60; ++i) CHECK(r.user_outputs[0].data<float>()[i] == doctest::Approx(fwd[1].data<float>()[i]).epsilon(1e-6));
+  // another batch size: the program is symbolic in batch
+  any_tensor x3(dtype::f32, {3, 32}), y3(dtype::i64, {3});
+  std::copy_n(ref.inputs.at("x").data<float>(), 96, x3.data<float>());
+  std::copy_n(ref.inputs.at("y").data<std::int64_t>(), 3, y3.data<std::int64_t>());
+  const auto out3 = step({x3, y3});
+  CHECK(out3.at(2).extents() == std::vector<index_t>{24, 32});
+}
+
+TEST_CASE("joint: a transformer encoder block with a causal mask matches PyTorch's gradients") {
+  const reference ref = read_references().at("transformer_causal");
+  joint_models::causal_block m;
+  named_tensors prefixed;
+  for (const auto& [k, v] : ref.state) prefixed.insert("block." + k, v);
+  load_state_dict(m, prefixed);
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<3>, fix<5>, fix<16>>>()),
+                                 input<"mask">(tensor_spec<b8, shape<fix<5>, fix<5>>>()),
+                                 input<"t">(tensor_spec<f32, shape<fix<3>, fix<5>, fix<16>>>()));
+  const exported_program joint = make_joint(ep, {.input_gradients = {"x"}});
+  any_tensor causal(dtype::b8, {5, 5});
+  for (index_t i = 0; i < 5; ++i)
+    for (index_t j = 0; j < 5; ++j) causal.data<bool>()[i * 5 + j] = j > i;  // true: may not attend
+  const auto out = program_module<eigen_backend>(joint)({ref.inputs.at("x"), causal, ref.inputs.at("t")});
+  joint_outputs r = read_joint_outputs(joint, out);
+  named_tensors unprefixed;
+  for (const auto& [k, v] : r.gradients) unprefixed.insert(k.substr(6), v);
+  r.gradients = unprefixed;
+  check_gradients(r, ref, 1e-6, 1e-4);
+  // the input's gradient: shaped as the input, and it moves the loss as finite differences say
+  const any_tensor* dx = r.input_gradients.find("x");
+  REQUIRE(dx != nullptr);
+  CHECK(dx->extents() == std::vector<index_t>{3, 5, 16});
+  auto forward = program_module<eigen_backend>(ep);
+  any_tensor x = ref.inputs.at("x").clone();
+  const index_t e = 37;
+  const float h = 1e-2f;
+  x.data<float>()[e] += h;
+  const double up = forward({x, causal, ref.inputs.at("t")})[0].data<float>()[0];
+  x.data<float>()[e] -= 2 * h;
+  const double down = forward({x, causal, ref.inputs.at("t")})[0].data<float>()[0];
+  CHECK(dx->data<float>()[e] == doctest::Approx((up - down) / (2 * h)).epsilon(2e-2));
+}
+
+TEST_CASE("joint: training through the module's own parameters with an optimizer lowers the loss") {
+  const reference ref = read_references().at("mlp");
+  joint_models::mlp m;
+  load_state_dict(m, ref.state);
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<6>, fix<32>>>()), input<"y">(tensor_spec<i64, shape<fix<6>>>()));
+  const exported_program joint = make_joint(ep);
+  auto step = program_module<eigen_backend>(joint);
+  REQUIRE(step.parameters().size() == 6);
+  optim::sgd opt(step.parameters(), {.lr = 0.5});
+  const std::vector<any_tensor> in = {ref.inputs.at("x"), ref.inputs.at("y")};
+  double first = 0, last = 0;
+  for (int k = 0; k < 30; ++k) {
+    const auto out = step(in);
+    const joint_outputs r = read_joint_outputs(joint, out);
+    if (k == 0) first = r.loss.data<float>()[0];
+    last = r.loss.data<float>()[0];
+    opt.step(r.gradients);
+  }
+  CHECK(first == doctest::Approx(ref.loss).epsilon(1e-5));
+  CHECK(last < 0.05 * first);  // six examples: memorized
+  // the module's state dict has the trained weights; the model and the program are untouched
+  const named_tensors trained = step.state_dict();
+  CHECK(trained.at("fc1.weight").data<float>()[0] != ref.state.at("fc1.weight").data<float>()[0]);
+  CHECK(m.fc1.weight.data()[0] == ref.state.at("fc1.weight").data<float>()[0]);
+  load_state_dict(m, trained);
+  const double now = read_joint_outputs(joint, step(in)).loss.data<float>()[0];  // (after the last step)
+  const auto loss_and_logits = program_module<eigen_backend>(ep)(in);
+  CHECK(loss_and_logits[0].data<float>()[0] == doctest::Approx(now).epsilon(1e-5));
+  // a copy of the module trains its own parameters
+  auto copy = step;
+  optim::sgd opt2(copy.parameters(), {.lr = 0.5});
+  opt2.step(read_joint_outputs(joint, copy(in)).gradients);
+  CHECK(copy.state_dict().at("fc1.weight").data<float>()[0] != step.state_dict().at("fc1.weight").data<float>()[0]);
+}
+
+TEST_CASE("joint: frozen parameters get no gradient; asking for what is not there is an error") {
+  joint_models::mlp m;
+  init_module(m, 1);
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<4>, fix<32>>>()), input<"y">(tensor_spec<i64, shape<fix<4>>>()));
+  const exported_program frozen = make_joint(ep, {.frozen = {"fc1", "fc3.bias"}});
+  std::vector<std::string> trained;
+  for (const auto& o : frozen.signature().output_specs())
+    if (o.kind == output_kind::gradient_to_parameter) trained.push_back(o.target);
+  CHECK(trained == std::vector<std::string>{"fc2.weight", "fc2.bias", "fc3.weight"});
+  CHECK(program_module<eigen_backend>(frozen).parameters().size() == 3);
+
+  CHECK_THROWS_WITH_AS(make_joint(ep, {.loss = 1}), doctest::Contains("floating-point scalar"), argument_error);
+  CHECK_THROWS_WITH_AS(make_joint(ep, {.loss = 2}), doctest::Contains("the program has 2 user outputs"), argument_error);
+  CHECK_THROWS_WITH_AS(make_joint(ep, {.input_gradients = {"z"}}), doctest::Contains("user input 'z', which the program does not have (its user inputs: x, y)"),
+                       argument_error);
+  CHECK_THROWS_WITH_AS(make_joint(ep, {.input_gradients = {"y"}}), doctest::Contains("which is not floating-point"), argument_error);
+  CHECK_THROWS_WITH_AS(make_joint(ep, {.frozen = {"fc4"}}), doctest::Contains("frozen 'fc4' names no parameter"), argument_error);
+  CHECK_THROWS_WITH_AS(make_joint(make_joint(ep)), doctest::Contains("already has LOSS_OUTPUT outputs"), argument_error);
+}
+
