@@ -411,6 +411,42 @@ case("aten.conv2d.default", [randn(1, 16, 6, 5), randn(24, 16, 3, 3), None, [1, 
 case("aten.conv2d.default", [randn(1, 8, 7, 8, dtype=torch.float64), randn(16, 8, 3, 3, dtype=torch.float64),
                              randn(16, dtype=torch.float64), [1, 1], [1, 1], [1, 1], 1], atol=1e-12, rtol=1e-12)
 
+# ---- the gradients that derivatives record (appended last: the cases above keep their random data) --
+def max_pool_grad(g, x, k, st, pad, dil, ceil):
+    x = x.detach().clone().requires_grad_(True)
+    y = F.max_pool2d(x, k, st, pad, dil, ceil)
+    return torch.autograd.grad(y, x, g)[0]
+
+
+xp = torch.relu(randn(2, 3, 6, 7))  # (many zeros: ties, the first one takes the gradient)
+case("typex.max_pool2d_backward.default", [randn(2, 3, 3, 3), xp, [2, 2], [2, 2], [0, 0], [1, 1], False], fn=max_pool_grad)
+xp = randn(1, 2, 7, 7)
+case("typex.max_pool2d_backward.default", [randn(1, 2, 4, 4), xp, [3, 3], [2, 2], [1, 1], [1, 1], True], fn=max_pool_grad)
+case("typex.max_pool2d_backward.default", [randn(1, 1, 2, 4), randn(1, 1, 8, 9), [2, 3], [3, 2], [0, 1], [2, 2], False],
+     fn=max_pool_grad)
+xn = randn(1, 1, 4, 4)
+xn[0, 0, 1, 1] = float("nan")
+case("typex.max_pool2d_backward.default", [randn(1, 1, 2, 2), xn, [2, 2], [2, 2], [0, 0], [1, 1], False], fn=max_pool_grad)
+case("typex.max_pool2d_backward.default", [randn(1, 1, 3, 3, dtype=torch.float64), randn(1, 1, 5, 5, dtype=torch.float64), [3, 3],
+                                           [2, 2], [1, 1], [1, 1], False], fn=max_pool_grad, atol=1e-12, rtol=1e-12)
+case("aten.avg_pool2d_backward.default", [randn(2, 3, 3, 3), randn(2, 3, 6, 7), [2, 2], [2, 2], [0, 0], False, True, None])
+case("aten.avg_pool2d_backward.default", [randn(1, 2, 4, 4), randn(1, 2, 7, 7), [3, 3], [2, 2], [1, 1], True, False, None])
+case("aten.avg_pool2d_backward.default", [randn(1, 2, 4, 4), randn(1, 2, 7, 7), [3, 3], [2, 2], [1, 1], False, True, 4])
+case("aten._adaptive_avg_pool2d_backward.default", [randn(2, 3, 3, 2), randn(2, 3, 7, 5)])
+case("aten._adaptive_avg_pool2d_backward.default", [randn(1, 2, 1, 1, dtype=torch.float64), randn(1, 2, 4, 4, dtype=torch.float64)],
+     atol=1e-12, rtol=1e-12)
+case("aten.embedding_dense_backward.default", [randn(2, 3, 4), torch.tensor([[0, 2, 2], [5, 0, 1]]), 6, -1, False])
+case("aten.embedding_dense_backward.default", [randn(5, 3), torch.tensor([1, 2, 1, 1, 4]), 5, 2, True])
+case("aten.index_add.default", [randn(5, 3), 0, torch.tensor([4, 0, 0, 2]), randn(4, 3), 1.0],
+     fn=lambda x, d, i, s, a: torch.index_add(x, d, i, s, alpha=a))
+case("aten.index_add.default", [randn(2, 6, 3, dtype=torch.float64), 1, torch.tensor([5, 1], dtype=torch.int32),
+                                randn(2, 2, 3, dtype=torch.float64), 2.5],
+     fn=lambda x, d, i, s, a: torch.index_add(x, d, i.long(), s, alpha=a), atol=1e-12, rtol=1e-12)
+case("aten.scatter_add.default", [randn(3, 5), 1, randint(0, 5, 3, 4), randn(3, 4)])
+case("aten.scatter_add.default", [randn(4, 3, 2), 0, randint(0, 4, 2, 3, 2), randn(3, 3, 2)])
+case("aten.masked_scatter.default", [randn(3, 5), randn(3, 5) > 0, randn(20)])
+case("aten.masked_scatter.default", [randn(2, 3), randn(3) > 0, randn(2, 3)])
+
 path = os.path.join("tests", "data", "parity", "ops.txt")
 os.makedirs(os.path.dirname(path), exist_ok=True)
 with open(path, "w") as f:

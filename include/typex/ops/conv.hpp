@@ -29,7 +29,11 @@ namespace typex {
 
 // The registry's tags for this header's ATen overloads (torch.ops.aten.<op>.<overload>): the op
 // types below are templates over static attributes, and every instantiation records one of these.
+struct max_pool2d_backward_op;  // (the pools' gradients, below)
+
 namespace aten {
+struct avg_pool2d_backward;
+struct _adaptive_avg_pool2d_backward;
 struct conv2d {
   static constexpr std::string_view target = "aten.conv2d.default";
   static constexpr std::string_view schema =
@@ -97,18 +101,80 @@ struct max_pool2d {
   static constexpr std::string_view target = "aten.max_pool2d.default";
   static constexpr std::string_view schema =
       "aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor";
+  template <class C, class Backward = max_pool2d_backward_op>
+  static void vjp(C& c) {
+    auto args = c.node().args;
+    args.insert(args.begin(), c.grad());
+    c.accumulate("self", c.emit(op_id_of<Backward>, std::move(args), c.meta(c.input("self"))));
+  }
 };
 struct avg_pool2d {
   static constexpr std::string_view target = "aten.avg_pool2d.default";
   static constexpr std::string_view schema =
       "aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor";
+  // (avg_pool2d_backward takes every argument: the defaults filled in)
+  template <class C, class Backward = avg_pool2d_backward>
+  static void vjp(C& c) {
+    const auto x = c.input("self");
+    auto args = c.node().args;
+    const auto kernel = c.args().ints("kernel_size");
+    const std::vector<std::int64_t> stride = c.args().has("stride") ? c.args().ints("stride") : std::vector<std::int64_t>{};
+    if (args.size() < 3) args.resize(3, kernel);
+    if (stride.empty()) args[2] = kernel;
+    if (args.size() < 4) args.push_back(std::vector<std::int64_t>{0, 0});
+    if (args.size() < 5) args.push_back(false);
+    if (args.size() < 6) args.push_back(true);
+    if (args.size() < 7) args.push_back(c.none());
+    args.insert(args.begin(), c.grad());
+    c.accumulate("self", c.emit(op_id_of<Backward>, std::move(args), c.meta(x)));
+  }
 };
 struct adaptive_avg_pool2d {
   static constexpr std::string_view target = "aten.adaptive_avg_pool2d.default";
   static constexpr std::string_view schema =
       "aten::adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor";
+  template <class C, class Backward = _adaptive_avg_pool2d_backward>
+  static void vjp(C& c) {
+    const auto x = c.input("self");
+    c.accumulate("self", c.emit(op_id_of<Backward>, {c.grad(), x}, c.meta(x)));
+  }
+};
+// The pools' gradients, which their derivatives record (each a kernel of the backends).
+struct avg_pool2d_backward {
+  static constexpr std::string_view target = "aten.avg_pool2d_backward.default";
+  static constexpr std::string_view schema =
+      "aten::avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor";
+  // linear in grad_output: its derivative is the average pool itself (self only gives the shape)
+  template <class C> static void vjp(C& c) {
+    auto args = c.node().args;
+    args.erase(args.begin());  // (the pool's arguments: self, kernel_size, ...)
+    args[0] = c.grad();
+    c.accumulate("grad_output", c.emit(op_id_of<avg_pool2d>, std::move(args), c.meta(c.input("grad_output"))));
+  }
+};
+struct _adaptive_avg_pool2d_backward {
+  static constexpr std::string_view target = "aten._adaptive_avg_pool2d_backward.default";
+  static constexpr std::string_view schema =
+      "aten::_adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor";
+  template <class C> static void vjp(C& c) {
+    const auto go = c.input("grad_output");
+    c.accumulate("grad_output", c.emit(op_id_of<adaptive_avg_pool2d>, {c.grad(), std::vector{c.size(go, -2), c.size(go, -1)}}, c.meta(go)));
+  }
 };
 }  // namespace aten
+
+// max_pool2d's gradient: each output element's gradient to its window's maximum (the element the
+// forward returned). typex's own op: ATen's max_pool2d_with_indices_backward reads the indices a
+// second output of the forward kept, and typex's max_pool2d has one output; this one finds them
+// again in the input (the same scan, so the same element, ties and NaN included).
+struct max_pool2d_backward_op {
+  static constexpr std::string_view target = "typex.max_pool2d_backward.default";
+  static constexpr std::string_view schema =
+      "typex::max_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor";
+  // (its own derivative would gather at the maxima: second derivatives of max pooling are not
+  // supported)
+  static constexpr bool differentiable = false;
+};
 
 template <conv2d_options Opt>
 struct conv2d_op {
@@ -219,6 +285,7 @@ auto adaptive_avg_pool2d(const X& x, const std::source_location& loc = std::sour
 }
 
 // This header's ops, for the registry (ops/all.hpp).
-using conv_ops = op_list<aten::conv2d, aten::max_pool2d, aten::avg_pool2d, aten::adaptive_avg_pool2d>;
+using conv_ops = op_list<aten::conv2d, aten::max_pool2d, aten::avg_pool2d, aten::adaptive_avg_pool2d, aten::avg_pool2d_backward,
+                         aten::_adaptive_avg_pool2d_backward, max_pool2d_backward_op>;
 
 }  // namespace typex

@@ -15,10 +15,50 @@
 
 namespace typex {
 
+struct embedding_op;
+
+namespace aten {
+// embedding's gradient: grad_output's rows summed into the rows their indices name.
+struct embedding_dense_backward {
+  static constexpr std::string_view target = "aten.embedding_dense_backward.default";
+  static constexpr std::string_view schema =
+      "aten::embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor";
+  // linear in grad_output: its derivative looks the rows up again (0 for padding_idx's)
+  template <class C, class Embedding = embedding_op>
+  static void vjp(C& c) {
+    const auto go = c.input("grad_output");
+    const auto idx = c.input("indices");
+    auto rows = c.emit(op_id_of<Embedding>, {c.grad(), idx}, c.meta(go));
+    const std::int64_t padding = c.args().integer("padding_idx");
+    if (padding >= 0) rows = c.masked_fill(rows, c.unsqueeze(c.eq(idx, static_cast<double>(padding)), -1), 0.0);
+    if (c.args().flag("scale_grad_by_freq")) {  // each row over its index's count
+      auto ones = c.shape(idx);
+      using extent = typename decltype(ones)::value_type;
+      ones.push_back(extent(index_t{1}));
+      auto count_meta = c.meta(go);
+      count_meta.shape = {c.sym("num_weights"), extent(index_t{1})};
+      const auto counts = c.emit(op_id_of<aten::embedding_dense_backward>,
+                                 {c.full(ones, 1.0, c.scalar_type(go)), idx, c.sym("num_weights"), std::int64_t{-1}, false}, count_meta);
+      auto per_row = c.meta(go);
+      per_row.shape = ones;
+      rows = c.div(rows, c.emit(op_id_of<Embedding>, {counts, idx}, per_row));
+    }
+    c.accumulate("grad_output", rows);
+  }
+};
+}  // namespace aten
+
 struct embedding_op {
   static constexpr std::string_view target = "aten.embedding.default";
   static constexpr std::string_view schema =
       "aten::embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor";
+  template <class C> static void vjp(C& c) {
+    const auto w = c.input("weight");
+    c.accumulate("weight", c.emit(op_id_of<aten::embedding_dense_backward>,
+                                  {c.grad(), c.input("indices"), c.size(w, 0), c.args().integer_or_default("padding_idx"),
+                                   c.args().flag_or_default("scale_grad_by_freq")},
+                                  c.meta(w)));
+  }
   template <class W, class I>
   static constexpr auto result(const W& w, const I& indices) {
     static_assert(W::shape_type::rank == 2, "typex::embedding: the weight must be 2-d: [num_embeddings, embedding_dim]");
@@ -35,6 +75,6 @@ auto embedding(const W& weight, const I& indices, const std::source_location& lo
 }
 
 // This header's ops, for the registry (ops/all.hpp).
-using embedding_ops = op_list<embedding_op>;
+using embedding_ops = op_list<embedding_op, aten::embedding_dense_backward>;
 
 }  // namespace typex

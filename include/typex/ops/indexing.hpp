@@ -23,15 +23,28 @@ namespace typex {
 // The registry's tags for this header's ATen overloads (torch.ops.aten.<op>.<overload>): the op
 // types below are templates over static attributes, and every instantiation records one of these.
 namespace aten {
+struct index_add;  // (the gradients, below: their derivatives refer to each other)
+struct scatter_add;
+struct masked_scatter;
 struct index_select {
   static constexpr std::string_view target = "aten.index_select.default";
   static constexpr std::string_view schema =
       "aten::index_select(Tensor self, int dim, Tensor index) -> Tensor";
+  template <class C, class IndexAdd = index_add>
+  static void vjp(C& c) {
+    const auto x = c.input("self");
+    c.accumulate("self", c.emit(op_id_of<IndexAdd>, {c.zeros_like(x), c.args().integer("dim"), c.input("index"), c.grad()}, c.meta(x)));
+  }
 };
 struct gather {
   static constexpr std::string_view target = "aten.gather.default";
   static constexpr std::string_view schema =
       "aten::gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor";
+  template <class C, class ScatterAdd = scatter_add>
+  static void vjp(C& c) {
+    const auto x = c.input("self");
+    c.accumulate("self", c.emit(op_id_of<ScatterAdd>, {c.zeros_like(x), c.args().integer("dim"), c.input("index"), c.grad()}, c.meta(x)));
+  }
 };
 struct tril {
   static constexpr std::string_view target = "aten.tril.default";
@@ -55,6 +68,57 @@ struct masked_select {
   static constexpr std::string_view target = "aten.masked_select.default";
   static constexpr std::string_view schema =
       "aten::masked_select(Tensor self, Tensor mask) -> Tensor";
+  // the gradient back at the selected positions of self broadcast with the mask (summed to self's
+  // shape by accumulate)
+  template <class C, class MaskedScatter = masked_scatter>
+  static void vjp(C& c) {
+    const auto x = c.input("self");
+    const auto mask = c.input("mask");
+    const auto zeros = c.zeros(c.broadcast(c.shape(x), c.shape(mask)), c.scalar_type(x));
+    c.accumulate("self", c.emit(op_id_of<MaskedScatter>, {zeros, mask, c.grad()}, c.meta(zeros)));
+  }
+};
+// The gradients of index_select, gather and masked_select, which their derivatives record.
+struct index_add {
+  static constexpr std::string_view target = "aten.index_add.default";
+  static constexpr std::string_view schema =
+      "aten::index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor";
+  template <class C> static void vjp(C& c) {
+    c.accumulate("self", c.grad());
+    if (c.wants("source")) {
+      const auto rows = c.index_select(c.grad(), c.args().integer("dim"), c.input("index"));
+      const double alpha = c.args().real_or_default("alpha");
+      c.accumulate("source", alpha == 1.0 ? rows : c.mul(rows, alpha));
+    }
+  }
+};
+struct scatter_add {
+  static constexpr std::string_view target = "aten.scatter_add.default";
+  static constexpr std::string_view schema =
+      "aten::scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor";
+  template <class C, class Gather = gather>
+  static void vjp(C& c) {
+    c.accumulate("self", c.grad());
+    if (c.wants("src")) {
+      const auto idx = c.input("index");
+      auto m = c.meta(idx);
+      m.scalar_type = c.scalar_type(c.grad());
+      auto r = c.emit(op_id_of<Gather>, {c.grad(), c.args().integer("dim"), idx}, std::move(m));
+      const auto is = c.shape(idx), ss = c.shape(c.input("src"));
+      for (std::size_t d = 0; d < is.size(); ++d)  // (src past the index's extent was not added: zeros)
+        if (!(is[d] == ss[d])) r = c.pad_along(r, d, decltype(is[d])(index_t{0}), ss[d] - is[d]);
+      c.accumulate("src", r);
+    }
+  }
+};
+struct masked_scatter {
+  static constexpr std::string_view target = "aten.masked_scatter.default";
+  static constexpr std::string_view schema =
+      "aten::masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor";
+  template <class C> static void vjp(C& c) {
+    c.accumulate("self", c.masked_fill(c.grad(), c.input("mask"), 0.0));
+    if (c.wants("source")) c.unsupported("the gradient of source (as many of its elements as the mask selects: a size only the data gives)");
+  }
 };
 }  // namespace aten
 
@@ -248,6 +312,6 @@ auto triu(const X& x, index_t diagonal = 0, const std::source_location& loc = st
 
 // This header's ops, for the registry (ops/all.hpp).
 using indexing_ops = op_list<where_op, masked_fill_op, aten::index_select, aten::gather, aten::tril, aten::triu,
-                            aten::nonzero, aten::masked_select>;
+                            aten::nonzero, aten::masked_select, aten::index_add, aten::scatter_add, aten::masked_scatter>;
 
 }  // namespace typex

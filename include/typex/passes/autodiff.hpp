@@ -192,6 +192,8 @@ class graph_builder {
     trace_ = std::move(trace);
   }
 
+  // None, as an argument (an optional argument left out in the middle of a call)
+  static ir::argument none() { return ir::none_t{}; }
   // One node: the op, its arguments in schema order, its result's metadata.
   TYPEX_API value_ref emit(op_id op, std::vector<ir::argument> args, ir::tensor_meta meta);
 
@@ -200,7 +202,12 @@ class graph_builder {
   TYPEX_API value_ref pointwise(op_id op, value_ref a, double b, std::optional<dtype> result = {});
   value_ref unary(op_id op, value_ref a) { return emit(op, {a}, meta(a)); }
   TYPEX_API ir::tensor_meta reduced(value_ref x, const std::vector<std::int64_t>& dims, bool keepdim) const;
+
+ public:
+  // the shape two shapes broadcast to
   TYPEX_API static std::vector<ir::sym_expr> broadcast(const std::vector<ir::sym_expr>& a, const std::vector<ir::sym_expr>& b);
+
+ protected:
 
   ir::graph* g_;
   std::vector<ir::module_frame> stack_;

@@ -95,6 +95,7 @@ struct pool_geometry {
   std::array<index_t, 2> k, stride, pad, dil;
   index_t oh, ow;
   bool include_pad;
+  index_t divisor;  // avg_pool2d's divisor_override; 0: none (the window's count)
 };
 
 template <bool Max>
@@ -107,6 +108,8 @@ pool_geometry pool_geometry_of(const kernel_args& a, tensor_shape x) {
   g.dil = Max ? pair_of(a, "dilation", {1, 1}) : std::array<index_t, 2>{1, 1};
   const bool ceil = a.flag_or_default("ceil_mode");
   g.include_pad = Max || a.flag_or_default("count_include_pad");
+  g.divisor = !Max && a.has("divisor_override") ? a.integer("divisor_override") : 0;
+  if (!Max && a.has("divisor_override") && g.divisor == 0) a.fail_text("divisor_override", "must not be zero");
   if (2 * g.pad[0] > g.k[0] || 2 * g.pad[1] > g.k[1]) a.fail_text("padding", "should be at most half the kernel size");
   g.oh = window_extent(a, g.s.h, g.k[0], g.stride[0], g.pad[0], g.dil[0], ceil);
   g.ow = window_extent(a, g.s.w, g.k[1], g.stride[1], g.pad[1], g.dil[1], ceil);
@@ -438,7 +441,7 @@ void pool2d_into(const pool_geometry& g, const T* px, T* po, int threads) {
             C sum = 0;
             for (index_t iy = ya; iy < yb; ++iy)
               for (index_t ix = xa; ix < xb; ++ix) sum += convert<C>(img[iy * s.w + ix]);
-            const index_t div = g.include_pad ? pool : (yb - ya) * (xb - xa);
+            const index_t div = g.divisor != 0 ? g.divisor : g.include_pad ? pool : (yb - ya) * (xb - xa);
             o[y * ow + xx] = convert<T>(sum / static_cast<C>(div));
           }
         }
@@ -489,6 +492,143 @@ inline any_tensor adaptive_avg_pool2d(const kernel_args& a) {
   return out;
 }
 
+// The gradients of the pools, for the backward programs: (grad_output, self, then the forward's
+// arguments). Each output element's gradient goes back over its window: to the window's maximum
+// (the first one in the forward's scan, or its last NaN: the element max_pool2d returned), or
+// spread over the window as the average divided it.
+template <bool Max>
+any_tensor pool2d_backward(const kernel_args& a) {
+  const any_tensor& x = a.tensor("self");
+  const any_tensor& go = a.tensor("grad_output");
+  const pool_geometry g = pool_geometry_of<Max>(a, x);
+  if (go.extents() != nchw_extents(g.s, g.s.c, g.oh, g.ow) || go.scalar_type() != x.scalar_type())
+    rank_error(a.target(), "grad_output", go, "the pool's output shape and the input's dtype");
+  any_tensor out(x.scalar_type(), x.extents());
+  dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    const auto& s = g.s;
+    const index_t oh = g.oh, ow = g.ow;
+    parallel_for(s.n * s.c, s.h * s.w + oh * ow * g.k[0] * g.k[1], num_threads(), [&](index_t p0, index_t p1) {
+      std::vector<C> acc(static_cast<std::size_t>(s.h * s.w));
+      for (index_t plane = p0; plane < p1; ++plane) {
+        const T* img = x.data<T>() + plane * s.h * s.w;
+        const T* gp = go.data<T>() + plane * oh * ow;
+        std::fill(acc.begin(), acc.end(), C(0));
+        for (index_t y = 0; y < oh; ++y)
+          for (index_t xx = 0; xx < ow; ++xx) {
+            const index_t y0 = y * g.stride[0] - g.pad[0], x0 = xx * g.stride[1] - g.pad[1];
+            const C grad = convert<C>(gp[y * ow + xx]);
+            if constexpr (Max) {
+              // the forward's choice (nan_max from -inf): the first maximum, a later NaN over
+              // anything; a window of -inf gives its first element (as torch's index)
+              C best = -std::numeric_limits<C>::infinity();
+              index_t at = -1;
+              for (index_t i = 0; i < g.k[0]; ++i)
+                for (index_t j = 0; j < g.k[1]; ++j) {
+                  const index_t iy = y0 + i * g.dil[0], ix = x0 + j * g.dil[1];
+                  if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
+                  const C v = convert<C>(img[iy * s.w + ix]);
+                  if (at < 0) at = iy * s.w + ix;
+                  if (v > best || v != v) {
+                    best = v;
+                    at = iy * s.w + ix;
+                  }
+                }
+              if (at >= 0) acc[static_cast<std::size_t>(at)] += grad;
+            } else {
+              const index_t y1 = std::min(y0 + g.k[0], s.h + g.pad[0]), x1 = std::min(x0 + g.k[1], s.w + g.pad[1]);
+              const index_t ya = std::max<index_t>(y0, 0), xa = std::max<index_t>(x0, 0);
+              const index_t yb = std::min(y1, s.h), xb = std::min(x1, s.w);
+              const index_t div = g.divisor != 0 ? g.divisor : g.include_pad ? (y1 - y0) * (x1 - x0) : (yb - ya) * (xb - xa);
+              const C share = grad / static_cast<C>(div);
+              for (index_t iy = ya; iy < yb; ++iy)
+                for (index_t ix = xa; ix < xb; ++ix) acc[static_cast<std::size_t>(iy * s.w + ix)] += share;
+            }
+          }
+        T* o = out.data<T>() + plane * s.h * s.w;
+        for (index_t i = 0; i < s.h * s.w; ++i) o[i] = convert<T>(acc[static_cast<std::size_t>(i)]);
+      }
+    });
+  });
+  return out;
+}
+
+// (grad_output, self): adaptive_avg_pool2d's windows, each output's gradient spread over its own.
+inline any_tensor adaptive_avg_pool2d_backward(const kernel_args& a) {
+  const any_tensor& x = a.tensor("self");
+  const any_tensor& go = a.tensor("grad_output");
+  const nchw s = nchw_of(a.target(), x);
+  if (go.rank() != x.rank() || go.scalar_type() != x.scalar_type())
+    rank_error(a.target(), "grad_output", go, "of the input's rank and dtype");
+  const index_t oh = go.extents()[go.rank() - 2], ow = go.extents()[go.rank() - 1];
+  any_tensor out(x.scalar_type(), x.extents());
+  dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    std::vector<C> acc(static_cast<std::size_t>(s.h * s.w));
+    for (index_t plane = 0; plane < s.n * s.c; ++plane) {
+      std::fill(acc.begin(), acc.end(), C(0));
+      const T* gp = go.data<T>() + plane * oh * ow;
+      for (index_t y = 0; y < oh; ++y) {
+        const index_t ya = y * s.h / oh, yb = ((y + 1) * s.h + oh - 1) / oh;
+        for (index_t xx = 0; xx < ow; ++xx) {
+          const index_t xa = xx * s.w / ow, xb = ((xx + 1) * s.w + ow - 1) / ow;
+          const C share = convert<C>(gp[y * ow + xx]) / static_cast<C>((yb - ya) * (xb - xa));
+          for (index_t iy = ya; iy < yb; ++iy)
+            for (index_t ix = xa; ix < xb; ++ix) acc[static_cast<std::size_t>(iy * s.w + ix)] += share;
+        }
+      }
+      T* o = out.data<T>() + plane * s.h * s.w;
+      for (index_t i = 0; i < s.h * s.w; ++i) o[i] = convert<T>(acc[static_cast<std::size_t>(i)]);
+    }
+  });
+  return out;
+}
+
+// (grad_output [*, D], indices [*], num_weights, padding_idx, scale_grad_by_freq): the rows of
+// grad_output summed into the rows their indices name (none into padding_idx); with
+// scale_grad_by_freq each row divided by how often its index occurs.
+inline any_tensor embedding_dense_backward(const kernel_args& a) {
+  const any_tensor& go = a.tensor("grad_output");
+  const any_tensor& idx = a.tensor("indices");
+  if (!(idx.scalar_type() == dtype::i64 || idx.scalar_type() == dtype::i32))
+    rank_error(a.target(), "indices", idx, "an i64 or i32 tensor");
+  const any_tensor I = to_dtype(idx, dtype::i64);
+  const index_t rows = a.integer("num_weights"), n = I.numel();
+  const std::int64_t padding = a.integer("padding_idx");
+  const bool by_freq = a.flag("scale_grad_by_freq");
+  if (go.rank() != I.rank() + 1 || !std::equal(I.extents().begin(), I.extents().end(), go.extents().begin()))
+    rank_error(a.target(), "grad_output", go, "the indices' shape and one more dim");
+  const index_t dim = go.extents().back();
+  any_tensor out(go.scalar_type(), {rows, dim});
+  const std::int64_t* pi = I.data<std::int64_t>();
+  std::vector<index_t> freq(by_freq ? static_cast<std::size_t>(rows) : 0);
+  for (index_t i = 0; i < n; ++i) {
+    if (pi[i] < 0 || pi[i] >= rows) {
+      raise<argument_error>([&](auto& o) {
+        o.put(a.target()); o.put(": index "); o.put_int(pi[i]); o.put(" is out of range for "); o.put_int(rows); o.put(" embeddings");
+      });
+    }
+    if (by_freq) ++freq[static_cast<std::size_t>(pi[i])];
+  }
+  dispatch<true>(go.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    std::vector<C> acc(static_cast<std::size_t>(rows * dim), C(0));
+    const T* g = go.data<T>();
+    for (index_t i = 0; i < n; ++i) {
+      if (pi[i] == padding) continue;
+      const C scale = by_freq ? C(1) / static_cast<C>(freq[static_cast<std::size_t>(pi[i])]) : C(1);
+      C* dst = acc.data() + pi[i] * dim;
+      for (index_t j = 0; j < dim; ++j) dst[j] += scale * convert<C>(g[i * dim + j]);
+    }
+    T* o = out.data<T>();
+    for (index_t i = 0; i < rows * dim; ++i) o[i] = convert<T>(acc[static_cast<std::size_t>(i)]);
+  });
+  return out;
+}
+
 inline any_tensor embedding(const kernel_args& a) {
   const any_tensor& w = a.tensor("weight");
   const any_tensor& idx = a.tensor("indices");
@@ -526,4 +666,8 @@ TYPEX_EIGEN_KERNEL(aten::max_pool2d, detail::pool2d<true>);
 TYPEX_EIGEN_KERNEL(aten::avg_pool2d, detail::pool2d<false>);
 TYPEX_EIGEN_KERNEL(aten::adaptive_avg_pool2d, detail::adaptive_avg_pool2d);
 TYPEX_EIGEN_KERNEL(embedding_op, detail::embedding);
+TYPEX_EIGEN_KERNEL(max_pool2d_backward_op, detail::pool2d_backward<true>);
+TYPEX_EIGEN_KERNEL(aten::avg_pool2d_backward, detail::pool2d_backward<false>);
+TYPEX_EIGEN_KERNEL(aten::_adaptive_avg_pool2d_backward, detail::adaptive_avg_pool2d_backward);
+TYPEX_EIGEN_KERNEL(aten::embedding_dense_backward, detail::embedding_dense_backward);
 }  // namespace typex::eigen

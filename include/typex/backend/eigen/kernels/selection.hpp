@@ -310,6 +310,120 @@ inline any_tensor gather(const kernel_args& a) {
   return out;
 }
 
+// (self, dim, index, source, alpha): self with alpha * source's slices along dim added at the
+// positions the 1-d index names (repeated indices accumulate): index_select's gradient.
+inline any_tensor index_add(const kernel_args& a) {
+  const any_tensor& x = a.tensor("self");
+  const any_tensor& src = a.tensor("source");
+  const any_tensor I = index_tensor(a.target(), a.tensor("index"), true);
+  if (I.rank() > 1) rank_error(a.target(), "index", I, "1-d");
+  const std::size_t r = x.rank();
+  const std::size_t d = r == 0 ? 0 : wrap_dim(a.target(), a.integer("dim"), r);
+  std::vector<index_t> ext = r == 0 ? std::vector<index_t>{1} : x.extents();
+  const around_dim g(ext, d);
+  const index_t k = I.numel();
+  std::vector<index_t> want = ext;
+  want[d] = k;
+  if (src.numel() != g.outer * k * g.inner || (src.rank() != 0 && src.rank() != r) || (r > 0 && src.extents() != want) ||
+      src.scalar_type() != x.scalar_type())
+    rank_error(a.target(), "source", src, "the input's shape with the index's length at dim, and its dtype");
+  const std::int64_t* pi = I.data<std::int64_t>();
+  for (index_t j = 0; j < k; ++j)
+    if (pi[j] < -g.n || pi[j] >= g.n) index_out_of_range(a.target(), pi[j], d, g.n);
+  any_tensor out = x.clone();
+  const double alpha = a.real_or_default("alpha");
+  dispatch<false>(x.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    T* o = out.data<T>();
+    const T* ps = src.data<T>();
+    for (index_t oo = 0; oo < g.outer; ++oo)
+      for (index_t j = 0; j < k; ++j) {
+        const index_t row = pi[j] < 0 ? pi[j] + g.n : pi[j];
+        T* dst = o + (oo * g.n + row) * g.inner;
+        const T* from = ps + (oo * k + j) * g.inner;
+        for (index_t i = 0; i < g.inner; ++i) dst[i] = convert<T>(convert<C>(dst[i]) + static_cast<C>(alpha) * convert<C>(from[i]));
+      }
+  });
+  return out;
+}
+
+// (self, dim, index, src): self with src's elements added at the positions index names along
+// dim (out[..index[i]..] += src[i] for each i of index's shape): gather's gradient.
+inline any_tensor scatter_add(const kernel_args& a) {
+  const any_tensor& x = a.tensor("self");
+  const any_tensor& src = a.tensor("src");
+  const any_tensor I = index_tensor(a.target(), a.tensor("index"), false);
+  const std::size_t r = x.rank();
+  if (I.rank() != r || src.rank() != r) rank_error(a.target(), "index", I, "of the input's rank (and src too)");
+  if (src.scalar_type() != x.scalar_type()) rank_error(a.target(), "src", src, "of the input's dtype");
+  any_tensor out = x.clone();
+  if (r == 0) {
+    (void)wrap_index(a.target(), *I.data<std::int64_t>(), 0, 1);
+    dispatch<false>(x.scalar_type(), a.target(), [&](auto tag) {
+      using T = decltype(tag);
+      *out.data<T>() = convert<T>(convert<compute_t<T>>(*out.data<T>()) + convert<compute_t<T>>(*src.data<T>()));
+    });
+    return out;
+  }
+  const std::size_t d = wrap_dim(a.target(), a.integer("dim"), r);
+  for (std::size_t k = 0; k < r; ++k) {
+    if (I.extents()[k] > src.extents()[k] || (k != d && I.extents()[k] > x.extents()[k])) {
+      raise<shape_error>([&](auto& w) {
+        w.put(a.target()); w.put(": index "); w.put(I.to_string()); w.put(" is larger than src "); w.put(src.to_string());
+        w.put(" or the input "); w.put(x.to_string()); w.put(" at dim "); w.put_int(static_cast<long long>(k));
+      });
+    }
+  }
+  const std::vector<index_t> xs = contiguous_strides(x.extents());
+  std::vector<index_t> so = xs;
+  so[d] = 0;
+  const std::array<std::vector<index_t>, 2> strides{so, contiguous_strides(src.extents())};
+  const std::int64_t* pi = I.data<std::int64_t>();
+  const index_t n = x.extents()[d];
+  dispatch<false>(x.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    T* o = out.data<T>();
+    const T* ps = src.data<T>();
+    for_each_strided(I.extents(), strides, [&](index_t i, const std::array<index_t, 2>& off) {
+      const std::int64_t j = pi[i];
+      if (j < 0 || j >= n) index_out_of_range(a.target(), j, d, n);
+      T& dst = o[off[0] + j * xs[d]];
+      dst = convert<T>(convert<C>(dst) + convert<C>(ps[off[1]]));
+    });
+  });
+  return out;
+}
+
+// (self, mask, source): self with the positions where mask (broadcast to self's shape) is true
+// taking source's elements in row-major order: masked_select's gradient.
+inline any_tensor masked_scatter(const kernel_args& a) {
+  const any_tensor& x = a.tensor("self");
+  const any_tensor& m = a.tensor("mask");
+  const any_tensor& src = a.tensor("source");
+  require_bool(a.target(), "mask", m);
+  require_expands_to(a.target(), "mask", m, x.extents());
+  if (src.scalar_type() != x.scalar_type()) rank_error(a.target(), "source", src, "of the input's dtype");
+  const std::array<std::vector<index_t>, 1> strides{broadcast_strides(m.extents(), x.extents())};
+  const bool* pm = m.data<bool>();
+  index_t n = 0;
+  for_each_strided(x.extents(), strides, [&](index_t, const std::array<index_t, 1>& o) { n += pm[o[0]] ? 1 : 0; });
+  if (n > src.numel()) {
+    raise<shape_error>([&](auto& w) {
+      w.put(a.target()); w.put(": the mask selects "); w.put_int(n); w.put(" elements, but source "); w.put(src.to_string());
+      w.put(" has "); w.put_int(src.numel());
+    });
+  }
+  any_tensor out = x.clone();
+  const std::size_t size = itemsize(x.scalar_type());
+  index_t k = 0;
+  for_each_strided(x.extents(), strides, [&](index_t i, const std::array<index_t, 1>& o) {
+    if (pm[o[0]]) std::memcpy(out.raw_data() + static_cast<std::size_t>(i) * size, src.raw_data() + static_cast<std::size_t>(k++) * size, size);
+  });
+  return out;
+}
+
 // (self, diagonal): zero above (tril) or below (triu) the diagonal of the last two dims.
 template <bool Lower>
 any_tensor triangle(const kernel_args& a) {
@@ -415,6 +529,9 @@ TYPEX_EIGEN_KERNEL(aten::tril, detail::triangle<true>);
 TYPEX_EIGEN_KERNEL(aten::triu, detail::triangle<false>);
 TYPEX_EIGEN_KERNEL(aten::nonzero, detail::nonzero);
 TYPEX_EIGEN_KERNEL(aten::masked_select, detail::masked_select);
+TYPEX_EIGEN_KERNEL(aten::index_add, detail::index_add);
+TYPEX_EIGEN_KERNEL(aten::scatter_add, detail::scatter_add);
+TYPEX_EIGEN_KERNEL(aten::masked_scatter, detail::masked_scatter);
 TYPEX_EIGEN_KERNEL(aten::cat, detail::cat);
 TYPEX_EIGEN_KERNEL(aten::stack, detail::stack);
 }  // namespace typex::eigen
