@@ -27,6 +27,17 @@ struct mlp {  // torch's module names: fc1, fc2, fc3 at the root
     return std::make_tuple(cross_entropy(logits, y), logits);  // the loss, and the logits (not differentiated)
   }
 };
+struct cnn_bn {  // 1x10x10: conv 3x3 1->4, batch norm, relu, max-pool 2, conv 3x3 4->6, relu, linear 24->5
+  nn::Conv2d<1, 4, 3> conv1;
+  nn::BatchNorm2d<4> bn1;
+  nn::Conv2d<4, 6, 3> conv2;
+  nn::Linear<24, 5> fc;
+  template <class X, class Y>
+  auto operator()(const X& x, const Y& y) const {
+    const auto h = max_pool2d<pool2d_options{.kernel = {2, 2}}>(relu(bn1(conv1(x))));
+    return cross_entropy(fc(flatten<1>(relu(conv2(h)))), y);
+  }
+};
 using block_t = nn::TransformerEncoderLayer<16, 2, 32, nn::activation::gelu, false, true>;
 struct causal_block {
   block_t block;
@@ -38,6 +49,7 @@ struct causal_block {
 }  // namespace joint_models
 BOOST_HANA_ADAPT_STRUCT(joint_models::mlp, fc1, fc2, fc3);
 BOOST_HANA_ADAPT_STRUCT(joint_models::causal_block, block);
+BOOST_HANA_ADAPT_STRUCT(joint_models::cnn_bn, conv1, bn1, conv2, fc);
 
 namespace {
 struct reference {
@@ -152,6 +164,40 @@ TEST_CASE("joint: an MLP's gradients under cross-entropy match PyTorch's, and th
   std::copy_n(ref.inputs.at("y").data<std::int64_t>(), 3, y3.data<std::int64_t>());
   const auto out3 = step({x3, y3});
   CHECK(out3.at(2).extents() == std::vector<index_t>{24, 32});
+}
+
+TEST_CASE("joint: a CNN with training-mode batch norm: gradients, and the state after SGD steps, match PyTorch's") {
+  const reference ref = read_references().at("cnn_bn");
+  joint_models::cnn_bn m;
+  load_state_dict(m, ref.state);
+  m.bn1.training = true;
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<4>, fix<1>, fix<10>, fix<10>>>()),
+                                 input<"y">(tensor_spec<i64, shape<fix<4>>>()));
+  const exported_program joint = make_joint(ep);
+  // the running statistics' updates stay first: BUFFER_MUTATION outputs, written back by each call
+  const auto& outs = joint.signature().output_specs();
+  REQUIRE(outs.size() == 3 + 1 + 8);
+  CHECK(outs[0].kind == output_kind::buffer_mutation);
+  CHECK(outs[3].kind == output_kind::loss_output);
+  auto step = program_module<eigen_backend>(joint);
+  const std::vector<any_tensor> in = {ref.inputs.at("x"), ref.inputs.at("y")};
+  optim::sgd opt(step.parameters(), {.lr = ref.lr});
+  for (int k = 0; k < ref.steps; ++k) {
+    const joint_outputs r = read_joint_outputs(joint, step(in));
+    if (k == 0) check_gradients(r, ref, 1e-6, 1e-4);
+    opt.step(r.gradients);
+  }
+  const named_tensors after = step.state_dict();
+  CHECK(after.size() == ref.after.size());
+  for (const auto& [fqn, want] : ref.after) {
+    const any_tensor* got = after.find(fqn);
+    REQUIRE_MESSAGE(got != nullptr, fqn);
+    if (want.scalar_type() == dtype::i64) {
+      CHECK_MESSAGE(got->data<std::int64_t>()[0] == want.data<std::int64_t>()[0], fqn);
+    } else {
+      CHECK_MESSAGE(worst_ratio(*got, want, 1e-6, 1e-4) <= 1.0, fqn << ": " << worst_ratio(*got, want, 1e-6, 1e-4));
+    }
+  }
 }
 
 TEST_CASE("joint: a transformer encoder block with a causal mask matches PyTorch's gradients") {
