@@ -269,7 +269,7 @@ TEST_CASE("joint: training through the module's own parameters with an optimizer
   CHECK(copy.state_dict().at("fc1.weight").data<float>()[0] != step.state_dict().at("fc1.weight").data<float>()[0]);
 }
 
-TEST_CASE("joint: frozen parameters get no gradient; asking for what is not there is an error") {
+TEST_CASE("joint: frozen parameters get no gradient, and asking for what is not there is an error") {
   joint_models::mlp m;
   init_module(m, 1);
   const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<4>, fix<32>>>()), input<"y">(tensor_spec<i64, shape<fix<4>>>()));
