@@ -4,3 +4,4 @@
 #define TYPEX_IMPLEMENTATION
 #include <typex/typex.hpp>
 #include <typex/export/joint.hpp>  // (training: not in typex.hpp, which inference units include)
+#include <typex/passes/partition.hpp>  // (training: the partitioner)

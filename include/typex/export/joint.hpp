@@ -67,6 +67,7 @@ inline named_tensors parameter_gradients(const exported_program& joint, std::spa
 // (config.hpp: TYPEX_SEPARATE_COMPILATION) ----
 #if TYPEX_HEADER_DEFINITIONS
 namespace typex::detail {
+inline constexpr std::string_view make_joint_name = "typex::make_joint";
 inline bool frozen_by(const std::vector<std::string>& frozen, const std::string& fqn) {
   for (const std::string& f : frozen)
     if (fqn == f || (fqn.size() > f.size() && fqn.compare(0, f.size(), f) == 0 && fqn[f.size()] == '.') || f.empty()) return true;
@@ -75,7 +76,7 @@ inline bool frozen_by(const std::vector<std::string>& frozen, const std::string&
 }  // namespace typex::detail
 
 TYPEX_API auto typex::make_joint(const exported_program& ep, const joint_options& options) -> exported_program {
-  static constexpr std::string_view who = "typex::make_joint";
+  constexpr std::string_view who = detail::make_joint_name;
   const graph_signature& sig = ep.signature();
   for (const auto& o : sig.output_specs()) {
     if (o.kind != output_kind::user_output && o.kind != output_kind::buffer_mutation) {
