@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# One training step (forward, backward, SGD) of the MLP, the CNN and the transformer block: typex (a
+# joint program on the Eigen backend) against LibTorch eager in the same run, 1 and 2 threads:
+# Debian's LibTorch 1.13 (libtorch-dev, installed here when missing, as root) and, where a Python
+# with torch 2.x is given (TORCH2_PY, default build/peers/venv/bin/python, the model benchmarks'
+# peer venv), LibTorch 2.x built from that wheel. Prints the table of benchmarks/README.md.
+#   bash benchmarks/training/run_training.sh          # REPS=5 MIN_TIME=0.5
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+REPS=${REPS:-5}
+MIN_TIME=${MIN_TIME:-0.5}
+need=()
+dpkg -s libbenchmark-dev >/dev/null 2>&1 || need+=(libbenchmark-dev)
+dpkg -s libtorch-dev >/dev/null 2>&1 || need+=(libtorch-dev)
+dpkg -s libopenblas0-openmp >/dev/null 2>&1 || need+=(libopenblas0-openmp libopenblas0-pthread)
+if ((${#need[@]})) && [ "$(id -u)" = 0 ]; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" >/dev/null || true
+fi
+torch=OFF
+dpkg -s libtorch-dev >/dev/null 2>&1 && torch=ON
+CXX=${CXX:-g++} cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DTYPEX_BUILD_TESTS=OFF \
+  -DTYPEX_BUILD_EXAMPLES=OFF -DTYPEX_BENCHMARK_LIBTORCH=$torch >/dev/null
+targets=(typex_training)
+[ $torch = ON ] && targets+=(typex_training_libtorch)
+cmake --build build/bench -j2 --target "${targets[@]}" >/dev/null
+# LibTorch 2.x: the same peer source, built against the wheel's LibTorch
+py=${TORCH2_PY:-$PWD/build/peers/venv/bin/python}
+torch2=OFF
+if [ -x "$py" ] && prefix=$("$py" -c "import torch; print(torch.utils.cmake_prefix_path)" 2>/dev/null); then
+  mkdir -p build/bench-torch2
+  cat >build/bench-torch2/CMakeLists.txt <<CMAKE
+cmake_minimum_required(VERSION 3.21)
+project(typex_training_torch2 CXX)
+find_package(Torch REQUIRED)
+find_package(benchmark REQUIRED)
+add_executable(typex_training_libtorch2 $PWD/benchmarks/training/training_libtorch.cpp)
+target_link_libraries(typex_training_libtorch2 PRIVATE \${TORCH_LIBRARIES} benchmark::benchmark)
+target_compile_options(typex_training_libtorch2 PRIVATE -O3 -march=native)
+CMAKE
+  if cmake -S build/bench-torch2 -B build/bench-torch2/build -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" >/dev/null 2>&1 &&
+     cmake --build build/bench-torch2/build -j2 >/dev/null 2>&1; then
+    torch2=ON
+  else
+    echo "(LibTorch 2.x from $py did not build: its rows are left out)"
+  fi
+fi
+export GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4294967295
+unset OPENBLAS_CORETYPE
+[ -d /usr/lib/x86_64-linux-gnu/openblas-openmp ] && export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp
+out=build/bench/results
+mkdir -p $out
+args=(--benchmark_repetitions=$REPS --benchmark_min_time=$MIN_TIME --benchmark_format=json)
+build/bench/benchmarks/typex_training "${args[@]}" >$out/training_typex.json
+[ $torch = ON ] && build/bench/benchmarks/typex_training_libtorch "${args[@]}" >$out/training_libtorch.json
+[ $torch2 = ON ] && LD_LIBRARY_PATH= build/bench-torch2/build/typex_training_libtorch2 "${args[@]}" >$out/training_libtorch2.json
+python3 benchmarks/training/report.py $out
