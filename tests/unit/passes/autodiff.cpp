@@ -236,3 +236,58 @@ TEST_CASE("autodiff: every registered op has a derivative or says it has none") 
     CHECK_MESSAGE(k != derivative_kind::missing, name << " has no derivative and does not declare `differentiable = false`");
   });
 }
+
+namespace {
+// A user-defined op with no derivative (and no `differentiable = false`).
+struct scale_op {
+  static constexpr std::string_view target = "my.scale.default";
+  static constexpr std::string_view schema = "my::scale(Tensor self) -> Tensor";
+};
+}  // namespace
+
+TEST_CASE("autodiff: an op without a derivative is an error naming the op, the node and the line; the pass checks its request") {
+  ir::graph g;
+  const ir::node_id w = g.add_placeholder("w", {dtype::f32, {3}});
+  const ir::node_id s = g.add_call({.target = op_id_of<scale_op>, .args = {ir::value_ref{w}}, .vals = {{dtype::f32, {3}}},
+                                    .stack_trace = "model.cpp:7 in operator()"});
+  passes::graph_builder b(g);
+  const ir::value_ref loss = b.sum_all(ir::value_ref{s});
+  const ir::value_ref vec = ir::value_ref{s};
+  g.set_output({loss, vec});
+  CHECK(passes::derivative_kind_of(op_id_of<scale_op>) == derivative_kind::missing);
+  CHECK_THROWS_WITH_AS(passes::differentiate(g, {.loss = 0, .wrt = {w}}),
+                       "typex::passes::differentiate: my.scale.default (node 'my', at model.cpp:7 in operator()) has no derivative: the op "
+                       "defines none (an op gives one as `template <class C> static void vjp(C& c)`, or declares `static constexpr bool "
+                       "differentiable = false`); detach the value it computes from the parameters, or give the op its derivative",
+                       unsupported_error);
+  // nothing flows through it when nothing asks: no error
+  CHECK_NOTHROW(passes::differentiate(g, {.loss = 0, .wrt = {}}));
+  CHECK_THROWS_WITH_AS(passes::differentiate(g, {.loss = 1, .wrt = {w}}), doctest::Contains("a loss is a floating-point scalar"), argument_error);
+  CHECK_THROWS_WITH_AS(passes::differentiate(g, {.loss = 2, .wrt = {w}}), doctest::Contains("the graph has 2 outputs"), argument_error);
+  CHECK_THROWS_WITH_AS(passes::differentiate(g, {.loss = 0, .wrt = {s}}), doctest::Contains("not a placeholder"), argument_error);
+}
+
+TEST_CASE("autodiff: a value used twice sums its gradients; a broadcast one is summed back to its shape") {
+  // loss = sum(x * x + b), x [2, 3], b [3] (broadcast): dx = 2x, db = 2 (the rows summed)
+  ir::graph g;
+  const ir::node_id x = g.add_placeholder("x", {dtype::f64, {2, 3}});
+  const ir::node_id bias = g.add_placeholder("b", {dtype::f64, {3}});
+  passes::graph_builder b(g);
+  const ir::value_ref sq = b.mul(ir::value_ref{x}, ir::value_ref{x});
+  g.set_output({b.sum_all(b.add(sq, ir::value_ref{bias}))});
+  const ir::graph joint = passes::differentiate(g, {.loss = 0, .wrt = {x, bias}});
+  CHECK_NOTHROW(ir::verify(joint));
+  program_binding binding;
+  binding.graph = std::make_shared<const ir::graph>(joint);
+  binding.inputs = joint.placeholders();
+  auto engine = eigen_backend::compile(std::move(binding), {});
+  any_tensor xv(dtype::f64, {2, 3}), bv(dtype::f64, {3});
+  for (index_t i = 0; i < 6; ++i) xv.data<double>()[i] = static_cast<double>(i) - 2.5;
+  for (index_t i = 0; i < 3; ++i) bv.data<double>()[i] = 0.5;
+  std::vector<any_tensor> out;
+  engine->run(std::vector<any_tensor>{xv, bv}, symbol_table{}, out);
+  REQUIRE(out.size() == 3);
+  for (index_t i = 0; i < 6; ++i) CHECK(out[1].data<double>()[i] == 2 * xv.data<double>()[i]);
+  CHECK(out[2].extents() == std::vector<index_t>{3});
+  for (index_t i = 0; i < 3; ++i) CHECK(out[2].data<double>()[i] == 2.0);
+}

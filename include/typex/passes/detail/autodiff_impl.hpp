@@ -567,7 +567,8 @@ TYPEX_API auto differentiate(const ir::graph& forward, const gradient_request& r
   std::vector<std::vector<std::optional<value_ref>>> grads(n);
   vjp_context c(g);
   c.set_origin(forward[loss.node].nn_module_stack, forward[loss.node].stack_trace);
-  detail::grad_slot(grads, loss) = c.full_like(loss, 1.0);
+  // (the seed reads nothing of the forward: a partition hands the backward no value for it)
+  detail::grad_slot(grads, loss) = c.full({}, 1.0, loss_meta.scalar_type);
   const auto& table = detail::derivative_table();
   for (std::size_t i = loss.node + 1; i-- > 0;) {
     const ir::node& f = forward[static_cast<ir::node_id>(i)];
