@@ -42,10 +42,12 @@ class op_id {
 
   // "aten.linear.default"; empty for the null id (placeholders and the output node carry it)
   constexpr std::string_view name() const noexcept { return info_->name; }
-  // "aten.linear.default" -> "linear" (torch.fx's default node name)
+  // "aten.linear.default" -> "linear" (torch.fx's default node name); any namespace goes:
+  // "typex.max_pool2d_backward.default" -> "max_pool2d_backward", "my.scale.default" -> "scale"
   constexpr std::string_view short_name() const noexcept {
     std::string_view t = name();
-    if (t.starts_with("aten.")) t.remove_prefix(5);
+    const std::size_t dot = detail::find_char(t, '.');
+    if (dot != std::string_view::npos && detail::find_char(t, '.', dot + 1) != std::string_view::npos) t.remove_prefix(dot + 1);
     return t.substr(0, detail::find_char(t, '.'));
   }
   // the op's argument schema (empty for the null id and for a user op that declares none)

@@ -40,6 +40,7 @@ static_assert(op_id_of<conv2d_op<conv2d_options{.stride = {2, 2}}>> == op_id_of<
 static_assert(op_id_of<cat_op<0>> == op_id_of<cat_op<1>>);
 static_assert(op_id_of<mm_op<2>> == op_id_of<aten::mm> && op_id_of<mm_op<3>> == op_id_of<aten::bmm>);
 static_assert(op_id_of<aten::sum_dim_IntList>.short_name() == "sum");
+static_assert(op_id_of<max_pool2d_backward_op>.short_name() == "max_pool2d_backward");  // (any namespace: typex.<op>.<overload>)
 static_assert(!op_id{});
 
 // PyTorch's result dtypes for the unary ops, in the types

@@ -256,7 +256,7 @@ TEST_CASE("autodiff: an op without a derivative is an error naming the op, the n
   g.set_output({loss, vec});
   CHECK(passes::derivative_kind_of(op_id_of<scale_op>) == derivative_kind::missing);
   CHECK_THROWS_WITH_AS(passes::differentiate(g, {.loss = 0, .wrt = {w}}),
-                       "typex::passes::differentiate: my.scale.default (node 'my', at model.cpp:7 in operator()) has no derivative: the op "
+                       "typex::passes::differentiate: my.scale.default (node 'scale', at model.cpp:7 in operator()) has no derivative: the op "
                        "defines none (an op gives one as `template <class C> static void vjp(C& c)`, or declares `static constexpr bool "
                        "differentiable = false`); detach the value it computes from the parameters, or give the op its derivative",
                        unsupported_error);
