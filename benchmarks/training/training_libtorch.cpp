@@ -3,6 +3,7 @@
 // (workloads.hpp, by parameter name), inputs and labels: the `loss` counter is the first step's
 // loss, equal in both. Built with -DTYPEX_BENCHMARK_LIBTORCH=ON (run_training.sh installs Debian's
 // libtorch-dev, LibTorch 1.13); the same file builds against LibTorch 2.x.
+#include "../models/libtorch_encoder.hpp"
 #include "../models/workloads.hpp"
 
 #include <torch/torch.h>
@@ -61,19 +62,7 @@ struct Block : torch::nn::Module {
     for (auto& c : s) c = c == '.' ? '_' : c;
     return s;
   }
-  torch::Tensor forward(const torch::Tensor& x) {
-    namespace F = torch::nn::functional;
-    const auto b = x.size(0), s = x.size(1);
-    const auto qkv = F::linear(x, p["self_attn.in_proj_weight"], p["self_attn.in_proj_bias"]).chunk(3, -1);
-    auto heads = [&](const torch::Tensor& t) { return t.reshape({b, s, 4, 64}).transpose(1, 2); };
-    const auto scores = torch::matmul(heads(qkv[0]), heads(qkv[1]).transpose(-2, -1)) * (1.0 / 8.0);
-    const auto o = torch::matmul(torch::softmax(scores, -1), heads(qkv[2])).transpose(1, 2).reshape({b, s, 256});
-    const auto a = F::linear(o, p["self_attn.out_proj.weight"], p["self_attn.out_proj.bias"]);
-    const auto x1 = F::layer_norm(x + a, F::LayerNormFuncOptions({256}).weight(p["norm1.weight"]).bias(p["norm1.bias"]).eps(1e-5));
-    const auto h = F::gelu(F::linear(x1, p["linear1.weight"], p["linear1.bias"]));
-    const auto y = F::linear(h, p["linear2.weight"], p["linear2.bias"]);
-    return F::layer_norm(x1 + y, F::LayerNormFuncOptions({256}).weight(p["norm2.weight"]).bias(p["norm2.bias"]).eps(1e-5));
-  }
+  torch::Tensor forward(const torch::Tensor& x) { return bench::encoder_forward(p, x); }
 };
 
 template <class Model, class Loss>

@@ -63,6 +63,17 @@ struct comparison {
     return tensor_spec<b8, typename std::remove_cvref_t<decltype(r)>::shape_type>(r.shape);
   }
 };
+// maximum's (minimum's) derivative: the gradient to the larger (smaller) side, half to each on
+// ties (torch's)
+template <class C>
+void maximum_minimum_vjp(C& c, bool maximum) {
+  const auto a = c.input("self");
+  const auto b = c.input("other");
+  const auto g = c.grad();
+  const auto half = c.where(c.eq(a, b), c.mul(g, 0.5), g);
+  c.accumulate("self", c.masked_fill(half, maximum ? c.lt(a, b) : c.gt(a, b), 0.0));
+  c.accumulate("other", c.masked_fill(half, maximum ? c.gt(a, b) : c.lt(a, b), 0.0));
+}
 }  // namespace detail
 
 struct add_op : detail::binary_pointwise<"add"> {
@@ -122,15 +133,7 @@ struct maximum_op : detail::binary_pointwise<"maximum"> {
   static constexpr std::string_view target = "aten.maximum.default";
   static constexpr std::string_view schema =
       "aten::maximum(Tensor self, Tensor other) -> Tensor";
-  // the gradient goes to the larger (smaller) side, half to each on ties (torch's)
-  template <class C> static void vjp(C& c) {
-    const auto a = c.input("self");
-    const auto b = c.input("other");
-    const auto g = c.grad();
-    const auto half = c.where(c.eq(a, b), c.mul(g, 0.5), g);
-    c.accumulate("self", c.masked_fill(half, c.lt(a, b), 0.0));
-    c.accumulate("other", c.masked_fill(half, c.gt(a, b), 0.0));
-  }
+  template <class C> static void vjp(C& c) { detail::maximum_minimum_vjp(c, true); }
   template <class T>
   static constexpr T scalar(T a, T b) { return a < b ? b : a; }
 };
@@ -138,15 +141,7 @@ struct minimum_op : detail::binary_pointwise<"minimum"> {
   static constexpr std::string_view target = "aten.minimum.default";
   static constexpr std::string_view schema =
       "aten::minimum(Tensor self, Tensor other) -> Tensor";
-  // the gradient goes to the larger (smaller) side, half to each on ties (torch's)
-  template <class C> static void vjp(C& c) {
-    const auto a = c.input("self");
-    const auto b = c.input("other");
-    const auto g = c.grad();
-    const auto half = c.where(c.eq(a, b), c.mul(g, 0.5), g);
-    c.accumulate("self", c.masked_fill(half, c.gt(a, b), 0.0));
-    c.accumulate("other", c.masked_fill(half, c.lt(a, b), 0.0));
-  }
+  template <class C> static void vjp(C& c) { detail::maximum_minimum_vjp(c, false); }
   template <class T>
   static constexpr T scalar(T a, T b) { return b < a ? b : a; }
 };

@@ -27,6 +27,39 @@
 
 namespace typex {
 
+namespace detail {
+// amax's and amin's derivative: the gradient shared evenly among the elements equal to the
+// extremum (torch's).
+template <class C>
+void extremum_vjp(C& c) {
+  const auto x = c.input("self");
+  const auto dims = c.reduced_dims("dim", c.rank(x));
+  const bool keep = c.args().flag_or_default("keepdim");
+  const auto hit = c.to(c.eq(x, c.expand_reduced(c.result(), c.shape(x), dims, keep)), c.scalar_type(x));
+  const auto share = c.div(hit, c.sum(hit, dims, true));
+  c.accumulate("self", c.mul(c.expand_reduced(c.grad(), c.shape(x), dims, keep), share));
+}
+// var's derivative, 2 (x - mean) / (N - correction); std's goes through it: d std = d var / (2 std),
+// 0 where std is 0 (torch's).
+template <class C>
+void variance_vjp(C& c, bool std_dev) {
+  const auto x = c.input("self");
+  const auto dims = c.reduced_dims("dim", c.rank(x));
+  const bool keep = c.args().flag_or_default("keepdim");
+  const double correction = c.args().has("correction") ? c.args().real("correction") : 1.0;
+  auto g = c.grad();
+  if (std_dev) g = c.masked_fill(c.div(g, c.mul(c.result(), 2.0)), c.eq(c.result(), 0.0), 0.0);
+  const auto centered = c.sub(x, c.mean(x, dims, true));
+  const auto scaled = c.mul(c.expand_reduced(g, c.shape(x), dims, keep), c.mul(centered, 2.0));
+  if (correction == 0.0) {
+    c.accumulate("self", c.divide_by_count(scaled, c.shape(x), dims));
+  } else {  // (N - correction: N from the graph where the extents are symbolic)
+    const auto n = c.sum(c.full_like(x, 1.0), dims, true);
+    c.accumulate("self", c.div(scaled, c.sub(n, correction)));
+  }
+}
+}  // namespace detail
+
 // The registry's tags for this header's ATen overloads (torch.ops.aten.<op>.<overload>): the op
 // types below are templates over static attributes, and every instantiation records one of these.
 namespace aten {
@@ -54,29 +87,13 @@ struct amax {
   static constexpr std::string_view target = "aten.amax.default";
   static constexpr std::string_view schema =
       "aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor";
-  // the gradient shared evenly among the elements equal to the extremum (torch's)
-  template <class C> static void vjp(C& c) {
-    const auto x = c.input("self");
-    const auto dims = c.reduced_dims("dim", c.rank(x));
-    const bool keep = c.args().flag_or_default("keepdim");
-    const auto hit = c.to(c.eq(x, c.expand_reduced(c.result(), c.shape(x), dims, keep)), c.scalar_type(x));
-    const auto share = c.div(hit, c.sum(hit, dims, true));
-    c.accumulate("self", c.mul(c.expand_reduced(c.grad(), c.shape(x), dims, keep), share));
-  }
+  template <class C> static void vjp(C& c) { detail::extremum_vjp(c); }
 };
 struct amin {
   static constexpr std::string_view target = "aten.amin.default";
   static constexpr std::string_view schema =
       "aten::amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor";
-  // the gradient shared evenly among the elements equal to the extremum (torch's)
-  template <class C> static void vjp(C& c) {
-    const auto x = c.input("self");
-    const auto dims = c.reduced_dims("dim", c.rank(x));
-    const bool keep = c.args().flag_or_default("keepdim");
-    const auto hit = c.to(c.eq(x, c.expand_reduced(c.result(), c.shape(x), dims, keep)), c.scalar_type(x));
-    const auto share = c.div(hit, c.sum(hit, dims, true));
-    c.accumulate("self", c.mul(c.expand_reduced(c.grad(), c.shape(x), dims, keep), share));
-  }
+  template <class C> static void vjp(C& c) { detail::extremum_vjp(c); }
 };
 struct logsumexp {
   static constexpr std::string_view target = "aten.logsumexp.default";
@@ -101,45 +118,13 @@ struct var_correction {
   static constexpr std::string_view target = "aten.var.correction";
   static constexpr std::string_view schema =
       "aten::var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor";
-  template <class C> static void vjp(C& c) {
-    const auto x = c.input("self");
-    const auto dims = c.reduced_dims("dim", c.rank(x));
-    const bool keep = c.args().flag_or_default("keepdim");
-    const double correction = c.args().has("correction") ? c.args().real("correction") : 1.0;
-    auto g = c.grad();
-    // d var / dx = 2 (x - mean) / (N - correction)
-    const auto centered = c.sub(x, c.mean(x, dims, true));
-    const auto scaled = c.mul(c.expand_reduced(g, c.shape(x), dims, keep), c.mul(centered, 2.0));
-    if (correction == 0.0) {
-      c.accumulate("self", c.divide_by_count(scaled, c.shape(x), dims));
-    } else {  // (N - correction: N from the graph where the extents are symbolic)
-      const auto n = c.sum(c.full_like(x, 1.0), dims, true);
-      c.accumulate("self", c.div(scaled, c.sub(n, correction)));
-    }
-  }
+  template <class C> static void vjp(C& c) { detail::variance_vjp(c, false); }
 };
 struct std_correction {
   static constexpr std::string_view target = "aten.std.correction";
   static constexpr std::string_view schema =
       "aten::std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor";
-  template <class C> static void vjp(C& c) {
-    const auto x = c.input("self");
-    const auto dims = c.reduced_dims("dim", c.rank(x));
-    const bool keep = c.args().flag_or_default("keepdim");
-    const double correction = c.args().has("correction") ? c.args().real("correction") : 1.0;
-    auto g = c.grad();
-    // std = sqrt(var): d std = d var / (2 std), 0 where std is 0 (torch's)
-    g = c.masked_fill(c.div(g, c.mul(c.result(), 2.0)), c.eq(c.result(), 0.0), 0.0);
-    // d var / dx = 2 (x - mean) / (N - correction)
-    const auto centered = c.sub(x, c.mean(x, dims, true));
-    const auto scaled = c.mul(c.expand_reduced(g, c.shape(x), dims, keep), c.mul(centered, 2.0));
-    if (correction == 0.0) {
-      c.accumulate("self", c.divide_by_count(scaled, c.shape(x), dims));
-    } else {  // (N - correction: N from the graph where the extents are symbolic)
-      const auto n = c.sum(c.full_like(x, 1.0), dims, true);
-      c.accumulate("self", c.div(scaled, c.sub(n, correction)));
-    }
-  }
+  template <class C> static void vjp(C& c) { detail::variance_vjp(c, true); }
 };
 }  // namespace aten
 
