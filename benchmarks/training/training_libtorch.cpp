@@ -76,7 +76,7 @@ void train_step(benchmark::State& state, Model& model, torch::Tensor x, torch::T
     opt.step();
     return loss;
   };
-  state.counters["loss"] = step().item<float>();
+  state.counters["loss"] = step().template item<float>();
   for (auto _ : state) step();
   state.counters["GFLOP/s"] = benchmark::Counter(3.0 * flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
