@@ -137,6 +137,37 @@ TYPEX_API auto typex::make_joint(const exported_program& ep, const joint_options
     }
   }
 
+  // a constant the trace computed from trainable parameters (an eager op on the module's tensors
+  // alone) would silently cut their gradients: refuse it, naming the op and the parameters
+  {
+    const ir::graph& fg = ep.graph();
+    std::vector<bool> feeds_loss(fg.size(), false);
+    ir::graph::for_each_ref(fg.output().args[request.loss], [&](ir::value_ref r) { feeds_loss[r.node] = true; });
+    for (std::size_t i = fg.size(); i-- > 0;)
+      if (feeds_loss[i] && fg[static_cast<ir::node_id>(i)].op != ir::node_op::output)
+        ir::graph::for_each_ref(fg[static_cast<ir::node_id>(i)], [&](ir::value_ref r) { feeds_loss[r.node] = true; });
+    for (std::size_t i = 0; i < placeholders.size(); ++i) {
+      const ir::node& ph = fg[placeholders[i]];
+      if (ph.derived_from.empty() || !feeds_loss[placeholders[i]]) continue;
+      std::vector<std::string> trained;
+      for (const std::string& src : ph.derived_from)
+        for (const input_spec& s : sig.input_specs())
+          if (s.arg == src && s.kind == input_kind::parameter && !detail::frozen_by(options.frozen, s.target)) trained.push_back(s.target);
+      if (trained.empty()) continue;
+      detail::raise<unsupported_error>([&](auto& w) {
+        w.put(who); w.put(": the constant '"); w.put(sig.input_specs()[i].target); w.put("' ("); w.put(ph.stack_trace);
+        w.put(") was computed from the parameter"); w.put(trained.size() > 1 ? "s " : " ");
+        for (std::size_t k = 0; k < trained.size(); ++k) {
+          if (k) w.put(", ");
+          w.put('\''); w.put(trained[k]); w.put('\'');
+        }
+        w.put(" while the model was traced (an op on the module's tensors alone runs then, and the program gets its result "
+              "as a constant), so no gradient would reach them; record the op with one operand made traced "
+              "(typex::as_traced(p, x) for a parameter p and a traced input x), or freeze them");
+      });
+    }
+  }
+
   ir::graph g = passes::differentiate(ep.graph(), request);
 
   std::vector<output_spec> outs = sig.output_specs();

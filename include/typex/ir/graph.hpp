@@ -83,6 +83,10 @@ struct node {
   std::vector<tensor_meta> vals;  // the values this node produces (one for most ops, none for output)
   std::vector<module_frame> nn_module_stack;
   std::string stack_trace;  // where the user's code recorded it: "model.cpp:12 in forward"
+  // A constant placeholder that an eager op computed while tracing from these placeholders (the
+  // module's tensors: `a + b` of two parameters runs then, and enters the program as its result):
+  // their names. make_joint refuses to take such a constant for one when the placeholders train.
+  std::vector<std::string> derived_from = {};
 };
 
 // A run-time assertion about the program's symbols (torch.export's _assert_scalar nodes): a fact the
@@ -118,6 +122,10 @@ class graph {
   // program's flat inputs; a tracer that finds an input late (a tensor constant) adds it where it
   // is and calls reorder() at the end.
   TYPEX_API node_id add_placeholder(std::string_view name_hint, tensor_meta meta);
+  // A constant placeholder computed while tracing from other placeholders (node::derived_from), by
+  // an op at `stack_trace`.
+  TYPEX_API node_id add_derived_placeholder(std::string_view name_hint, tensor_meta meta, std::vector<std::string> derived_from,
+                                            std::string stack_trace);
 
   // Appends a call: g.add_call({.target = op_id_of<relu_op>, .args = {value_ref{x}}, .vals = {meta}}).
   // Arguments must read existing values (graphs are built in topological order).
@@ -205,6 +213,14 @@ TYPEX_API auto typex::ir::graph::add_placeholder(std::string_view name_hint, ten
   n.name = unique_name(name_hint);
   n.vals.push_back(std::move(meta));
   return push(std::move(n));
+}
+
+TYPEX_API auto typex::ir::graph::add_derived_placeholder(std::string_view name_hint, tensor_meta meta,
+                                                      std::vector<std::string> derived_from, std::string stack_trace) -> node_id {
+  const node_id id = add_placeholder(name_hint, std::move(meta));
+  nodes_[id].derived_from = std::move(derived_from);
+  nodes_[id].stack_trace = std::move(stack_trace);
+  return id;
 }
 
 TYPEX_API auto typex::ir::graph::add_call(call c) -> node_id {

@@ -38,6 +38,16 @@ struct cnn_bn {  // 1x10x10: conv 3x3 1->4, batch norm, relu, max-pool 2, conv 3
     return cross_entropy(fc(flatten<1>(relu(conv2(h)))), y);
   }
 };
+// two parameters combined before they meet the input: traced only when one is made traced
+template <bool Traced>
+struct summed {
+  parameter<f32, fix<3>> a, b;
+  template <class X>
+  auto operator()(const X& x) const {
+    if constexpr (Traced) return sum(mul(add(as_traced(a, x), b), x));
+    else return sum(mul(add(a, b), x));  // (a + b runs while tracing: a constant to the program)
+  }
+};
 using block_t = nn::TransformerEncoderLayer<16, 2, 32, nn::activation::gelu, false, true>;
 struct causal_block {
   block_t block;
@@ -50,6 +60,8 @@ struct causal_block {
 BOOST_HANA_ADAPT_STRUCT(joint_models::mlp, fc1, fc2, fc3);
 BOOST_HANA_ADAPT_STRUCT(joint_models::causal_block, block);
 BOOST_HANA_ADAPT_STRUCT(joint_models::cnn_bn, conv1, bn1, conv2, fc);
+BOOST_HANA_ADAPT_STRUCT(joint_models::summed<false>, a, b);
+BOOST_HANA_ADAPT_STRUCT(joint_models::summed<true>, a, b);
 
 namespace {
 struct reference {
@@ -289,3 +301,33 @@ TEST_CASE("joint: frozen parameters get no gradient, and asking for what is not 
   CHECK_THROWS_WITH_AS(make_joint(make_joint(ep)), doctest::Contains("already has LOSS_OUTPUT outputs"), argument_error);
 }
 
+
+TEST_CASE("joint: a constant the trace computed from trainable parameters is refused, not a silent zero gradient") {
+  using spec = tensor_spec<f32, shape<fix<3>>>;
+  joint_models::summed<false> eager_sum;
+  init_module(eager_sum, 4);
+  const auto ep = export_program(eager_sum, input<"x">(spec()));
+  // the program reads a + b as a constant, lifted_tensor_0, whose placeholder says where it came from
+  CHECK(ep.signature().input_specs()[2].kind == input_kind::constant_tensor);
+  CHECK(ep.graph()[ep.graph().placeholders()[2]].derived_from == std::vector<std::string>{"p_a", "p_b"});
+  CHECK_THROWS_WITH_AS(make_joint(ep),
+                       doctest::Contains("typex::make_joint: the constant 'lifted_tensor_0' (aten.add.Tensor at joint.cpp"), unsupported_error);
+  CHECK_THROWS_WITH_AS(make_joint(ep), doctest::Contains("was computed from the parameters 'a', 'b' while the model was traced"),
+                       unsupported_error);
+  CHECK_NOTHROW(make_joint(ep, {.frozen = {"a", "b"}}));  // (frozen: a constant indeed)
+  CHECK_THROWS_WITH_AS(make_joint(ep, {.frozen = {"a"}}), doctest::Contains("from the parameter 'b' while"), unsupported_error);
+
+  // recorded (one operand traced): d/da = d/db = x
+  joint_models::summed<true> traced_sum;
+  init_module(traced_sum, 4);
+  const exported_program joint = make_joint(export_program(traced_sum, input<"x">(spec())));
+  any_tensor x(dtype::f32, {3});
+  for (index_t i = 0; i < 3; ++i) x.data<float>()[i] = static_cast<float>(i + 1);
+  const joint_outputs r = read_joint_outputs(joint, program_module<eigen_backend>(joint)({x}));
+  for (index_t i = 0; i < 3; ++i) {
+    CHECK(r.gradients.at("a").data<float>()[i] == x.data<float>()[i]);
+    CHECK(r.gradients.at("b").data<float>()[i] == x.data<float>()[i]);
+  }
+  // two gradients that are one value in the graph come out as two tensors of their own
+  CHECK(r.gradients.at("a").raw_data() != r.gradients.at("b").raw_data());
+}

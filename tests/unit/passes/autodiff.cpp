@@ -245,7 +245,7 @@ struct scale_op {
 };
 }  // namespace
 
-TEST_CASE("autodiff: an op without a derivative is an error naming the op, the node and the line; the pass checks its request") {
+TEST_CASE("autodiff: an op without a derivative is an error naming the op, the node and the line, and the pass checks its request") {
   ir::graph g;
   const ir::node_id w = g.add_placeholder("w", {dtype::f32, {3}});
   const ir::node_id s = g.add_call({.target = op_id_of<scale_op>, .args = {ir::value_ref{w}}, .vals = {{dtype::f32, {3}}},
@@ -267,7 +267,7 @@ TEST_CASE("autodiff: an op without a derivative is an error naming the op, the n
   CHECK_THROWS_WITH_AS(passes::differentiate(g, {.loss = 0, .wrt = {s}}), doctest::Contains("not a placeholder"), argument_error);
 }
 
-TEST_CASE("autodiff: a value used twice sums its gradients; a broadcast one is summed back to its shape") {
+TEST_CASE("autodiff: a value used twice sums its gradients, and a broadcast one is summed back to its shape") {
   // loss = sum(x * x + b), x [2, 3], b [3] (broadcast): dx = 2x, db = 2 (the rows summed)
   ir::graph g;
   const ir::node_id x = g.add_placeholder("x", {dtype::f64, {2, 3}});

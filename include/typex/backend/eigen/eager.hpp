@@ -11,6 +11,7 @@
 #include <typex/ir/op_arguments.hpp>
 #include <typex/ops/apply.hpp>
 #include <typex/tensor/host_tensor.hpp>
+#include <typex/trace/context.hpp>
 
 #include <array>
 #include <string>
@@ -22,7 +23,7 @@ namespace typex {
 template <>
 struct op_runner<eager_mode> {
   template <class Op, class... A>
-  static auto run(const Op& op, const std::source_location*, const A&... args) {
+  static auto run(const Op& op, const std::source_location* loc, const A&... args) {
     const auto spec = op.result(detail::spec_of_argument(args)...);
     using R = std::remove_cvref_t<decltype(spec)>;
     std::vector<any_tensor> erased;
@@ -50,6 +51,8 @@ struct op_runner<eager_mode> {
         for (const ir::value_ref& r : *l) list.push_back(&erased[r.node]);
     }
     const any_tensor out = eigen::run_kernel(eigen::kernel_args(op_id_of<Op>, ir_args, tensors, nullptr, list));
+    // (while a model is traced: an op on its tensors alone runs now; the trace remembers what from)
+    if (tracing_context* ctx = current_tracing_context()) ctx->note_eager(out, erased, Op::target, loc);
     return host_tensor<typename R::dtype_type, typename R::shape_type>::bind(out, Op::target);
   }
 };
