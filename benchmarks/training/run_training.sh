@@ -26,18 +26,26 @@ cmake --build build/bench -j2 --target "${targets[@]}" >/dev/null
 # LibTorch 2.x: the same peer source, built against the wheel's LibTorch
 py=${TORCH2_PY:-$PWD/build/peers/venv/bin/python}
 torch2=OFF
-if [ -x "$py" ] && prefix=$("$py" -c "import torch; print(torch.utils.cmake_prefix_path)" 2>/dev/null); then
+if [ -x "$py" ] && info=$("$py" -c "import torch, os; print(os.path.dirname(torch.__file__)); print(int(torch._C._GLIBCXX_USE_CXX11_ABI))" 2>/dev/null); then
+  dir=$(echo "$info" | sed -n 1p)
+  abi=$(echo "$info" | sed -n 2p)
   mkdir -p build/bench-torch2
+  # (the wheel's headers and libtorch_cpu + c10 named directly, as ../shared/peers/torch2/cpp does: the
+  # wheel's CMake config of a CUDA build pulls in libtorch_cuda and needs a matching CUDA toolkit)
   cat >build/bench-torch2/CMakeLists.txt <<CMAKE
 cmake_minimum_required(VERSION 3.21)
 project(typex_training_torch2 CXX)
-find_package(Torch REQUIRED)
 find_package(benchmark REQUIRED)
 add_executable(typex_training_libtorch2 $PWD/benchmarks/training/training_libtorch.cpp)
-target_link_libraries(typex_training_libtorch2 PRIVATE \${TORCH_LIBRARIES} benchmark::benchmark)
-target_compile_options(typex_training_libtorch2 PRIVATE -O3 -march=native)
+target_include_directories(typex_training_libtorch2 SYSTEM PRIVATE $dir/include $dir/include/torch/csrc/api/include)
+target_compile_definitions(typex_training_libtorch2 PRIVATE _GLIBCXX_USE_CXX11_ABI=$abi)
+target_link_directories(typex_training_libtorch2 PRIVATE $dir/lib)
+target_link_libraries(typex_training_libtorch2 PRIVATE torch_cpu c10 benchmark::benchmark)
+target_link_options(typex_training_libtorch2 PRIVATE -Wl,-rpath,$dir/lib)
+target_compile_features(typex_training_libtorch2 PRIVATE cxx_std_20)
+target_compile_options(typex_training_libtorch2 PRIVATE -O2 -march=native -Wno-deprecated-declarations)
 CMAKE
-  if cmake -S build/bench-torch2 -B build/bench-torch2/build -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" >/dev/null 2>&1 &&
+  if cmake -S build/bench-torch2 -B build/bench-torch2/build -DCMAKE_BUILD_TYPE=Release >/dev/null 2>&1 &&
      cmake --build build/bench-torch2/build -j2 >/dev/null 2>&1; then
     torch2=ON
   else
