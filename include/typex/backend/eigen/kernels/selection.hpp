@@ -98,8 +98,28 @@ inline any_tensor masked_fill(const kernel_args& a) {
   const any_tensor& m = a.tensor("mask");
   require_bool(a.target(), "mask", m);
   require_expands_to(a.target(), "mask", m, x.extents());
-  any_tensor out = x.clone();
   const double value = a.real("value");
+  // (a mask of the input's trailing shape — the same shape, or one broadcast over leading dims as
+  // an attention mask is — one pass per block, vectorizable: the derivatives of relu and of masked
+  // scores run here over whole activations)
+  const index_t inner = m.numel();
+  bool trailing = m.rank() <= x.rank();
+  for (std::size_t k = 0; trailing && k < m.rank(); ++k)
+    trailing = m.extents()[m.rank() - 1 - k] == x.extents()[x.rank() - 1 - k];
+  if (trailing && inner > 0) {
+    any_tensor out(x.scalar_type(), x.extents());
+    dispatch<false>(x.scalar_type(), a.target(), [&](auto tag) {
+      using T = decltype(tag);
+      const T v = convert<T>(value);
+      const bool* pm = m.data<bool>();
+      const T* px = x.data<T>();
+      T* po = out.data<T>();
+      for (index_t b = 0, blocks = x.numel() / inner; b < blocks; ++b)
+        for (index_t i = 0; i < inner; ++i) po[b * inner + i] = pm[i] ? v : px[b * inner + i];
+    });
+    return out;
+  }
+  any_tensor out = x.clone();
   const std::array<std::vector<index_t>, 1> strides{broadcast_strides(m.extents(), x.extents())};
   dispatch<false>(x.scalar_type(), a.target(), [&](auto tag) {
     using T = decltype(tag);
