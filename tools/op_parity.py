@@ -447,6 +447,11 @@ case("aten.scatter_add.default", [randn(4, 3, 2), 0, randint(0, 4, 2, 3, 2), ran
 case("aten.masked_scatter.default", [randn(3, 5), randn(3, 5) > 0, randn(20)])
 case("aten.masked_scatter.default", [randn(2, 3), randn(3) > 0, randn(2, 3)])
 
+xr = randn(3, 5)
+xr[0, 0] = 0.0  # (at the threshold: no gradient, as torch)
+case("aten.threshold_backward.default", [randn(3, 5), xr, 0.0], atol=0, rtol=0)
+case("aten.threshold_backward.default", [randn(2, 4, dtype=torch.float64), randn(2, 4, dtype=torch.float64), 0.25], atol=0, rtol=0)
+
 path = os.path.join("tests", "data", "parity", "ops.txt")
 os.makedirs(os.path.dirname(path), exist_ok=True)
 with open(path, "w") as f:

@@ -21,6 +21,18 @@ namespace typex {
 // The registry's tags for this header's ATen overloads (torch.ops.aten.<op>.<overload>): the op
 // types below are templates over static attributes, and every instantiation records one of these.
 namespace aten {
+// relu's gradient (torch's): grad_output where self > threshold, 0 elsewhere (NaN passes the
+// gradient through, as the comparison is false). Derivatives record it; one pass.
+struct threshold_backward {
+  static constexpr std::string_view target = "aten.threshold_backward.default";
+  static constexpr std::string_view schema =
+      "aten::threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor";
+  // linear in grad_output; piecewise constant in self (its derivative is 0 where it exists)
+  template <class C> static void vjp(C& c) {
+    c.accumulate("grad_output", c.emit(op_id_of<threshold_backward>, {c.grad(), c.input("self"), c.args().real("threshold")},
+                                       c.meta(c.input("grad_output"))));
+  }
+};
 struct _to_copy {
   static constexpr std::string_view target = "aten._to_copy.default";
   static constexpr std::string_view schema =
@@ -185,7 +197,9 @@ struct relu_op : detail::unary_pointwise {
   static constexpr std::string_view schema =
       "aten::relu(Tensor self) -> Tensor";
   // g where y > 0 (torch's threshold_backward on the result)
-  template <class C> static void vjp(C& c) { c.accumulate("self", c.masked_fill(c.grad(), c.le(c.result(), 0.0), 0.0)); }
+  template <class C> static void vjp(C& c) {
+    c.accumulate("self", c.emit(op_id_of<aten::threshold_backward>, {c.grad(), c.result(), 0.0}, c.meta(c.result())));
+  }
   static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.max(x, m.k(0)); }
 };
@@ -444,6 +458,6 @@ auto operator-(const X& x) { return apply_op(neg_op{}, nullptr, x); }
 // This header's ops, for the registry (ops/all.hpp).
 using unary_ops = op_list<neg_op, abs_op, relu_op, exp_op, log_op, sqrt_op, rsqrt_op, tanh_op, log1p_op, sin_op, cos_op, erf_op,
                          reciprocal_op, pow_scalar_op, clamp_op, sigmoid_op, silu_op, gelu_op, hardswish_op, logical_not_op,
-                         aten::_to_copy>;
+                         aten::_to_copy, aten::threshold_backward>;
 
 }  // namespace typex
