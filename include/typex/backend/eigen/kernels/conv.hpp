@@ -509,6 +509,35 @@ any_tensor pool2d_backward(const kernel_args& a) {
     using C = compute_t<T>;
     const auto& s = g.s;
     const index_t oh = g.oh, ow = g.ow;
+    if constexpr (Max && std::is_same_v<C, T>) {
+      if (max_pool_direct(g)) {  // (every window inside the image: no bounds to check, the sums in place)
+        parallel_for(s.n * s.c, s.h * s.w + oh * ow * g.k[0] * g.k[1], num_threads(), [&](index_t p0, index_t p1) {
+          for (index_t plane = p0; plane < p1; ++plane) {
+            const T* img = x.data<T>() + plane * s.h * s.w;
+            const T* gp = go.data<T>() + plane * oh * ow;
+            T* o = out.data<T>() + plane * s.h * s.w;
+            std::fill(o, o + s.h * s.w, T(0));
+            for (index_t y = 0; y < oh; ++y)
+              for (index_t xx = 0; xx < ow; ++xx) {
+                const index_t base = y * g.stride[0] * s.w + xx * g.stride[1];
+                T best = -std::numeric_limits<T>::infinity();
+                index_t at = base;  // (the forward's choice, as below)
+                for (index_t i = 0; i < g.k[0]; ++i)
+                  for (index_t j = 0; j < g.k[1]; ++j) {
+                    const index_t k = base + i * s.w + j;
+                    const T v = img[k];
+                    if (v > best || v != v) {
+                      best = v;
+                      at = k;
+                    }
+                  }
+                o[at] += gp[y * ow + xx];
+              }
+          }
+        });
+        return;
+      }
+    }
     parallel_for(s.n * s.c, s.h * s.w + oh * ow * g.k[0] * g.k[1], num_threads(), [&](index_t p0, index_t p1) {
       std::vector<C> acc(static_cast<std::size_t>(s.h * s.w));
       for (index_t plane = p0; plane < p1; ++plane) {
