@@ -12,8 +12,9 @@
 // Each op's derivative lives in the op's own definition (ops/<op>.hpp), as a template the pass
 // instantiates with its vjp_context:
 //
-//   template <class C> static void vjp(C& c) {             // relu: grad where x > 0
-//     c.accumulate("self", c.masked_fill(c.grad(), c.le(c.input("self"), 0.0), 0.0));
+//   template <class C> static void vjp(C& c) {             // sigmoid: g y (1 - y)
+//     const auto y = c.result();
+//     c.accumulate("self", c.mul(c.grad(), c.mul(y, c.add(c.neg(y), 1.0))));
 //   }
 //
 // c.grad() is the gradient flowing into the node's output, c.input("self") the forward value,
@@ -114,7 +115,8 @@ class graph_builder {
   // x with `value` where mask (broadcast to x) is true
   TYPEX_API value_ref masked_fill(value_ref x, value_ref mask, double value);
   TYPEX_API value_ref where(value_ref condition, value_ref a, value_ref b);
-  // reductions over `dims` (all dims when empty, as torch's sum(x, [])... is not: pass them all)
+  // reductions over `dims`, which the caller lists (an empty list reduces nothing: x itself, not
+  // torch's sum over every dim; sum_all sums every dim)
   TYPEX_API value_ref sum(value_ref x, std::vector<std::int64_t> dims, bool keepdim = false);
   TYPEX_API value_ref mean(value_ref x, std::vector<std::int64_t> dims, bool keepdim = false);
   // every element
