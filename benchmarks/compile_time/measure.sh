@@ -19,6 +19,7 @@ tus=("empty.cpp|empty.cpp|" "core_only.cpp|core_only.cpp|" "umbrella_only.cpp|um
 for m in mlp cnn transformer; do
   tus+=("export_$m.cpp (header-only)|export_$m.cpp|" "export_$m.cpp (typex::eigen)|export_$m.cpp|$sep")
 done
+tus+=("train_mlp.cpp (header-only)|train_mlp.cpp|" "train_mlp.cpp (typex::eigen)|train_mlp.cpp|$sep")
 tus+=("src/eigen_kernels.cpp (typex::eigen, once)|../../src/eigen_kernels.cpp|$sep"
      "src/runtime.cpp (typex::runtime, once)|../../src/runtime.cpp|-DTYPEX_SEPARATE_COMPILATION")
 compilers=("${CXX:-g++}")
