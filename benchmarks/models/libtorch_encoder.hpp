@@ -3,12 +3,33 @@
 // typex's: the LibTorch peer of the model benchmarks (inference) and of the training benchmarks.
 #pragma once
 
+#include "workloads.hpp"
+
 #include <torch/torch.h>
 
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace bench {
+// The block's parameters by typex's names, filled by workloads.hpp's fill_weights (as typex's).
+inline std::map<std::string, torch::Tensor> encoder_parameters() {
+  const std::pair<const char*, std::vector<int64_t>> shapes[] = {
+      {"self_attn.in_proj_weight", {768, 256}}, {"self_attn.in_proj_bias", {768}}, {"self_attn.out_proj.weight", {256, 256}},
+      {"self_attn.out_proj.bias", {256}},       {"linear1.weight", {1024, 256}},   {"linear1.bias", {1024}},
+      {"linear2.weight", {256, 1024}},          {"linear2.bias", {256}},           {"norm1.weight", {256}},
+      {"norm1.bias", {256}},                    {"norm2.weight", {256}},           {"norm2.bias", {256}}};
+  std::map<std::string, torch::Tensor> p;
+  for (const auto& [name, shape] : shapes) {
+    auto t = torch::empty(shape);
+    const auto n = static_cast<std::size_t>(t.numel());
+    fill_weights(name, t.data_ptr<float>(), n, shape.size() >= 2 ? n / static_cast<std::size_t>(shape[0]) : n);
+    p[name] = t;
+  }
+  return p;
+}
+
 inline torch::Tensor encoder_forward(std::map<std::string, torch::Tensor>& p, const torch::Tensor& x) {
   namespace F = torch::nn::functional;
   const auto b = x.size(0), s = x.size(1);

@@ -43,26 +43,7 @@ torch::nn::Sequential cnn() {
 // The post-norm encoder block with typex's parameter names, written with ATen ops.
 struct encoder {
   std::map<std::string, torch::Tensor> p;
-  encoder() {
-    auto param = [&](const std::string& name, std::vector<int64_t> shape) {
-      auto t = torch::empty(shape);
-      const auto n = static_cast<std::size_t>(t.numel());
-      bench::fill_weights(name, t.data_ptr<float>(), n, shape.size() >= 2 ? n / static_cast<std::size_t>(shape[0]) : n);
-      p[name] = t;
-    };
-    param("self_attn.in_proj_weight", {768, 256});
-    param("self_attn.in_proj_bias", {768});
-    param("self_attn.out_proj.weight", {256, 256});
-    param("self_attn.out_proj.bias", {256});
-    param("linear1.weight", {1024, 256});
-    param("linear1.bias", {1024});
-    param("linear2.weight", {256, 1024});
-    param("linear2.bias", {256});
-    param("norm1.weight", {256});
-    param("norm1.bias", {256});
-    param("norm2.weight", {256});
-    param("norm2.bias", {256});
-  }
+  encoder() : p(bench::encoder_parameters()) {}
   torch::Tensor forward(const torch::Tensor& x) { return bench::encoder_forward(p, x); }
 };
 

@@ -9,20 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPS=${REPS:-5}
 MIN_TIME=${MIN_TIME:-0.5}
-need=()
-dpkg -s libbenchmark-dev >/dev/null 2>&1 || need+=(libbenchmark-dev)
-dpkg -s libtorch-dev >/dev/null 2>&1 || need+=(libtorch-dev)
-dpkg -s libopenblas0-openmp >/dev/null 2>&1 || need+=(libopenblas0-openmp libopenblas0-pthread)
-if ((${#need[@]})) && [ "$(id -u)" = 0 ]; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" >/dev/null || true
-fi
-torch=OFF
-dpkg -s libtorch-dev >/dev/null 2>&1 && torch=ON
-CXX=${CXX:-g++} cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DTYPEX_BUILD_TESTS=OFF \
-  -DTYPEX_BUILD_EXAMPLES=OFF -DTYPEX_BENCHMARK_LIBTORCH=$torch >/dev/null
-targets=(typex_training)
-[ $torch = ON ] && targets+=(typex_training_libtorch)
-cmake --build build/bench -j2 --target "${targets[@]}" >/dev/null
+source benchmarks/build_bench.sh
+bench_build typex_training typex_training_libtorch
 # LibTorch 2.x: the same peer source, built against the wheel's LibTorch
 py=${TORCH2_PY:-$PWD/build/peers/venv/bin/python}
 torch2=OFF

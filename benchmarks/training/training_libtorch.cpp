@@ -39,24 +39,7 @@ torch::Tensor labels(int64_t n) {
 struct Block : torch::nn::Module {
   std::map<std::string, torch::Tensor> p;
   Block() {
-    auto param = [&](const std::string& name, std::vector<int64_t> shape) { p[name] = register_parameter(name_of(name), torch::empty(shape)); };
-    param("self_attn.in_proj_weight", {768, 256});
-    param("self_attn.in_proj_bias", {768});
-    param("self_attn.out_proj.weight", {256, 256});
-    param("self_attn.out_proj.bias", {256});
-    param("linear1.weight", {1024, 256});
-    param("linear1.bias", {1024});
-    param("linear2.weight", {256, 1024});
-    param("linear2.bias", {256});
-    param("norm1.weight", {256});
-    param("norm1.bias", {256});
-    param("norm2.weight", {256});
-    param("norm2.bias", {256});
-    torch::NoGradGuard guard;
-    for (auto& [name, t] : p) {
-      const auto n = static_cast<std::size_t>(t.numel());
-      bench::fill_weights(name, t.data_ptr<float>(), n, t.dim() >= 2 ? n / static_cast<std::size_t>(t.size(0)) : n);
-    }
+    for (const auto& [name, t] : bench::encoder_parameters()) p[name] = register_parameter(name_of(name), t);
   }
   static std::string name_of(std::string s) {  // (register_parameter refuses dots)
     for (auto& c : s) c = c == '.' ? '_' : c;

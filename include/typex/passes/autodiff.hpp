@@ -281,7 +281,25 @@ constexpr derivative_kind derivative_of() noexcept {
   else return derivative_kind::missing;
 }
 
-// What the registry says of op `id` (a user op, not listed: missing).
+namespace detail {
+using vjp_fn = void (*)(vjp_context&);
+TYPEX_API void add_user_derivative(op_id id, derivative_kind kind, vjp_fn fn);
+}  // namespace detail
+
+// Makes a user-defined op's derivative known to the pass (the registry's ops need nothing): its
+// `vjp`, or its `differentiable = false`. Idempotent; thread-safe.
+template <op_type Op>
+void register_derivative() {
+  constexpr derivative_kind k = derivative_of<Op>();
+  static_assert(k != derivative_kind::missing,
+                "typex::passes::register_derivative: the op defines no `template <class C> static void vjp(C& c)` and does "
+                "not declare `static constexpr bool differentiable = false`");
+  detail::vjp_fn fn = nullptr;
+  if constexpr (k == derivative_kind::defined) fn = [](vjp_context& c) { Op::vjp(c); };
+  detail::add_user_derivative(op_id_of<Op>, k, fn);
+}
+
+// What the registry (or register_derivative) says of op `id`; missing for an op neither knows.
 TYPEX_API derivative_kind derivative_kind_of(op_id id);
 
 // The forward graph followed by the backward of output `r.loss` with respect to `r.wrt`; the

@@ -243,6 +243,12 @@ struct scale_op {
   static constexpr std::string_view target = "my.scale.default";
   static constexpr std::string_view schema = "my::scale(Tensor self) -> Tensor";
 };
+// One with a derivative (y = 2 x): the pass finds it once registered.
+struct twice_op {
+  static constexpr std::string_view target = "my.twice.default";
+  static constexpr std::string_view schema = "my::twice(Tensor self) -> Tensor";
+  template <class C> static void vjp(C& c) { c.accumulate("self", c.mul(c.grad(), 2.0)); }
+};
 }  // namespace
 
 TEST_CASE("autodiff: an op without a derivative is an error naming the op, the node and the line, and the pass checks its request") {
@@ -258,13 +264,33 @@ TEST_CASE("autodiff: an op without a derivative is an error naming the op, the n
   CHECK_THROWS_WITH_AS(passes::differentiate(g, {.loss = 0, .wrt = {w}}),
                        "typex::passes::differentiate: my.scale.default (node 'scale', at model.cpp:7 in operator()) has no derivative: the op "
                        "defines none (an op gives one as `template <class C> static void vjp(C& c)`, or declares `static constexpr bool "
-                       "differentiable = false`); detach the value it computes from the parameters, or give the op its derivative",
+                       "differentiable = false`; a user-defined op then registers it with typex::passes::register_derivative<Op>()); "
+                       "detach the value it computes from the parameters, or give the op its derivative",
                        unsupported_error);
   // nothing flows through it when nothing asks: no error
   CHECK_NOTHROW(passes::differentiate(g, {.loss = 0, .wrt = {}}));
   CHECK_THROWS_WITH_AS(passes::differentiate(g, {.loss = 1, .wrt = {w}}), doctest::Contains("a loss is a floating-point scalar"), argument_error);
   CHECK_THROWS_WITH_AS(passes::differentiate(g, {.loss = 2, .wrt = {w}}), doctest::Contains("the graph has 2 outputs"), argument_error);
   CHECK_THROWS_WITH_AS(passes::differentiate(g, {.loss = 0, .wrt = {s}}), doctest::Contains("not a placeholder"), argument_error);
+}
+
+TEST_CASE("autodiff: a user-defined op's derivative is found once registered") {
+  ir::graph g;
+  const ir::node_id x = g.add_placeholder("x", {dtype::f32, {3}});
+  const ir::node_id t = g.add_call({.target = op_id_of<twice_op>, .args = {ir::value_ref{x}}, .vals = {{dtype::f32, {3}}}});
+  passes::graph_builder b(g);
+  g.set_output({b.sum_all(ir::value_ref{t})});
+  CHECK(passes::derivative_kind_of(op_id_of<twice_op>) == derivative_kind::missing);
+  CHECK_THROWS_AS(passes::differentiate(g, {.loss = 0, .wrt = {x}}), unsupported_error);
+  passes::register_derivative<twice_op>();
+  passes::register_derivative<twice_op>();  // (idempotent)
+  CHECK(passes::derivative_kind_of(op_id_of<twice_op>) == derivative_kind::defined);
+  const ir::graph joint = passes::differentiate(g, {.loss = 0, .wrt = {x}});
+  CHECK_NOTHROW(ir::verify(joint));
+  // the gradient: the seed expanded to x's shape, times 2
+  const ir::node& grad = joint[std::get<ir::value_ref>(joint.output().args[1]).node];
+  CHECK(grad.target == op_id_of<mul_op>);
+  CHECK(std::get<double>(grad.args[1]) == 2.0);
 }
 
 TEST_CASE("autodiff: a value used twice sums its gradients, and a broadcast one is summed back to its shape") {

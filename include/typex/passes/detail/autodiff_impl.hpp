@@ -5,6 +5,7 @@
 #include <typex/passes/autodiff.hpp>
 
 #include <algorithm>
+#include <mutex>
 #include <unordered_map>
 
 namespace typex::passes::detail {
@@ -16,7 +17,6 @@ inline std::optional<value_ref>& grad_slot(std::vector<std::vector<std::optional
   return per_node[r.index];
 }
 
-using vjp_fn = void (*)(vjp_context&);
 struct derivative_entry {
   derivative_kind kind = derivative_kind::missing;
   vjp_fn fn = nullptr;
@@ -37,6 +37,26 @@ std::unordered_map<op_id, derivative_entry> make_derivative_table(op_list<Ops...
 inline const std::unordered_map<op_id, derivative_entry>& derivative_table() {
   static const auto t = make_derivative_table(builtin_ops{});
   return t;
+}
+
+// The derivatives users registered (register_derivative<Op>).
+struct user_derivative_table {
+  std::mutex mutex;
+  std::unordered_map<op_id, derivative_entry> entries;
+};
+inline user_derivative_table& user_derivatives() {
+  static user_derivative_table t;
+  return t;
+}
+
+// Op `id`'s derivative: the registry's, else a registered one; kind missing when neither knows it.
+inline derivative_entry find_derivative(op_id id) {
+  const auto& t = derivative_table();
+  if (const auto it = t.find(id); it != t.end()) return it->second;
+  auto& u = user_derivatives();
+  const std::lock_guard lock(u.mutex);
+  const auto it = u.entries.find(id);
+  return it == u.entries.end() ? derivative_entry{} : it->second;
 }
 
 inline bool is_constant_one(const ir::sym_expr& e) { return e.is_constant() && *e.value() == 1; }
@@ -503,11 +523,13 @@ TYPEX_API auto vjp_context::unsupported(std::string_view why) const -> void {
 
 // ---- the pass -------------------------------------------------------------------------------
 
-TYPEX_API auto derivative_kind_of(op_id id) -> derivative_kind {
-  const auto& t = detail::derivative_table();
-  const auto it = t.find(id);
-  return it == t.end() ? derivative_kind::missing : it->second.kind;
+TYPEX_API auto detail::add_user_derivative(op_id id, derivative_kind kind, vjp_fn fn) -> void {
+  auto& u = user_derivatives();
+  const std::lock_guard lock(u.mutex);
+  u.entries[id] = derivative_entry{kind, fn};
 }
+
+TYPEX_API auto derivative_kind_of(op_id id) -> derivative_kind { return detail::find_derivative(id).kind; }
 
 TYPEX_API auto differentiate(const ir::graph& forward, const gradient_request& r) -> ir::graph {
   static constexpr std::string_view who = "typex::passes::differentiate";
@@ -569,28 +591,28 @@ TYPEX_API auto differentiate(const ir::graph& forward, const gradient_request& r
   c.set_origin(forward[loss.node].nn_module_stack, forward[loss.node].stack_trace);
   // (the seed reads nothing of the forward: a partition hands the backward no value for it)
   detail::grad_slot(grads, loss) = c.full({}, 1.0, loss_meta.scalar_type);
-  const auto& table = detail::derivative_table();
   for (std::size_t i = loss.node + 1; i-- > 0;) {
     const ir::node& f = forward[static_cast<ir::node_id>(i)];
     if (f.op != ir::node_op::call_function || !wanted[i] || !reaches[i]) continue;
     bool flows = false;
     for (const auto& s : grads[i]) flows = flows || s.has_value();
     if (!flows) continue;
-    const auto it = table.find(f.target);
-    if (it == table.end() || it->second.kind == derivative_kind::missing) {
+    const detail::derivative_entry d = detail::find_derivative(f.target);
+    if (d.kind == derivative_kind::missing) {
       typex::detail::raise<unsupported_error>([&](auto& w) {
         w.put(who); w.put(": "); w.put(f.target.name()); w.put(" (node '"); w.put(f.name); w.put('\'');
         if (!f.stack_trace.empty()) { w.put(", at "); w.put(f.stack_trace); }
         w.put(") has no derivative: the op defines none (an op gives one as `template <class C> static void vjp(C& c)`, "
-              "or declares `static constexpr bool differentiable = false`); detach the value it computes from the "
-              "parameters, or give the op its derivative");
+              "or declares `static constexpr bool differentiable = false`; a user-defined op then registers it with "
+              "typex::passes::register_derivative<Op>()); detach the value it computes from the parameters, or give the "
+              "op its derivative");
       });
     }
     const std::vector<const any_tensor*> no_tensors;
     const ir::call_args a(f.target, f.args, no_tensors);
     c.bind(static_cast<ir::node_id>(i), f, a, grads, wanted);
     c.set_origin(f.nn_module_stack, f.stack_trace);
-    it->second.fn(c);
+    d.fn(c);
   }
 
   // 4. the outputs: the forward's, then the gradients asked for
