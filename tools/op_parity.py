@@ -452,6 +452,12 @@ xr[0, 0] = 0.0  # (at the threshold: no gradient, as torch)
 case("aten.threshold_backward.default", [randn(3, 5), xr, 0.0], atol=0, rtol=0)
 case("aten.threshold_backward.default", [randn(2, 4, dtype=torch.float64), randn(2, 4, dtype=torch.float64), 0.25], atol=0, rtol=0)
 
+# typex's own random op, the mask a training-mode dropout multiplies by (0 or 1 / (1 - p)): its
+# deterministic ends here (p = 0 keeps every element, p = 1 none); its statistics, and that it is
+# dropout's mask bit for bit, in tests/unit/backend/random.cpp
+case("typex.dropout_mask.default", [randn(3, 4), 0.0], fn=lambda x, p: torch.ones_like(x), atol=0, rtol=0)
+case("typex.dropout_mask.default", [randn(2, 5, dtype=torch.float64), 1.0], fn=lambda x, p: torch.zeros_like(x), atol=0, rtol=0)
+
 path = os.path.join("tests", "data", "parity", "ops.txt")
 os.makedirs(os.path.dirname(path), exist_ok=True)
 with open(path, "w") as f:

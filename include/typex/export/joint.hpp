@@ -168,16 +168,15 @@ TYPEX_API auto typex::make_joint(const exported_program& ep, const joint_options
     }
   }
 
-  ir::graph g = passes::differentiate(ep.graph(), request);
+  // (a training-mode dropout becomes input * its mask, so that the backward multiplies by the mask
+  // the forward drew; placeholders keep their positions)
+  ir::graph g = passes::differentiate(passes::expose_dropout_masks(ep.graph()), request);
 
   std::vector<output_spec> outs = sig.output_specs();
   outs[first_user + options.loss].kind = output_kind::loss_output;
+  outs.insert(outs.end(), grads.begin(), grads.end());
   const ir::node& out = g.output();
-  for (std::size_t k = 0; k < grads.size(); ++k) {
-    const auto r = std::get<ir::value_ref>(out.args[sig.output_specs().size() + k]);
-    grads[k].arg = g[r.node].name;
-    outs.push_back(grads[k]);
-  }
+  for (std::size_t k = 0; k < outs.size(); ++k) outs[k].arg = g[std::get<ir::value_ref>(out.args[k]).node].name;
   return exported_program(std::move(g), graph_signature(sig.input_specs(), std::move(outs)), ep.state_dict(), ep.constants(),
                           ep.ranges(), ep.module_call_graph(), ep.example_inputs());
 }

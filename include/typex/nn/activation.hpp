@@ -1,10 +1,12 @@
 // typex/nn/activation.hpp — parameterless modules: ReLU, GELU, SiLU, Tanh, Sigmoid, Dropout, Flatten.
 //
 // They are modules (not just functions) so that they appear in the nn_module_stack and the module
-// call graph as PyTorch's do. Dropout is the identity: exported programs are inference programs
-// (torch: model.eval()), so nothing is recorded for it.
+// call graph as PyTorch's do. Dropout is the identity in eval mode (nothing is recorded), and in
+// training mode (typex::train(model)) records aten.dropout.default(x, p, True), which draws its mask
+// from the calling thread's random stream (typex::manual_seed) eagerly and in the program alike.
 #pragma once
 
+#include <typex/ops/attention.hpp>
 #include <typex/ops/shape_ops.hpp>
 #include <typex/ops/unary.hpp>
 #include <typex/trace/context.hpp>
@@ -66,12 +68,15 @@ struct Sigmoid {
 
 struct Dropout {
   BOOST_HANA_DEFINE_STRUCT(Dropout);
-  double p = 0.5;  // kept for parity with PyTorch's module; inference ignores it
+  double p = 0.5;
+  bool training = false;  // as torch's module.train() (typex::train / typex::eval set it model-wide)
   template <class X>
-  X operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
     const library_call site(loc);
     const module_scope scope(*this, x);
-    return scope.returns(x);
+    using R = decltype(typex::dropout(x, p, true));
+    if (!training || p == 0.0) return scope.returns(R(x));
+    return scope.returns(typex::dropout(x, p, true));
   }
 };
 

@@ -15,7 +15,8 @@
 //       weights), the weights [N, L, S] averaged over heads (Average) or [N, H, L, S]; is_causal
 //       is torch's hint that attn_mask is the causal mask (it needs one, as in torch).
 // TransformerEncoderLayer: self_attn, linear1, dropout, linear2, norm1, norm2, dropout1, dropout2;
-// post-norm by default (NormFirst for pre-norm); activation ReLU (PyTorch's default) or GELU.
+// post-norm by default (NormFirst for pre-norm); activation ReLU (PyTorch's default) or GELU;
+// dropout 0.1 as torch's (in training mode only: typex::train(model); set_dropout(p) changes it).
 #pragma once
 
 #include <typex/nn/activation.hpp>
@@ -58,6 +59,8 @@ struct MultiheadAttention {
   using out_proj_t = NonDynamicallyQuantizableLinear<E, DT>;
   BOOST_HANA_DEFINE_STRUCT(MultiheadAttention, (in_weight_t, in_proj_weight), (in_bias_t, in_proj_bias),
                            (out_proj_t, out_proj));
+  double dropout = 0.0;   // on the attention weights, in training mode (torch's dropout argument)
+  bool training = false;  // as torch's module.train() (typex::train / typex::eval)
 
   template <class Q, class K, class V>
   auto operator()(const Q& query, const K& key, const V& value,
@@ -186,7 +189,10 @@ struct MultiheadAttention {
         return masked(with_attn_mask, m4);
       }
     }();
-    const auto weights = typex::softmax<-1>(with_masks);
+    const auto probabilities = typex::softmax<-1>(with_masks);
+    // (torch drops attention weights in training mode; the weights returned are the dropped ones)
+    using W = std::remove_cvref_t<decltype(probabilities)>;
+    const W weights = training && dropout > 0 ? W(typex::dropout(probabilities, dropout, true)) : probabilities;
     const auto o = typex::transpose<1, 2>(typex::matmul(weights, vh));  // [N, L, H, head_dim]
     const auto merged = typex::reshape(o, reshape_to(o.shape().template get<0>(), o.shape().template get<1>(), fix<E>{}));
     if constexpr (NeedWeights) {
@@ -213,6 +219,10 @@ struct TransformerEncoderLayer {
 
   static constexpr nn::input_rule input_rule{.module = "nn::TransformerEncoderLayer", .parameter = "d_model", .dim = -1,
                                              .extent = D, .layout = "[..., #]"};
+
+  // torch's dropout=0.1, in its four places (used in training mode only)
+  TransformerEncoderLayer() noexcept { set_dropout(0.1); }
+  void set_dropout(double p) noexcept { self_attn.dropout = dropout.p = dropout1.p = dropout2.p = p; }
 
   template <class X>
   auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {

@@ -14,6 +14,7 @@
 
 #include <typex/ops/op.hpp>
 #include <typex/core/rules/matmul.hpp>
+#include <typex/core/random.hpp>
 #include <typex/core/rules/permute.hpp>
 #include <typex/ops/apply.hpp>
 #include <typex/ops/tensor_like.hpp>
@@ -73,6 +74,7 @@ struct scaled_dot_product_attention_op {
   }
   static constexpr std::size_t attributes_at = 4;  // (query, key, value, attn_mask, dropout_p, is_causal, scale)
   attention_options options;
+  constexpr bool draws() const noexcept { return options.dropout_p > 0; }  // (one draw: the weights' dropout)
 
   template <class Q, class K, class V, class M>
   static constexpr auto result(const Q& q, const K& k, const V& v, const M& mask) {
@@ -110,19 +112,26 @@ auto scaled_dot_product_attention(const Q& q, const K& k, const V& v, const M& m
 }
 
 // Zeroes each element with probability p and scales the rest by 1 / (1 - p) when `train`;
-// the identity otherwise. The Eigen backend draws from its own generator (eigen::manual_seed).
+// the identity otherwise. A training-mode call with p > 0 takes one draw of the calling thread's
+// random stream (core/random.hpp: typex::manual_seed), eagerly and in a program alike, so a model
+// and its exported program draw the same masks from the same state.
 struct dropout_op {
   static constexpr std::string_view target = "aten.dropout.default";
   static constexpr std::string_view schema =
       "aten::dropout(Tensor input, float p, bool train) -> Tensor";
-  // identity in eval mode (or p == 0); a training-mode dropout's mask is not an output of the op
+  // identity in eval mode (or p == 0); in training the mask is needed: make_joint first rewrites
+  // each training-mode dropout as input * typex.dropout_mask(input, p) (passes::expose_dropout_masks),
+  // whose product's derivative reads the mask it drew
   template <class C> static void vjp(C& c) {
     if (c.args().flag("train") && c.args().real("p") != 0.0)
-      c.unsupported("dropout in training mode: the mask it drew is not kept by the program (export in eval mode)");
+      c.unsupported("dropout in training mode: its mask is not a value of the graph (run passes::expose_dropout_masks "
+                    "first, as typex::make_joint does)");
     c.accumulate("input", c.grad());
   }
   double p = 0.5;
   bool train = true;
+  // (a call that takes a draw: never folded into a constant, never run while tracing)
+  constexpr bool draws() const noexcept { return train && p > 0; }
   template <class X>
   static constexpr X result(const X& x) {
     static_assert(is_floating_point(X::dtype_type::value), "typex::dropout: the input must be floating-point");
@@ -144,7 +153,37 @@ auto dropout(const X& x, double p, bool train, const std::source_location& loc =
   return apply_op(dropout_op{.p = p, .train = train}, &loc, x);
 }
 
+// The mask of a training-mode dropout, as a value: 0 where an element is dropped, 1 / (1 - p)
+// where it is kept, in the input's dtype and shape (the input gives only those), from one draw.
+// `dropout(x, p, true)` is `x * dropout_mask(x, p)` from the same state, bit for bit; a joint
+// program computes it so, and its derivative multiplies by the mask the forward drew.
+struct dropout_mask_op {
+  static constexpr std::string_view target = "typex.dropout_mask.default";
+  static constexpr std::string_view schema = "typex::dropout_mask(Tensor input, float p) -> Tensor";
+  static constexpr bool differentiable = false;  // (random: a constant of the input)
+  double p = 0.5;
+  constexpr bool draws() const noexcept { return true; }
+  template <class X>
+  static constexpr X result(const X& x) {
+    static_assert(is_floating_point(X::dtype_type::value), "typex::dropout_mask: the input must be floating-point");
+    return x;
+  }
+  template <class W>
+  void attributes(W&& w) const {
+    w(p);
+  }
+};
+template <tensor_like X>
+auto dropout_mask(const X& x, double p, const std::source_location& loc = std::source_location::current()) {
+  if (!(p >= 0.0 && p <= 1.0)) {
+    detail::raise<argument_error>([&](auto& w) {
+      w.put("typex::dropout_mask: the probability "); w.put(std::to_string(p)); w.put(" is not in [0, 1]");
+    });
+  }
+  return apply_op(dropout_mask_op{.p = p}, &loc, x);
+}
+
 // This header's ops, for the registry (ops/all.hpp).
-using attention_ops = op_list<scaled_dot_product_attention_op, dropout_op>;
+using attention_ops = op_list<scaled_dot_product_attention_op, dropout_op, dropout_mask_op>;
 
 }  // namespace typex

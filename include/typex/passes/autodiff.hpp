@@ -306,6 +306,14 @@ TYPEX_API derivative_kind derivative_kind_of(op_id id);
 // outputs: the forward's, then one gradient per `wrt` entry.
 TYPEX_API ir::graph differentiate(const ir::graph& forward, const gradient_request& r);
 
+// `graph` with each training-mode dropout (aten.dropout with train and p > 0) written as
+// `input * typex.dropout_mask(input, p)`: the same draw, the same numbers bit for bit, and a mask
+// that is a value of the graph, which the product's derivative reads (as aot_autograd's joint
+// graphs keep native_dropout's mask for the backward). The product keeps the dropout's name,
+// module stack and stack trace; every other node is copied as it is. make_joint runs it before
+// differentiate. `exposed`, when given, receives how many dropouts were rewritten.
+TYPEX_API ir::graph expose_dropout_masks(const ir::graph& graph, std::size_t* exposed = nullptr);
+
 }  // namespace typex::passes
 
 // ---- definitions: compiled once in typex::runtime, or inline here in header-only builds

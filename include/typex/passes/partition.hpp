@@ -1,7 +1,7 @@
 // typex/passes/partition.hpp — a joint forward/backward graph split into a forward graph and a
 // backward graph (aot_autograd's partitioners).
 //
-//   passes::partition p = passes::partition_joint(joint, n_forward_outputs, first_backward, {.recompute = true, .sizes = s});
+//   passes::partition p = passes::partition_joint(joint, n_forward_outputs, {.recompute = true, .sizes = s});
 //
 // The joint graph (passes::differentiate's) returns the forward's outputs, then the gradients. The
 // nodes that depend on the gradient flowing back (the backward) go to the backward graph; the
@@ -55,6 +55,11 @@ TYPEX_API bool banned_from_recomputation(op_id op);
 // first `forward_outputs` outputs are the forward's.
 TYPEX_API partition partition_joint(const ir::graph& joint, std::size_t forward_outputs, std::size_t first_backward,
                                     const partition_options& options = {});
+// The same, with the backward's first node found: the first call that is not a shape assertion and
+// that no forward output depends on (differentiate's gradient seed; what precedes it is the
+// forward, every node of which an exported graph keeps only for its outputs).
+TYPEX_API partition partition_joint(const ir::graph& joint, std::size_t forward_outputs, const partition_options& options = {});
+TYPEX_API std::size_t backward_start(const ir::graph& joint, std::size_t forward_outputs);
 
 // Bytes of a value's metadata with `sizes`' symbols (unbound: 1).
 TYPEX_API std::int64_t bytes_of(const ir::tensor_meta& m, const symbol_table& sizes);

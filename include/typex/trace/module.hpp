@@ -11,6 +11,7 @@
 //   named_buffers(m)          buffers, persistent and not
 //   state_dict(m)             parameters and persistent buffers, every name (tied ones twice)
 //   load_state_dict(m, sd)    copies values in, checking names, dtypes and shapes
+//   train(m) / eval(m)        training or evaluation mode, model-wide (torch's module.train())
 #pragma once
 
 #include <typex/core/sentence.hpp>
@@ -176,6 +177,23 @@ load_result load_state_dict(M& m, const named_tensors& sd, bool strict = true) {
       dst.emplace_back(fqn, t.erase());  // (shares the member's storage: the copy lands in the model)
   });
   return detail::load_named(dst, sd, strict, "typex::load_state_dict");
+}
+
+// Training mode (mode = true) or evaluation mode for m and every submodule that has one (a
+// `training` member: nn::Dropout, nn::BatchNorm1d/2d, nn::MultiheadAttention, a user's module), as
+// torch's module.train(mode) / module.eval(): export records what the mode does (training-mode
+// dropout draws a mask; batch norm uses the batch's statistics and updates the running ones).
+// Returns m, so that `typex::export_program(typex::eval(model), x)` reads as torch's.
+template <module_type M>
+M& train(M& m, bool mode = true) {
+  for_each_submodule(m, [&](const std::string&, auto& sub) {
+    if constexpr (requires { sub.training = mode; }) sub.training = mode;
+  });
+  return m;
+}
+template <module_type M>
+M& eval(M& m) {
+  return train(m, false);
 }
 
 }  // namespace typex

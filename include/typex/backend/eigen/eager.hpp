@@ -50,6 +50,19 @@ struct op_runner<eager_mode> {
       if (const auto* l = std::get_if<std::vector<ir::value_ref>>(&ir_args[i]))
         for (const ir::value_ref& r : *l) list.push_back(&erased[r.node]);
     }
+    // (a random op on tensors the trace does not follow would run now, and its draw enter the program
+    // as a constant: the same mask on every call)
+    if constexpr (requires { op.draws(); }) {
+      if (op.draws() && current_tracing_context() != nullptr) {
+        detail::raise<unsupported_error>([&](auto& w) {
+          w.put("typex: "); w.put(Op::target);
+          if (loc != nullptr) { w.put(" at "); w.put(format_location(*loc)); }
+          w.put(" draws random numbers from tensors that are not traced while the model is traced: it would run now, and "
+                "the program would get its result as a constant (the same mask on every call); give it a traced operand "
+                "(typex::as_traced(t, x) for a module tensor t and a traced input x)");
+        });
+      }
+    }
     const any_tensor out = eigen::run_kernel(eigen::kernel_args(op_id_of<Op>, ir_args, tensors, nullptr, list));
     // (while a model is traced: an op on its tensors alone runs now; the trace remembers what from)
     if (tracing_context* ctx = current_tracing_context()) ctx->note_eager(out, erased, Op::target, loc);

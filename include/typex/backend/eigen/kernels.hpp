@@ -85,8 +85,8 @@ void register_kernel() {
   detail::add_kernel(op_id_of<Op>, &kernel<Op>::run);
 }
 
-// Seeds the calling thread's generator, which dropout draws from (each thread has its own; the
-// default seed is fixed, so runs repeat).
+// typex::manual_seed (core/random.hpp), under its earlier name: seeds the calling thread's stream,
+// which dropout draws from.
 TYPEX_EIGEN_API void manual_seed(std::uint64_t seed);
 
 // Runs the kernel for `target`; an op the backend does not run throws typex::unsupported_error.

@@ -14,6 +14,7 @@
 #include <typex/backend/eigen/kernels.hpp>
 #include <typex/backend/eigen/plan.hpp>
 #include <typex/core/half.hpp>
+#include <typex/core/random.hpp>
 #include <typex/core/rules/conv.hpp>
 #include <typex/ir/typed_call.hpp>
 #include <typex/ops/all.hpp>
@@ -28,7 +29,6 @@
 #include <limits>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <type_traits>
 #include <unordered_map>
 
@@ -112,7 +112,7 @@ TYPEX_EIGEN_API kernel_fn find_kernel(op_id op) {
   return it == t.kernels.end() ? nullptr : it->second;
 }
 
-TYPEX_EIGEN_API void manual_seed(std::uint64_t seed) { detail::generator().seed(seed); }
+TYPEX_EIGEN_API void manual_seed(std::uint64_t seed) { typex::manual_seed(seed); }
 
 TYPEX_EIGEN_API std::vector<op_id> kernel_ops() {
   detail::kernel_table& t = detail::kernels();

@@ -626,4 +626,52 @@ TYPEX_API auto differentiate(const ir::graph& forward, const gradient_request& r
   return g;
 }
 
+TYPEX_API auto expose_dropout_masks(const ir::graph& graph, std::size_t* exposed) -> ir::graph {
+  ir::graph g;
+  std::vector<ir::node_id> remap(graph.size(), 0);
+  const auto moved = [&](ir::argument a) {
+    if (auto* r = std::get_if<value_ref>(&a)) r->node = remap[r->node];
+    else if (auto* l = std::get_if<std::vector<value_ref>>(&a))
+      for (value_ref& e : *l) e.node = remap[e.node];
+    return a;
+  };
+  std::size_t count = 0;
+  for (ir::node_id i = 0; i < graph.size(); ++i) {
+    const ir::node& f = graph[i];
+    if (f.op == ir::node_op::placeholder) {
+      remap[i] = f.derived_from.empty() ? g.add_placeholder(f.name, f.vals.front())
+                                        : g.add_derived_placeholder(f.name, f.vals.front(), f.derived_from, f.stack_trace);
+      continue;
+    }
+    if (f.op == ir::node_op::output) {
+      std::vector<value_ref> outs;
+      for (const ir::argument& a : f.args) outs.push_back(std::get<value_ref>(moved(a)));
+      remap[i] = g.set_output(std::move(outs));
+      continue;
+    }
+    std::vector<ir::argument> args;
+    for (const ir::argument& a : f.args) args.push_back(moved(a));
+    std::vector<std::pair<std::string, ir::argument>> kwargs;
+    for (const auto& [k, a] : f.kwargs) kwargs.emplace_back(k, moved(a));
+    if (f.target == op_id_of<dropout_op>) {
+      const std::vector<const any_tensor*> no_tensors;
+      const ir::call_args a(f.target, args, no_tensors);
+      if (a.flag("train") && a.real("p") > 0) {
+        const value_ref x = std::get<value_ref>(args.front());
+        graph_builder b(g);
+        b.set_origin(f.nn_module_stack, f.stack_trace);
+        const value_ref mask = b.emit(op_id_of<dropout_mask_op>, {x, a.real("p")}, g.meta(x));
+        remap[i] = g.add_call({.target = op_id_of<mul_op>, .args = {x, mask}, .vals = f.vals, .name_hint = f.name,
+                               .nn_module_stack = f.nn_module_stack, .stack_trace = f.stack_trace});
+        ++count;
+        continue;
+      }
+    }
+    remap[i] = g.add_call({.target = f.target, .args = std::move(args), .kwargs = std::move(kwargs), .vals = f.vals,
+                           .name_hint = f.name, .nn_module_stack = f.nn_module_stack, .stack_trace = f.stack_trace});
+  }
+  if (exposed != nullptr) *exposed = count;
+  return g;
+}
+
 }  // namespace typex::passes

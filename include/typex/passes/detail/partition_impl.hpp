@@ -267,3 +267,27 @@ TYPEX_API auto typex::passes::partition_joint(const ir::graph& joint, std::size_
   p.backward.set_output(std::move(bouts));
   return p;
 }
+
+TYPEX_API auto typex::passes::backward_start(const ir::graph& joint, std::size_t forward_outputs) -> std::size_t {
+  static constexpr std::string_view who = "typex::passes::partition_joint";
+  if (!joint.has_output()) typex::detail::raise_message<ir::graph_error>(std::string(who) + ": the graph has no output node");
+  const ir::node& out = joint.output();
+  if (forward_outputs > out.args.size())
+    typex::detail::raise_message<argument_error>(std::string(who) + ": more forward outputs than the graph has outputs");
+  const std::size_t n = joint.size() - 1;
+  std::vector<bool> fwd_needed(n, false);
+  for (std::size_t k = 0; k < forward_outputs; ++k)
+    ir::graph::for_each_ref(out.args[k], [&](ir::value_ref r) { fwd_needed[r.node] = true; });
+  for (std::size_t i = n; i-- > 0;)
+    if (fwd_needed[i]) ir::graph::for_each_ref(joint[static_cast<ir::node_id>(i)], [&](ir::value_ref r) { fwd_needed[r.node] = true; });
+  for (std::size_t i = 0; i < n; ++i) {
+    const ir::node& node = joint[static_cast<ir::node_id>(i)];
+    if (node.op == ir::node_op::call_function && !ir::is_assertion(node) && !fwd_needed[i]) return i;
+  }
+  typex::detail::raise_message<argument_error>(std::string(who) + ": the graph has no backward (every node computes a forward output)");
+}
+
+TYPEX_API auto typex::passes::partition_joint(const ir::graph& joint, std::size_t forward_outputs, const partition_options& options)
+    -> partition {
+  return partition_joint(joint, forward_outputs, backward_start(joint, forward_outputs), options);
+}

@@ -12,35 +12,51 @@ namespace typex::eigen::detail {
 
 // attention, dropout, losses
 
-// The generator dropout draws from: one per thread, seeded by manual_seed (default seed 0x5EED).
-inline std::mt19937_64& generator() {
-  thread_local std::mt19937_64 g(0x5EEDu);
-  return g;
-}
-
-// Zeroes elements of a floating tensor with probability p, scales the rest by 1 / (1 - p).
+// Dropout's mask from one draw of the thread's stream (core/random.hpp): element i kept (scaled by
+// 1 / (1 - p)) or zeroed, the same function of (draw, i) wherever it is computed. `scale` is what a
+// kept element is multiplied by, in T: the eager op, the exported program and the joint program's
+// mask (typex.dropout_mask, then a multiplication) all compute x * T(1 / (1 - p)), bit for bit.
 template <class T>
-void dropout_in_place(T* p, index_t n, double prob) {
-  if (prob <= 0) return;
-  if (prob >= 1) {
-    std::fill(p, p + n, T(0));
-    return;
-  }
-  std::bernoulli_distribution keep(1.0 - prob);
-  const T scale = convert<T>(1.0 / (1.0 - prob));
-  auto& g = generator();
-  for (index_t i = 0; i < n; ++i) p[i] = keep(g) ? convert<T>(convert<compute_t<T>>(p[i]) * convert<compute_t<T>>(scale)) : T(0);
+T dropout_scale(double prob) {
+  return prob >= 1 ? T(0) : convert<T>(1.0 / (1.0 - prob));
+}
+template <class T>
+void dropout_in_place(T* p, index_t n, double prob, rng_state draw) {
+  const T scale = dropout_scale<T>(prob);
+  for_each_kept(draw, keep_threshold(prob), 0, static_cast<std::uint64_t>(n), [&](std::uint64_t i, bool kept) {
+    p[i] = kept ? convert<T>(convert<compute_t<T>>(p[i]) * convert<compute_t<T>>(scale)) : T(0);
+  });
 }
 
-// (input, p, train)
+// (input, p, train): one draw when training with p > 0 (p = 0 and eval mode take none, in every
+// mode of execution alike)
 inline any_tensor dropout(const kernel_args& a) {
   const any_tensor& x = a.tensor("input");
   const double p = a.real("p");
   if (!(p >= 0 && p <= 1)) a.fail_text("p", "is not a probability in [0, 1]");
   any_tensor out = x.clone();
-  if (a.flag("train")) {
-    dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) { dropout_in_place(out.data<decltype(tag)>(), out.numel(), p); });
+  if (a.flag("train") && p > 0) {
+    const rng_state draw = take_draw();
+    dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) { dropout_in_place(out.data<decltype(tag)>(), out.numel(), p, draw); });
   }
+  return out;
+}
+
+// (input, p): the mask a training-mode dropout multiplies by (0 or 1 / (1 - p), in the input's
+// dtype and shape), one draw
+inline any_tensor dropout_mask(const kernel_args& a) {
+  const any_tensor& x = a.tensor("input");
+  const double p = a.real("p");
+  if (!(p >= 0 && p <= 1)) a.fail_text("p", "is not a probability in [0, 1]");
+  any_tensor out(x.scalar_type(), x.extents());
+  const rng_state draw = take_draw();
+  dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    T* po = out.data<T>();
+    const T scale = dropout_scale<T>(p);
+    for_each_kept(draw, keep_threshold(p), 0, static_cast<std::uint64_t>(out.numel()),
+                  [&](std::uint64_t i, bool kept) { po[i] = kept ? scale : T(0); });
+  });
   return out;
 }
 
@@ -98,7 +114,7 @@ inline any_tensor scaled_dot_product_attention(const kernel_args& a) {
       }
     }
     softmax_rows(ps, ps, scores.numel() / std::max<index_t>(s, 1), s, false, 1);
-    if (dropout_p > 0) dropout_in_place(ps, scores.numel(), dropout_p);
+    if (dropout_p > 0) dropout_in_place(ps, scores.numel(), dropout_p, take_draw());
   });
   return matmul_of(a.target(), scores, v);
 }
@@ -225,6 +241,7 @@ inline any_tensor mse_loss(const kernel_args& a) {
 namespace typex::eigen {
 TYPEX_EIGEN_KERNEL(scaled_dot_product_attention_op, detail::scaled_dot_product_attention);
 TYPEX_EIGEN_KERNEL(dropout_op, detail::dropout);
+TYPEX_EIGEN_KERNEL(dropout_mask_op, detail::dropout_mask);
 TYPEX_EIGEN_KERNEL(aten::cross_entropy_loss, detail::cross_entropy);
 TYPEX_EIGEN_KERNEL(aten::nll_loss, detail::nll_loss);
 TYPEX_EIGEN_KERNEL(aten::mse_loss, detail::mse_loss);
