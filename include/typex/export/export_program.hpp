@@ -498,10 +498,23 @@ auto export_program(const export_options& options, const M& module, const In&...
                 "captured from outside the module); make it a typex::buffer member so the program carries it");
         });
   }
+  // then the user inputs written (USER_INPUT_MUTATION, in the inputs' order)
+  std::vector<std::pair<ir::node_id, ir::value_ref>> input_writes = ctx.input_mutations();
+  std::sort(input_writes.begin(), input_writes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [placeholder, value] : input_writes) {
+    if (placeholder < first_user || placeholder >= first_user + n_user) {  // (a constant lifted while tracing)
+      detail::raise<unsupported_error>([&](auto& w) {
+        w.put("typex::export_program: the module writes to the tensor constant '"); w.put(g[placeholder].name);
+        w.put("' (a tensor captured from outside the module); make it a typex::buffer member so the program carries it");
+      });
+    }
+    outs.push_back(value);
+  }
+  const std::size_t n_buffer_mutations = mutated.size();
   const std::size_t n_mutations = outs.size();
   for_each_leaf(outputs, [&](const auto& leaf) {
     using L = std::remove_cvref_t<decltype(leaf)>;
-    if constexpr (traced_type<L>) outs.push_back(leaf.value());
+    if constexpr (traced_type<L>) outs.push_back(ctx.current(leaf.value()));
     else if constexpr (host_tensor_type<L> || module_tensor_type<L>) outs.push_back(ctx.value_of_tensor(leaf));
     else static_assert(traced_type<L>, "typex::export_program: the module returned a leaf that is not a tensor");
   });
@@ -547,8 +560,12 @@ auto export_program(const export_options& options, const M& module, const In&...
   std::vector<std::string> output_names;  // the user outputs'
   for (std::size_t i = 0; i < g.output().args.size(); ++i) {
     const auto r = std::get<ir::value_ref>(g.output().args[i]);
-    if (i < n_mutations) {
+    if (i < n_buffer_mutations) {
       out_specs.push_back({output_kind::buffer_mutation, g[r.node].name, mutated[i]});
+    } else if (i < n_mutations) {
+      // (the placeholders keep their order: user input k is the k-th user placeholder)
+      const std::size_t k = static_cast<std::size_t>(input_writes[i - n_buffer_mutations].first) - first_user;
+      out_specs.push_back({output_kind::user_input_mutation, g[r.node].name, g[placeholders[placeholders.size() - n_user + k]].name});
     } else {
       output_names.push_back(g[r.node].name);
       out_specs.push_back({output_kind::user_output, g[r.node].name, ""});

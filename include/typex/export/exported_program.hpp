@@ -457,15 +457,18 @@ TYPEX_API auto typex::exported_program::verify() const -> void {
       user_output_seen = true;
     } else if (kind == output_kind::user_output) {
       user_output_seen = true;
-    } else if (outs[i].kind == output_kind::buffer_mutation) {
-      if (user_output_seen) fail("buffer mutations must come before the user outputs");
+    } else if (outs[i].kind == output_kind::buffer_mutation || outs[i].kind == output_kind::user_input_mutation) {
+      const bool of_buffer = outs[i].kind == output_kind::buffer_mutation;
+      if (user_output_seen) fail("buffer and user input mutations must come before the user outputs");
       const input_spec* buf = nullptr;
       for (const auto& in : ins)
-        if (in.kind == input_kind::buffer && in.target == outs[i].target) buf = &in;
+        if (of_buffer ? in.kind == input_kind::buffer && in.target == outs[i].target
+                      : in.kind == input_kind::user_input && in.arg == outs[i].target)
+          buf = &in;
       if (buf == nullptr) {
         detail::raise<ir::graph_error>([&](auto& w) {
           w.put("typex::exported_program: output "); w.put_int(static_cast<long long>(i)); w.put(" mutates '");
-          w.put(outs[i].target); w.put("', which is not a lifted buffer");
+          w.put(outs[i].target); w.put(of_buffer ? "', which is not a lifted buffer" : "', which is not a user input");
         });
       }
       const ir::tensor_meta& now = graph_[r.node].vals.at(r.index);
@@ -473,7 +476,8 @@ TYPEX_API auto typex::exported_program::verify() const -> void {
       if (now.to_string() != was.to_string()) {
         detail::raise<ir::graph_error>([&](auto& w) {
           w.put("typex::exported_program: output "); w.put_int(static_cast<long long>(i)); w.put(" writes ");
-          w.put(now.to_string()); w.put(" to buffer '"); w.put(outs[i].target); w.put("', which is "); w.put(was.to_string());
+          w.put(now.to_string()); w.put(of_buffer ? " to buffer '" : " to user input '"); w.put(outs[i].target); w.put("', which is ");
+          w.put(was.to_string());
         });
       }
     }

@@ -105,6 +105,14 @@ class graph_signature {
       if (s.kind == output_kind::buffer_mutation) out.emplace_back(s.arg, s.target);
     return out;
   }
+  // (output name, user input name) of each user input mutation, in output order (torch:
+  // user_inputs_to_mutate).
+  std::vector<std::pair<std::string, std::string>> user_inputs_to_mutate() const {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& s : outputs_)
+      if (s.kind == output_kind::user_input_mutation) out.emplace_back(s.arg, s.target);
+    return out;
+  }
   // The spec of placeholder `arg`; nullptr if none.
   const input_spec* input_for(std::string_view arg) const noexcept {
     for (const auto& s : inputs_)

@@ -79,7 +79,7 @@ TYPEX_API auto typex::make_joint(const exported_program& ep, const joint_options
   constexpr std::string_view who = detail::make_joint_name;
   const graph_signature& sig = ep.signature();
   for (const auto& o : sig.output_specs()) {
-    if (o.kind != output_kind::user_output && o.kind != output_kind::buffer_mutation) {
+    if (o.kind != output_kind::user_output && o.kind != output_kind::buffer_mutation && o.kind != output_kind::user_input_mutation) {
       detail::raise<argument_error>([&](auto& w) {
         w.put(who); w.put(": the program already has "); w.put(name(o.kind)); w.put(" outputs (it is a joint program)");
       });
@@ -87,7 +87,9 @@ TYPEX_API auto typex::make_joint(const exported_program& ep, const joint_options
   }
   // the loss: user output `options.loss`, counted after the buffer mutations
   std::size_t first_user = 0;
-  while (first_user < sig.output_specs().size() && sig.output_specs()[first_user].kind == output_kind::buffer_mutation) ++first_user;
+  while (first_user < sig.output_specs().size() && (sig.output_specs()[first_user].kind == output_kind::buffer_mutation ||
+                                                    sig.output_specs()[first_user].kind == output_kind::user_input_mutation))
+    ++first_user;
   const std::size_t n_user = sig.output_specs().size() - first_user;
   if (options.loss >= n_user) {
     detail::raise<argument_error>([&](auto& w) {

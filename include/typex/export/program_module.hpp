@@ -158,8 +158,10 @@ class program_module<Backend> {
     }
     for (std::size_t i = 0; i < inputs.size() && i < c.user.size(); ++i)
       if (inputs[i].raw_data() == nullptr || inputs[i].get_storage().bytes() < inputs[i].nbytes()) check_storage_of(inputs, i);
+    if (!c.input_writes.empty()) check_written_inputs(c, inputs);
     if (!state_) {
       run_leased(c, inputs, inputs, outputs);
+      write_inputs(c, inputs, outputs, 0);
       return;
     }
     mutable_state& st = *state_;
@@ -175,6 +177,7 @@ class program_module<Backend> {
     outputs.resize(st.outputs.size() - n);
     for (std::size_t i = 0; i < outputs.size(); ++i) std::swap(outputs[i], st.outputs[n + i]);  // (tensors cycle: reused)
     st.inputs.resize(0);
+    write_inputs(c, inputs, outputs, 0);
   }
 
   // The tensor `fqn` (a buffer or parameter) as this module holds it now: its own copy for a
@@ -289,6 +292,11 @@ class program_module<Backend> {
         }
       }
       written = fqns.size();
+      // the user inputs the program writes (USER_INPUT_MUTATION outputs, after the buffers'): each
+      // call copies their new values into the caller's tensors
+      for (const auto& [out, arg] : ep->signature().user_inputs_to_mutate())
+        for (std::size_t j = 0; j < user.size(); ++j)
+          if (g[user[j]].name == arg) input_writes.push_back(j);
       // the parameters a joint program trains: each module's own copies, inputs of every call (an
       // optimizer steps them between calls, so they are neither folded nor packed)
       for (std::size_t i = 0; i < placeholders.size(); ++i) {
@@ -349,12 +357,42 @@ class program_module<Backend> {
     std::vector<ir::node_id> state_placeholders;
     std::vector<std::string> fqns;       // the buffers the program writes, then the parameters it trains
     std::size_t written = 0;             // how many of them are buffers (written back after each call)
+    std::vector<std::size_t> input_writes;  // the user inputs written back, in output order
     std::vector<any_tensor> initial;     // their values in the program
     mutable std::mutex pool;
     mutable std::vector<std::shared_ptr<executor>> idle;
     mutable std::vector<const executor*> in_use;
     mutable std::weak_ptr<executor> last;  // the last one a call gave back (report())
   };
+
+  // A user input the program writes must not share memory with another input: the program reads
+  // them as distinct values, and writing one back would change the other behind its back.
+  static void check_written_inputs(const core& c, std::span<const any_tensor> inputs) {
+    for (const std::size_t j : c.input_writes) {
+      if (j >= inputs.size()) return;  // (the binding reports the count)
+      const std::byte* a = inputs[j].raw_data();
+      for (std::size_t i = 0; i < inputs.size(); ++i)
+        if (i != j && inputs[i].raw_data() != nullptr && inputs[i].nbytes() != 0 && inputs[j].nbytes() != 0 &&
+            detail::overlaps(a, inputs[j].nbytes(), inputs[i].raw_data(), inputs[i].nbytes())) {
+          detail::raise<argument_error>([&](auto& w) {
+            w.put("typex::program_module: user input "); w.put_int(static_cast<long long>(j)); w.put(" ('");
+            w.put(c.ep->graph()[c.user[j]].name); w.put("') is written by the program (USER_INPUT_MUTATION) and shares memory with input ");
+            w.put_int(static_cast<long long>(i)); w.put("; pass distinct tensors (clone one)");
+          });
+        }
+    }
+  }
+  // Copies the user input mutations (outputs[first, first + k)) into the caller's tensors and
+  // drops them from the outputs.
+  static void write_inputs(const core& c, std::span<const any_tensor> inputs, std::vector<any_tensor>& outputs, std::size_t first) {
+    if (c.input_writes.empty()) return;
+    for (std::size_t k = 0; k < c.input_writes.size(); ++k) {
+      const any_tensor& v = outputs[first + k];
+      if (v.nbytes() != 0) std::memcpy(inputs[c.input_writes[k]].raw_data(), v.raw_data(), v.nbytes());
+    }
+    outputs.erase(outputs.begin() + static_cast<std::ptrdiff_t>(first),
+                  outputs.begin() + static_cast<std::ptrdiff_t>(first + c.input_writes.size()));
+  }
 
   struct mutable_state {
     std::vector<any_tensor> buffers;          // this module's copies

@@ -1,21 +1,33 @@
-// typex/ops/mutation.hpp — copy_(dst, src): writing into a module's state, as torch's Tensor.copy_.
+// typex/ops/mutation.hpp — in-place writes, as torch's Tensor.copy_, add_, mul_, fill_, zero_.
 //
 //   copy_(running_mean, new_mean)   self.running_mean.copy_(new_mean)
 //                                   -> copy = aten.copy.default(b_running_mean, new_mean)
 //                                      and the output `copy: BUFFER_MUTATION target='running_mean'`
+//   add_(x, 1.0)                    x.add_(1)   (x a user input)
+//                                   -> add = aten.add.Tensor(x, 1.0)
+//                                      and the output `add: USER_INPUT_MUTATION target='x'`
 //
-// Eagerly, copy_ writes src (broadcast to dst's shape, converted to dst's dtype) into dst's memory
-// and returns dst. While tracing (src is traced), nothing is written: the graph records the
-// functional copy, later reads of dst in the same trace see it, and export_program returns it as a
-// buffer mutation, which a program's runner applies to its buffers after each call (torch.export's
-// functionalization). dst must then be a buffer of the exported module; writing to a traced value
-// (a user input or an intermediate) is a compile error, to a parameter or a captured tensor an
-// export error. Only a traced source records: copy_ of a host tensor during a trace runs eagerly
-// and writes dst (as_traced(t, x) makes the source part of the graph).
+// Eagerly, an in-place op writes its result (broadcast to dst's shape, in dst's dtype) into dst's
+// memory and returns dst. While tracing, nothing is written: the graph records the functional op,
+// every later read of dst in the same trace (through any copy of its traced handle, or the module
+// tensor's storage) sees the new value, and export_program returns the last value of a buffer as a
+// BUFFER_MUTATION output and of a user input as a USER_INPUT_MUTATION output, which a program's
+// runner writes back after each call (the module's buffers; the caller's input tensors), as
+// torch.export's functionalization does. An intermediate value may be written too (later reads
+// see the new value; nothing is returned for it). Writing to a parameter, or to a tensor captured
+// from outside the module, is an export error. A write whose destination is a host tensor and
+// whose value is not traced runs eagerly, even while tracing (as_traced(t, x) makes a module
+// tensor part of the graph: `zero_(as_traced(counter, x))`).
+//
+// The destination's dtype is kept: a result it cannot hold (a floating result into an integer
+// tensor, a number into a bool one) is a compile error, as torch's "result type Float can't be cast
+// to the desired output type Long".
 #pragma once
 
 #include <typex/ops/op.hpp>
 #include <typex/core/rules/expand.hpp>
+#include <typex/ops/binary.hpp>
+#include <typex/ops/factory.hpp>
 #include <typex/core/sentence.hpp>
 #include <typex/ops/apply.hpp>
 #include <typex/ops/tensor_like.hpp>
@@ -40,31 +52,82 @@ struct copy_op {
   }
 };
 
-namespace detail {
-template <class D>
-constexpr auto check_copy_destination() {
-  if constexpr (is_traced_argument<D>::value) {
-    TYPEX_STATIC_FAIL(static_type_error, [](auto& w) {
-      w.put("typex::copy_: the destination is a traced value (a user input or an op's result), which an exported "
-            "program cannot write to; copy_ into a buffer of the module, or return the new value");
-    });
-  }
-}
-}  // namespace detail
-
 template <tensor_like D, tensor_like S>
 decltype(auto) copy_(const D& dst, const S& src, const std::source_location& loc = std::source_location::current()) {
-  detail::check_copy_destination<D>();
-  if constexpr (is_traced_argument<S>::value && !is_traced_argument<D>::value) {
+  if constexpr (is_traced_argument<D>::value) {  // a user input, or an op's result: replaced by the copy
     auto r = apply_op(copy_op{}, &loc, dst, src);
-    r.context().mutate(dst.get_storage().data(), r.value());  // (the trace layer's tracing_context)
+    r.context().overwrite(dst.value(), r.value());  // (the trace layer's tracing_context)
     return r;
-  } else if constexpr (!is_traced_argument<D>::value) {
+  } else if constexpr (is_traced_argument<S>::value) {  // a module tensor: by its storage
+    auto r = apply_op(copy_op{}, &loc, dst, src);
+    r.context().mutate(dst.get_storage().data(), r.value());
+    return r;
+  } else {
     const auto r = apply_op(copy_op{}, &loc, dst, src);
     const std::size_t bytes = static_cast<std::size_t>(r.numel()) * sizeof(*r.data());
     if (bytes != 0) std::memmove(dst.data(), r.data(), bytes);
     return (dst);
   }
+}
+
+namespace detail {
+// An error here means: an in-place op's result has a dtype its destination cannot hold.
+template <fixed_string Op, class D, class R>
+constexpr void check_in_place_dtype() {
+  constexpr dtype d = D::dtype_type::value, r = R::dtype_type::value;
+  if constexpr ((is_floating_point(r) && !is_floating_point(d)) || (d == dtype::b8 && r != dtype::b8)) {
+    TYPEX_STATIC_FAIL(static_type_error, [](auto& w) {
+      w.put("typex::"); w.put(Op.view()); w.put(": the result is "); w.put(name(r)); w.put(", which the destination, ");
+      w.put(name(d)); w.put(", cannot hold (PyTorch: result type can't be cast to the desired output type); "
+            "convert the destination first, or write the result to a new tensor");
+    });
+  }
+}
+
+// Writes `r`, the result of an in-place op computed from dst, into dst: without a copy node when
+// it already has dst's dtype and shape (the graph then reads as torch's functionalized one).
+template <fixed_string Op, class D, class R>
+decltype(auto) write_in_place(const D& dst, const R& r, const std::source_location& loc) {
+  check_in_place_dtype<Op, D, R>();
+  constexpr bool same = std::is_same_v<typename D::dtype_type, typename R::dtype_type> &&
+                        std::is_same_v<typename D::shape_type, typename R::shape_type>;
+  if constexpr (same && is_traced_argument<D>::value) {
+    r.context().overwrite(dst.value(), r.value());
+    return R(r);
+  } else if constexpr (same && is_traced_argument<R>::value) {
+    r.context().mutate(dst.get_storage().data(), r.value());
+    return R(r);
+  } else {
+    return copy_(dst, r, loc);
+  }
+}
+}  // namespace detail
+
+// In-place arithmetic: dst op= other (a tensor broadcast to dst's shape, or a number).
+template <tensor_like D, class S> requires binary_operands<D, S>
+decltype(auto) add_(const D& dst, const S& other, const std::source_location& loc = std::source_location::current()) {
+  return detail::write_in_place<"add_">(dst, add(dst, other, loc), loc);
+}
+template <tensor_like D, class S> requires binary_operands<D, S>
+decltype(auto) sub_(const D& dst, const S& other, const std::source_location& loc = std::source_location::current()) {
+  return detail::write_in_place<"sub_">(dst, sub(dst, other, loc), loc);
+}
+template <tensor_like D, class S> requires binary_operands<D, S>
+decltype(auto) mul_(const D& dst, const S& other, const std::source_location& loc = std::source_location::current()) {
+  return detail::write_in_place<"mul_">(dst, mul(dst, other, loc), loc);
+}
+template <tensor_like D, class S> requires binary_operands<D, S>
+decltype(auto) div_(const D& dst, const S& other, const std::source_location& loc = std::source_location::current()) {
+  return detail::write_in_place<"div_">(dst, div(dst, other, loc), loc);
+}
+// Every element set to `value` / to zero.
+template <tensor_like D, scalar_like V>
+decltype(auto) fill_(const D& dst, V value, const std::source_location& loc = std::source_location::current()) {
+  return detail::write_in_place<"fill_">(dst, full_like(dst, value, loc), loc);
+}
+template <tensor_like D>
+decltype(auto) zero_(const D& dst, const std::source_location& loc = std::source_location::current()) {
+  return detail::write_in_place<"zero_">(dst, zeros_like(dst, loc), loc);
 }
 
 // This header's ops, for the registry (ops/all.hpp).

@@ -15,6 +15,7 @@
 #include <typex/tree/flatten.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <source_location>
@@ -92,7 +93,10 @@ class tracing_context final : public requirement_recorder {
   const std::vector<ir::module_frame>& module_stack() const noexcept { return stack_; }
 
   // -- tensors by storage ---------------------------------------------------------------------------
-  void bind_storage(const void* storage, ir::value_ref v) { by_storage_[storage] = v; }
+  void bind_storage(const void* storage, ir::value_ref v) {
+    by_storage_[storage] = v;
+    if (graph_[v.node].op == ir::node_op::placeholder) lifted_.emplace(storage, v.node);  // (the first: its placeholder)
+  }
   const ir::value_ref* find_storage(const void* storage) const {
     const auto it = by_storage_.find(storage);
     return it == by_storage_.end() ? nullptr : &it->second;
@@ -140,10 +144,19 @@ class tracing_context final : public requirement_recorder {
     return value_of(static_cast<const host_tensor<typename T::dtype_type, typename T::shape_type>&>(t));
   }
 
-  // -- buffer mutations (copy_ while tracing) -------------------------------------------------------
-  // The tensor with storage `storage` now holds value v: later reads of it in this trace see v,
-  // and export returns its last value as a buffer mutation.
+  // -- in-place writes (functionalization) ---------------------------------------------------------
+  // The program is functional: an in-place write (copy_, add_, ...) records the new value, and the
+  // context remembers which value it replaces, so that every later read of the old one (through any
+  // copy of its traced handle, or the module tensor's storage) gets the new one, and export returns
+  // the last value of a buffer (BUFFER_MUTATION) or user input (USER_INPUT_MUTATION) as an output.
+
+  // The tensor with storage `storage` now holds value v.
   void mutate(const void* storage, ir::value_ref v) {
+    if (const ir::value_ref* old = find_storage(storage)) {
+      const ir::value_ref now = current(*old);
+      replaced_[key(now)] = v;
+      if (const auto root = root_of(now)) roots_[key(v)] = *root;
+    }
     bind_storage(storage, v);
     for (auto& m : mutations_)
       if (m.first == storage) {
@@ -152,8 +165,41 @@ class tracing_context final : public requirement_recorder {
       }
     mutations_.emplace_back(storage, v);
   }
+  // The traced value `v` now holds `w` (w has v's dtype and shape). Written where it lives: a
+  // lifted module tensor by its storage (above), a user input as an input mutation; an
+  // intermediate value only for the reads after the write.
+  void overwrite(ir::value_ref v, ir::value_ref w) {
+    const ir::value_ref now = current(v);
+    const std::optional<ir::node_id> root = root_of(now);
+    if (root)
+      for (const auto& [storage, placeholder] : lifted_)
+        if (placeholder == *root) return mutate(storage, w);
+    replaced_[key(now)] = w;
+    if (!root) return;
+    roots_[key(w)] = *root;
+    for (auto& m : input_mutations_)
+      if (m.first == *root) {
+        m.second = w;
+        return;
+      }
+    input_mutations_.emplace_back(*root, w);
+  }
+  // The placeholder whose tensor `v` is the current value of (after writes), if any.
+  std::optional<ir::node_id> root_of(ir::value_ref v) const {
+    if (graph_[v.node].op == ir::node_op::placeholder) return v.node;
+    const auto it = roots_.find(key(v));
+    if (it == roots_.end()) return std::nullopt;
+    return it->second;
+  }
+  // What a read of `v` gets now: v, or the value that last replaced it.
+  ir::value_ref current(ir::value_ref v) const {
+    for (auto it = replaced_.find(key(v)); it != replaced_.end(); it = replaced_.find(key(v))) v = it->second;
+    return v;
+  }
   // (storage, last value) of each tensor written while tracing, in order of first write.
   const std::vector<std::pair<const void*, ir::value_ref>>& mutations() const noexcept { return mutations_; }
+  // (placeholder, last value) of each user input written while tracing, in order of first write.
+  const std::vector<std::pair<ir::node_id, ir::value_ref>>& input_mutations() const noexcept { return input_mutations_; }
 
   // -- what eager ops compute from the module's tensors while tracing -------------------------------
   // An op whose arguments are all eager tensors runs while the model is traced; its result enters
@@ -225,6 +271,11 @@ class tracing_context final : public requirement_recorder {
   std::unordered_map<const void*, eager_origin> eager_origins_;
   std::vector<std::source_location> call_sites_;
   std::vector<std::pair<const void*, ir::value_ref>> mutations_;
+  std::vector<std::pair<ir::node_id, ir::value_ref>> input_mutations_;
+  std::unordered_map<std::uint64_t, ir::value_ref> replaced_;  // a value -> the value written over it
+  std::unordered_map<std::uint64_t, ir::node_id> roots_;       // a written value -> the placeholder it updates
+  std::unordered_map<const void*, ir::node_id> lifted_;         // a lifted tensor's storage -> its placeholder
+  static std::uint64_t key(ir::value_ref v) noexcept { return std::uint64_t{v.node} << 32 | v.index; }
   std::map<std::pair<const void*, std::string>, ir::module_frame> modules_;
   std::vector<module_call_record> module_calls_;
 };
@@ -259,7 +310,7 @@ namespace detail {
 // constants, tensors that are not traced (a parameter handed to a submodule) by their storage.
 template <class L>
 ir::argument call_leaf_argument(tracing_context& ctx, const L& leaf) {
-  if constexpr (requires { leaf.value(); leaf.context(); }) return leaf.value();
+  if constexpr (requires { leaf.value(); leaf.context(); }) return ctx.current(leaf.value());
   else if constexpr (std::is_same_v<L, bool>) return leaf;
   else if constexpr (std::is_integral_v<L>) return static_cast<std::int64_t>(leaf);
   else if constexpr (std::is_floating_point_v<L>) return static_cast<double>(leaf);

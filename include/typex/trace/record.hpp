@@ -51,7 +51,7 @@ ir::argument to_ir_argument(tracing_context& ctx, const T& a) {
   if constexpr (traced_type<T>) {
     if (&a.context() != &ctx)
       raise_message<argument_error>("typex: an op mixes values traced by two different exports");
-    return a.value();
+    return ctx.current(a.value());  // (after an in-place write to it: the value written)
   } else if constexpr (std::is_null_pointer_v<T>) {
     return ir::none_t{};
   } else if constexpr (std::is_same_v<T, bool>) {
