@@ -167,23 +167,11 @@ class tracing_context final : public requirement_recorder {
   }
   // The traced value `v` now holds `w` (w has v's dtype and shape). Written where it lives: a
   // lifted module tensor by its storage (above), a user input as an input mutation; an
-  // intermediate value only for the reads after the write.
-  void overwrite(ir::value_ref v, ir::value_ref w) {
-    const ir::value_ref now = current(v);
-    const std::optional<ir::node_id> root = root_of(now);
-    if (root)
-      for (const auto& [storage, placeholder] : lifted_)
-        if (placeholder == *root) return mutate(storage, w);
-    replaced_[key(now)] = w;
-    if (!root) return;
-    roots_[key(w)] = *root;
-    for (auto& m : input_mutations_)
-      if (m.first == *root) {
-        m.second = w;
-        return;
-      }
-    input_mutations_.emplace_back(*root, w);
-  }
+  // intermediate value only for the reads after the write. A view that shares its input's memory
+  // (reshape, view, flatten, unsqueeze, squeeze) writes its input (w reshaped back); a write to
+  // the result of a view op that copies in typex (select, slice, transpose, permute, expand) is
+  // refused: PyTorch's would reach the tensor it was taken from.
+  TYPEX_API void overwrite(ir::value_ref v, ir::value_ref w);
   // The placeholder whose tensor `v` is the current value of (after writes), if any.
   std::optional<ir::node_id> root_of(ir::value_ref v) const {
     if (graph_[v.node].op == ir::node_op::placeholder) return v.node;
@@ -191,10 +179,15 @@ class tracing_context final : public requirement_recorder {
     if (it == roots_.end()) return std::nullopt;
     return it->second;
   }
-  // What a read of `v` gets now: v, or the value that last replaced it.
-  ir::value_ref current(ir::value_ref v) const {
-    for (auto it = replaced_.find(key(v)); it != replaced_.end(); it = replaced_.find(key(v))) v = it->second;
-    return v;
+  // What a read of `v` gets now: v, or the value that last replaced it; a view that shares its
+  // input's memory, taken before its input was written, is taken again from the written value (as
+  // PyTorch's functionalization replays views).
+  TYPEX_API ir::value_ref current(ir::value_ref v);
+  // Node `view` is a view op's result on `base`: `write_back` is the op that writes a value of the
+  // view's shape back into the base's shape (aten.reshape), or none for a view op whose typex
+  // result is a copy (`op` names it in the error a write to it gets).
+  void note_view(ir::value_ref view, ir::value_ref base, std::optional<op_id> write_back, std::string_view op) {
+    views_[key(view)] = view_record{base, write_back, std::string(op)};
   }
   // (storage, last value) of each tensor written while tracing, in order of first write.
   const std::vector<std::pair<const void*, ir::value_ref>>& mutations() const noexcept { return mutations_; }
@@ -275,6 +268,12 @@ class tracing_context final : public requirement_recorder {
   std::unordered_map<std::uint64_t, ir::value_ref> replaced_;  // a value -> the value written over it
   std::unordered_map<std::uint64_t, ir::node_id> roots_;       // a written value -> the placeholder it updates
   std::unordered_map<const void*, ir::node_id> lifted_;         // a lifted tensor's storage -> its placeholder
+  struct view_record {
+    ir::value_ref base;
+    std::optional<op_id> write_back;
+    std::string op;
+  };
+  std::unordered_map<std::uint64_t, view_record> views_;        // a view op's result -> what it views
   static std::uint64_t key(ir::value_ref v) noexcept { return std::uint64_t{v.node} << 32 | v.index; }
   std::map<std::pair<const void*, std::string>, ir::module_frame> modules_;
   std::vector<module_call_record> module_calls_;
@@ -517,5 +516,65 @@ TYPEX_API auto typex::tracing_context::call(op_id target, std::vector<ir::argume
                                          .nn_module_stack = stack_,
                                          .stack_trace = where ? format_location(*where) : std::string{}});
   return ir::value_ref{n};
+}
+
+TYPEX_API auto typex::tracing_context::current(ir::value_ref v) -> ir::value_ref {
+  for (;;) {
+    if (const auto it = replaced_.find(key(v)); it != replaced_.end()) {
+      v = it->second;
+      continue;
+    }
+    const auto vt = views_.find(key(v));
+    if (vt == views_.end() || !vt->second.write_back) return v;
+    const view_record rec = vt->second;
+    const ir::value_ref base = current(rec.base);
+    if (base == rec.base) return v;
+    // the base was written after the view was taken: the view again, of the written value
+    const ir::node old = graph_[v.node];
+    std::vector<ir::argument> args = old.args;
+    args.front() = base;
+    const ir::value_ref again{graph_.add_call({.target = old.target, .args = std::move(args), .kwargs = old.kwargs, .vals = old.vals,
+                                               .name_hint = old.name, .nn_module_stack = stack_, .stack_trace = old.stack_trace})};
+    views_[key(again)] = view_record{base, rec.write_back, rec.op};
+    replaced_[key(v)] = again;
+    return again;
+  }
+}
+
+TYPEX_API auto typex::tracing_context::overwrite(ir::value_ref v, ir::value_ref w) -> void {
+  const ir::value_ref now = current(v);
+  if (const auto vt = views_.find(key(now)); vt != views_.end()) {
+    const view_record rec = vt->second;
+    if (!rec.write_back) {
+      detail::raise<unsupported_error>([&](auto& o) {
+        o.put("typex: an in-place write to '"); o.put(graph_[now.node].name); o.put("', the result of "); o.put(rec.op);
+        if (!graph_[now.node].stack_trace.empty()) { o.put(" at "); o.put(graph_[now.node].stack_trace); }
+        o.put(": in typex that op makes a copy (only reshape, view, flatten, unsqueeze and squeeze share their input's "
+              "memory), so the write would not reach the tensor it was taken from, as PyTorch's would; write that tensor "
+              "with typex::select_scatter or typex::slice_scatter (copy_(x, slice_scatter(x, value, dim, start, end))), "
+              "or compute the new value without writing in place");
+      });
+    }
+    // (a view sharing its base's memory: the base gets w, reshaped back; the view is taken again
+    // from it when next read)
+    const ir::value_ref base = current(rec.base);
+    const ir::tensor_meta m = graph_.meta(base);
+    const ir::value_ref back{graph_.add_call({.target = *rec.write_back, .args = {w, m.shape}, .vals = {m}, .name_hint = {},
+                                              .nn_module_stack = stack_, .stack_trace = graph_[w.node].stack_trace})};
+    return overwrite(rec.base, back);
+  }
+  const std::optional<ir::node_id> root = root_of(now);
+  if (root)
+    for (const auto& [storage, placeholder] : lifted_)
+      if (placeholder == *root) return mutate(storage, w);
+  replaced_[key(now)] = w;
+  if (!root) return;
+  roots_[key(w)] = *root;
+  for (auto& m : input_mutations_)
+    if (m.first == *root) {
+      m.second = w;
+      return;
+    }
+  input_mutations_.emplace_back(*root, w);
 }
 #endif  // TYPEX_HEADER_DEFINITIONS

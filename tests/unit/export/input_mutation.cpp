@@ -186,3 +186,53 @@ TEST_CASE("input mutation: a joint program keeps the input's mutation before its
     CHECK(r.gradients.at("fc.weight").data<float>()[j] == doctest::Approx(want));
   }
 }
+
+namespace view_models {
+struct through_reshape {  // writes the input through a reshape of it, then reads an earlier view
+  template <class X>
+  auto operator()(const X& x) const {
+    const auto flat = reshape(x, fix<6>{});  // [2, 3] -> [6], shares x's memory
+    const auto rows = unsqueeze<0>(x);   // taken before the write: sees it (shares memory)
+    add_(flat, 10.0);
+    return std::make_tuple(mul(x, 1.0), mul(rows, 1.0));
+  }
+};
+struct through_select {  // x[0].add_(1): PyTorch writes x; typex's select is a copy
+  template <class X>
+  auto operator()(const X& x) const {
+    const auto row = select<0>(x, 0);
+    add_(row, 1.0);
+    return row;
+  }
+};
+}  // namespace view_models
+BOOST_HANA_ADAPT_STRUCT(view_models::through_reshape);
+BOOST_HANA_ADAPT_STRUCT(view_models::through_select);
+
+TEST_CASE("input mutation: a write through a view that shares its input's memory writes the input; earlier such views see it") {
+  using X = tensor<f32, fix<2>, fix<3>>;
+  const view_models::through_reshape m;
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<2>, fix<3>>>()));
+  const std::string printed = ep.to_string();
+  CHECK(printed.find("USER_INPUT_MUTATION target='x'") != std::string::npos);
+  X ex = ramp<X>(0.0f), px = ramp<X>(0.0f);
+  const auto [e1, e2] = m(ex);  // eagerly: reshape and unsqueeze share x's memory
+  const auto [p1, p2] = ep.module()(px);
+  for (index_t i = 0; i < 6; ++i) {
+    const float want = 0.25f * static_cast<float>(i) + 10.0f;
+    CHECK(ex.data()[i] == want);
+    CHECK(px.data()[i] == want);
+    CHECK(e1.data()[i] == want);
+    CHECK(p1.data()[i] == want);
+    CHECK(e2.data()[i] == want);  // (the view taken before the write)
+    CHECK(p2.data()[i] == want);
+  }
+}
+
+TEST_CASE("input mutation: a write to the result of a view op that copies in typex is refused, naming the op and the fix") {
+  const view_models::through_select m;
+  CHECK_THROWS_WITH_AS((void)export_program(m, input<"x">(tensor_spec<f32, shape<fix<2>, fix<3>>>())),
+                       doctest::Contains("the result of aten.select.int at input_mutation.cpp"), unsupported_error);
+  CHECK_THROWS_WITH_AS((void)export_program(m, input<"x">(tensor_spec<f32, shape<fix<2>, fix<3>>>())),
+                       doctest::Contains("typex::select_scatter or typex::slice_scatter"), unsupported_error);
+}
