@@ -458,6 +458,15 @@ case("aten.threshold_backward.default", [randn(2, 4, dtype=torch.float64), randn
 case("typex.dropout_mask.default", [randn(3, 4), 0.0], fn=lambda x, p: torch.ones_like(x), atol=0, rtol=0)
 case("typex.dropout_mask.default", [randn(2, 5, dtype=torch.float64), 1.0], fn=lambda x, p: torch.zeros_like(x), atol=0, rtol=0)
 
+# the functional forms of writes through a select or a slice (what in-place writes through those
+# views become, torch.export's functionalization)
+case("aten.select_scatter.default", [randn(3, 4, 5), randn(3, 5), 1, 2])
+case("aten.select_scatter.default", [randn(4, 2, dtype=torch.float64), randn(2, dtype=torch.float64), 0, -1], atol=0, rtol=0)
+case("aten.slice_scatter.default", [randn(4, 6), randn(4, 3), 1, 1, 4, 1])
+case("aten.slice_scatter.default", [randn(7, 3), randn(3, 3), 0, None, None, 3])
+case("aten.slice_scatter.default", [randn(2, 5, 2, dtype=torch.float64), randn(2, 2, 2, dtype=torch.float64), 1, -3, -1, 1],
+     atol=0, rtol=0)
+
 path = os.path.join("tests", "data", "parity", "ops.txt")
 os.makedirs(os.path.dirname(path), exist_ok=True)
 with open(path, "w") as f:

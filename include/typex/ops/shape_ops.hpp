@@ -15,6 +15,7 @@
 #include <typex/core/rules/expand.hpp>
 #include <typex/core/rules/permute.hpp>
 #include <typex/core/rules/reshape.hpp>
+#include <typex/core/rules/scatter.hpp>
 #include <typex/core/rules/slice.hpp>
 #include <typex/core/rules/squeeze.hpp>
 #include <typex/ops/apply.hpp>
@@ -134,6 +135,40 @@ struct slice_Tensor {
       g = c.slice(c.reshape(interleaved, flat), d, extent_t(index_t{0}), spread);
     }
     c.accumulate("self", c.pad_along(g, static_cast<std::size_t>(d), start, extent - start - spread));
+  }
+};
+// self with src written at `index` along dim (src: self's shape without dim), a new value:
+// torch.select_scatter, the functional form of `self.select(dim, index).copy_(src)`.
+struct select_scatter {
+  static constexpr std::string_view target = "aten.select_scatter.default";
+  static constexpr std::string_view schema =
+      "aten::select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor";
+  // src's gradient is the gradient's slice there; self's, the gradient with that slice zeroed
+  template <class C> static void vjp(C& c) {
+    const auto g = c.grad();
+    const std::int64_t dim = c.args().integer("dim");
+    const auto index = c.sym("index");
+    const auto src = c.input("src");
+    if (c.wants("src")) c.accumulate("src", c.select(g, dim, index));
+    if (c.wants("self")) c.accumulate("self", c.emit(op_id_of<select_scatter>, {g, c.zeros(c.shape(src), c.scalar_type(g)), dim, index}, c.meta(g)));
+  }
+};
+// self with src written into self[start:end:step] along dim (src: that slice's shape):
+// torch.slice_scatter, the functional form of `self[..., start:end:step].copy_(src)`.
+struct slice_scatter {
+  static constexpr std::string_view target = "aten.slice_scatter.default";
+  static constexpr std::string_view schema =
+      "aten::slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor";
+  template <class C> static void vjp(C& c) {
+    const auto g = c.grad();
+    const auto src = c.input("src");
+    const std::int64_t dim = c.args().integer_or_default("dim"), step = c.args().integer_or_default("step");
+    using argument = decltype(c.none());
+    const argument start = c.args().has("start") ? argument(c.sym("start")) : c.none();
+    const argument end = c.args().has("end") ? argument(c.sym("end")) : c.none();
+    if (c.wants("src")) c.accumulate("src", c.emit(op_id_of<slice_Tensor>, {g, dim, start, end, step}, c.meta(src)));
+    if (c.wants("self"))
+      c.accumulate("self", c.emit(op_id_of<slice_scatter>, {g, c.zeros(c.shape(src), c.scalar_type(g)), dim, start, end, step}, c.meta(g)));
   }
 };
 }  // namespace aten
@@ -428,8 +463,90 @@ auto select(const X& x, index_t index, const std::source_location& loc = std::so
   return apply_op(select_op<Dim>{.index = index}, &loc, x);
 }
 
+namespace detail {
+template <fixed_string Op, class X, class S>
+constexpr void check_scatter_dtypes() {
+  static_assert(std::is_same_v<typename X::dtype_type, typename S::dtype_type>,
+                "typex::select_scatter / slice_scatter: the source must have the destination's dtype (convert it with typex::to<...>)");
+}
+}  // namespace detail
+
+// x with src written at `index` along Dim (torch.select_scatter): src has x's shape without Dim.
+// An in-place write through a select, functionally: copy_(x, select_scatter<0>(x, row, 2)).
+template <long long Dim>
+struct select_scatter_op {
+  static constexpr std::string_view target = aten::select_scatter::target;
+  static constexpr std::string_view schema = aten::select_scatter::schema;
+  index_t index = 0;
+  template <class X, class S>
+  constexpr auto result(const X& x, const S& src) const {
+    detail::check_scatter_dtypes<"select_scatter", X, S>();
+    scatter_source_shape<"select_scatter">(src.shape, select_op<Dim>{index}.result(x).shape);
+    return x;
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(index_t{Dim});
+    v(index);
+  }
+};
+template <long long Dim, tensor_like X, tensor_like S>
+auto select_scatter(const X& x, const S& src, index_t index, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(select_scatter_op<Dim>{.index = index}, &loc, x, src);
+}
+
+// x with src written into x[Start:End:Step] along Dim (torch.slice_scatter): src has that slice's
+// shape. With bounds that are dims, slice_scatter<Dim>(x, src, start, end) (step 1).
+template <long long Dim, index_t Start, index_t End, index_t Step>
+struct slice_scatter_op {
+  static constexpr std::string_view target = aten::slice_scatter::target;
+  static constexpr std::string_view schema = aten::slice_scatter::schema;
+  template <class X, class S>
+  static constexpr auto result(const X& x, const S& src) {
+    detail::check_scatter_dtypes<"slice_scatter", X, S>();
+    scatter_source_shape<"slice_scatter">(src.shape, slice_op<Dim, Start, End, Step>::result(x).shape);
+    return x;
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(index_t{Dim});
+    v(index_t{Start});
+    v(index_t{End});
+    v(index_t{Step});
+  }
+};
+template <long long Dim, class B, class E>
+struct slice_scatter_dims_op {
+  static constexpr std::string_view target = aten::slice_scatter::target;
+  static constexpr std::string_view schema = aten::slice_scatter::schema;
+  B start;
+  E end;
+  template <class X, class S>
+  constexpr auto result(const X& x, const S& src) const {
+    detail::check_scatter_dtypes<"slice_scatter", X, S>();
+    scatter_source_shape<"slice_scatter">(src.shape, slice_dims_op<Dim, B, E>{start, end}.result(x).shape);
+    return x;
+  }
+  template <class V>
+  void attributes(V&& v) const {
+    v(index_t{Dim});
+    v(size_attribute<B>{start});
+    v(size_attribute<E>{end});
+    v(index_t{1});
+  }
+};
+template <long long Dim, index_t Start = 0, index_t End = int_oo, index_t Step = 1, tensor_like X, tensor_like S>
+auto slice_scatter(const X& x, const S& src, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(slice_scatter_op<Dim, Start, End, Step>{}, &loc, x, src);
+}
+template <long long Dim, tensor_like X, tensor_like S, dim B, dim E>
+auto slice_scatter(const X& x, const S& src, const B& start, const E& end, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(slice_scatter_dims_op<Dim, B, E>{start, end}, &loc, x, src);
+}
+
 // This header's ops, for the registry (ops/all.hpp).
 using shape_ops = op_list<aten::reshape, aten::view, aten::flatten_using_ints, aten::unsqueeze, aten::permute,
-                         aten::transpose_int, aten::slice_Tensor, aten::select_int, aten::squeeze_dim, aten::expand>;
+                         aten::transpose_int, aten::slice_Tensor, aten::select_int, aten::squeeze_dim, aten::expand,
+                         aten::select_scatter, aten::slice_scatter>;
 
 }  // namespace typex

@@ -236,3 +236,42 @@ TEST_CASE("input mutation: a write to the result of a view op that copies in typ
   CHECK_THROWS_WITH_AS((void)export_program(m, input<"x">(tensor_spec<f32, shape<fix<2>, fix<3>>>())),
                        doctest::Contains("typex::select_scatter or typex::slice_scatter"), unsupported_error);
 }
+
+namespace view_models {
+struct kv_cache {  // a cache row written each call: torch's `self.cache[pos] = x`, functionally
+  buffer<f32, fix<4>, fix<3>> cache;
+  template <class X>
+  auto operator()(const X& x) const {
+    const auto c = as_traced(cache, x);
+    copy_(c, select_scatter<0>(c, x, 1));               // row 1 <- x
+    copy_(c, slice_scatter<1, 0, 1>(c, mul(slice<1, 2, 3>(c), 2.0)));  // column 0 <- 2 * column 2
+    return sum(c);
+  }
+};
+}  // namespace view_models
+BOOST_HANA_ADAPT_STRUCT(view_models::kv_cache, cache);
+
+TEST_CASE("input mutation: writes through a select and a slice of a buffer, as select_scatter and slice_scatter") {
+  view_models::kv_cache m;
+  init_module(m, 1);
+  for (index_t i = 0; i < 12; ++i) m.cache.data()[i] = static_cast<float>(i);
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<3>>>()));
+  const std::string printed = ep.to_string();
+  CHECK(printed.find("torch.ops.aten.select_scatter.default(b_cache, x, 0, 1)") != std::string::npos);
+  CHECK(printed.find("torch.ops.aten.slice_scatter.default(") != std::string::npos);
+  CHECK(printed.find("BUFFER_MUTATION target='cache'") != std::string::npos);
+  tensor<f32, fix<3>> x;
+  x.data()[0] = -1.0f;
+  x.data()[1] = -2.0f;
+  x.data()[2] = -3.0f;
+  const auto run = ep.module();
+  const float got = run(x).data()[0];
+  const float eager = m(x).data()[0];  // (writes m.cache as the program writes its copy)
+  CHECK(got == eager);
+  const any_tensor& c = run.untyped().buffer("cache");
+  const float want[12] = {4, 1, 2, -6, -2, -3, 16, 7, 8, 22, 10, 11};  // row 1 = x, then column 0 = 2 * column 2
+  for (index_t i = 0; i < 12; ++i) {
+    CHECK(c.data<float>()[i] == want[i]);
+    CHECK(m.cache.data()[i] == want[i]);
+  }
+}

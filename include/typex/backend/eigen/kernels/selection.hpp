@@ -219,6 +219,24 @@ inline any_tensor select(const kernel_args& a) {
   return out;
 }
 
+// (self, src, dim, index): self with src written at index along dim
+inline any_tensor select_scatter(const kernel_args& a) {
+  const any_tensor& x = a.tensor("self");
+  const any_tensor& src = a.tensor("src");
+  if (x.rank() == 0) rank_error(a.target(), "input", x, "at least 1-d");
+  const std::size_t d = wrap_dim(a.target(), a.integer("dim"), x.rank());
+  const around_dim g(x.extents(), d);
+  const index_t at = wrap_index(a.target(), a.integer("index"), d, g.n);
+  std::vector<index_t> region = x.extents();
+  region.erase(region.begin() + static_cast<std::ptrdiff_t>(d));
+  check_scatter_source(a, x, src, region);
+  any_tensor out = x.clone();
+  const std::size_t row = static_cast<std::size_t>(g.inner) * itemsize(x.scalar_type());
+  for (index_t o = 0; o < g.outer; ++o)
+    std::memcpy(out.raw_data() + static_cast<std::size_t>(o * g.n + at) * row, src.raw_data() + static_cast<std::size_t>(o) * row, row);
+  return out;
+}
+
 // (self, dim): dim must be 1 (typex's squeeze rule; PyTorch would keep a dim that is not).
 inline any_tensor squeeze(const kernel_args& a) {
   const any_tensor& x = a.tensor("self");
@@ -539,6 +557,7 @@ namespace typex::eigen {
 TYPEX_EIGEN_KERNEL(logical_not_op, detail::logical_not);
 TYPEX_EIGEN_KERNEL(aten::_to_copy, detail::to_copy);
 TYPEX_EIGEN_KERNEL(aten::select_int, detail::select);
+TYPEX_EIGEN_KERNEL(aten::select_scatter, detail::select_scatter);
 TYPEX_EIGEN_KERNEL(aten::squeeze_dim, detail::squeeze);
 TYPEX_EIGEN_KERNEL(aten::expand, detail::expand);
 TYPEX_EIGEN_KERNEL(where_op, detail::where);

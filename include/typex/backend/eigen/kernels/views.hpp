@@ -117,28 +117,76 @@ inline any_tensor transpose(const kernel_args& a) {
 }
 
 // (input, dim, start, end, step): Python's bounds, clamped; a copy.
+// A slice's rows of x (dim, start, end, step: Python's bounds, clamped; None is the whole dim), as
+// x viewed [outer, n, inner]: row j of the slice is x's row start + j * step.
+struct slice_rows {
+  std::size_t dim;
+  index_t n, start, step, len, outer = 1;
+  std::size_t row;  // bytes of one row (inner elements)
+  std::vector<index_t> extents;  // the slice's
+};
+inline slice_rows slice_rows_of(const kernel_args& a, const any_tensor& x) {
+  if (x.rank() == 0) rank_error(a.target(), "input", x, "at least 1-d");
+  slice_rows r;
+  r.dim = wrap_dim(a.target(), a.integer_or_default("dim"), x.rank());
+  r.n = x.extents()[r.dim];
+  r.step = a.integer_or_default("step");
+  if (r.step < 1) a.fail_text("step", "should be at least 1");
+  auto clamp = [&](std::int64_t v) { return std::clamp<std::int64_t>(v < 0 ? v + r.n : v, 0, r.n); };
+  r.start = clamp(a.has("start") ? a.integer("start") : 0);
+  const index_t end = std::max(r.start, clamp(a.has("end") ? a.integer("end") : r.n));
+  r.len = (end - r.start + r.step - 1) / r.step;
+  index_t inner = 1;
+  for (std::size_t k = 0; k < r.dim; ++k) r.outer *= x.extents()[k];
+  for (std::size_t k = r.dim + 1; k < x.rank(); ++k) inner *= x.extents()[k];
+  r.row = static_cast<std::size_t>(inner) * itemsize(x.scalar_type());
+  r.extents = x.extents();
+  r.extents[r.dim] = r.len;
+  return r;
+}
+
 inline any_tensor slice(const kernel_args& a) {
   const any_tensor& x = a.tensor("self");
-  if (x.rank() == 0) rank_error(a.target(), "input", x, "at least 1-d");
-  const std::size_t d = wrap_dim(a.target(), a.integer_or_default("dim"), x.rank());
-  const index_t n = x.extents()[d];
-  const index_t step = a.integer_or_default("step");
-  if (step < 1) a.fail_text("step", "should be at least 1");
-  auto clamp = [&](std::int64_t v) { return std::clamp<std::int64_t>(v < 0 ? v + n : v, 0, n); };
-  // (start and end: None is the whole dim)
-  const index_t start = clamp(a.has("start") ? a.integer("start") : 0), end = std::max(start, clamp(a.has("end") ? a.integer("end") : n));
-  const index_t len = (end - start + step - 1) / step;
-  std::vector<index_t> oe = x.extents();
-  oe[d] = len;
-  any_tensor out(x.scalar_type(), oe);
-  index_t outer = 1, inner = 1;
-  for (std::size_t k = 0; k < d; ++k) outer *= x.extents()[k];
-  for (std::size_t k = d + 1; k < x.rank(); ++k) inner *= x.extents()[k];
-  const std::size_t row = static_cast<std::size_t>(inner) * itemsize(x.scalar_type());
-  for (index_t o = 0; o < outer; ++o)
-    for (index_t j = 0; j < len; ++j)
-      std::memcpy(out.raw_data() + static_cast<std::size_t>(o * len + j) * row,
-                  x.raw_data() + static_cast<std::size_t>(o * n + start + j * step) * row, row);
+  const slice_rows r = slice_rows_of(a, x);
+  any_tensor out(x.scalar_type(), r.extents);
+  for (index_t o = 0; o < r.outer; ++o)
+    for (index_t j = 0; j < r.len; ++j)
+      std::memcpy(out.raw_data() + static_cast<std::size_t>(o * r.len + j) * r.row,
+                  x.raw_data() + static_cast<std::size_t>(o * r.n + r.start + j * r.step) * r.row, r.row);
+  return out;
+}
+
+// The source of a scatter (src) has the region's shape and the destination's dtype.
+inline void check_scatter_source(const kernel_args& a, const any_tensor& x, const any_tensor& src, const std::vector<index_t>& region) {
+  if (src.scalar_type() != x.scalar_type()) {
+    raise<dtype_error>([&](auto& w) {
+      w.put(a.target()); w.put(": the source is "); w.put(name(src.scalar_type())); w.put(" but the destination is ");
+      w.put(name(x.scalar_type()));
+    });
+  }
+  if (src.extents() != region) {
+    raise<shape_error>([&](auto& w) {
+      w.put(a.target()); w.put(": the source "); w.put(src.to_string()); w.put(" does not have the shape of the region it is written to, [");
+      for (std::size_t i = 0; i < region.size(); ++i) {
+        if (i) w.put(", ");
+        w.put_int(region[i]);
+      }
+      w.put("]");
+    });
+  }
+}
+
+// (self, src, dim, start, end, step): self with src written into the slice
+inline any_tensor slice_scatter(const kernel_args& a) {
+  const any_tensor& x = a.tensor("self");
+  const any_tensor& src = a.tensor("src");
+  const slice_rows r = slice_rows_of(a, x);
+  check_scatter_source(a, x, src, r.extents);
+  any_tensor out = x.clone();
+  for (index_t o = 0; o < r.outer; ++o)
+    for (index_t j = 0; j < r.len; ++j)
+      std::memcpy(out.raw_data() + static_cast<std::size_t>(o * r.n + r.start + j * r.step) * r.row,
+                  src.raw_data() + static_cast<std::size_t>(o * r.len + j) * r.row, r.row);
   return out;
 }
 
@@ -155,4 +203,5 @@ TYPEX_EIGEN_KERNEL(aten::unsqueeze, detail::unsqueeze);
 TYPEX_EIGEN_KERNEL(aten::permute, detail::permute);
 TYPEX_EIGEN_KERNEL(aten::transpose_int, detail::transpose);
 TYPEX_EIGEN_KERNEL(aten::slice_Tensor, detail::slice);
+TYPEX_EIGEN_KERNEL(aten::slice_scatter, detail::slice_scatter);
 }  // namespace typex::eigen
