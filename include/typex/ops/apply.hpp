@@ -20,6 +20,7 @@
 #include <typex/core/sentence.hpp>
 
 #include <source_location>
+#include <string_view>
 #include <type_traits>
 
 namespace typex {
@@ -42,6 +43,24 @@ template <class Op, class V>
 void visit_attributes(const Op& op, V&& v) {
   if constexpr (requires { op.attributes(v); }) op.attributes(v);
 }
+
+namespace detail {
+// A view op in PyTorch's sense: its result aliases its input (the schema's `Tensor(a) self ... ->
+// Tensor(a)`). In typex the reshape family shares its input's memory, eagerly as in programs;
+// select, slice, transpose, permute and expand compute a copy (an in-place write to which is
+// refused: PyTorch's would reach the input).
+constexpr bool is_view_schema(std::string_view schema) noexcept {
+  return schema.find("(Tensor(a) self") != std::string_view::npos && schema.find("-> Tensor(a)") != std::string_view::npos;
+}
+template <class Op>
+concept view_op_type = requires { Op::schema; } && is_view_schema(Op::schema);
+constexpr bool shares_memory(std::string_view target) noexcept {
+  for (std::string_view t : {"aten.reshape.default", "aten.view.default", "aten.flatten.using_ints", "aten.unsqueeze.default",
+                             "aten.squeeze.dim", "aten.squeeze.default", "aten.squeeze.dims", "aten.alias.default"})
+    if (t == target) return true;
+  return false;
+}
+}  // namespace detail
 
 template <class... A>
 using op_mode_t = std::conditional_t<(is_traced_argument<std::remove_cvref_t<A>>::value || ...), trace_mode, eager_mode>;

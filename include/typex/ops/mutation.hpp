@@ -32,9 +32,13 @@
 #include <typex/ops/apply.hpp>
 #include <typex/ops/tensor_like.hpp>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
+#include <memory>
 #include <source_location>
 #include <string_view>
+#include <unordered_map>
 
 namespace typex {
 
@@ -52,6 +56,55 @@ struct copy_op {
   }
 };
 
+namespace detail {
+// The results of view ops that copy in typex (select, slice, transpose, permute, expand), computed
+// eagerly on this thread and still alive: an in-place write to one is refused, as the trace
+// refuses it (PyTorch's would write the tensor it was taken from; typex's would silently not).
+// Keyed by the result's bytes, each with an observer of their lifetime (an address reused by a
+// later allocation is not taken for the view).
+struct copied_view {
+  std::weak_ptr<std::byte> bytes;
+  std::string_view op;
+};
+inline std::unordered_map<const void*, copied_view>& copied_views() {
+  thread_local std::unordered_map<const void*, copied_view> views;
+  return views;
+}
+inline void note_copied_view(const void* data, std::weak_ptr<std::byte> bytes, std::string_view op) {
+  auto& views = copied_views();
+  thread_local std::size_t pruned_at = 64;
+  if (views.size() >= pruned_at) {  // (amortized: the dead ones go when the table has doubled)
+    std::erase_if(views, [](const auto& e) { return e.second.bytes.expired(); });
+    pruned_at = std::max<std::size_t>(64, 2 * views.size());
+  }
+  views[data] = copied_view{std::move(bytes), op};
+}
+// The op whose copied-view result `data` is, if it is alive.
+inline std::string_view copied_view_op(const void* data) {
+  auto& views = copied_views();
+  const auto it = views.find(data);
+  if (it == views.end()) return {};
+  const auto alive = it->second.bytes.lock();
+  if (alive == nullptr || static_cast<const void*>(alive.get()) != data) return {};
+  return it->second.op;
+}
+template <class D>
+void check_eager_destination(const D& dst, const std::source_location& loc) {
+  const void* data = dst.get_storage().data();
+  if (data == nullptr) return;
+  if (const std::string_view op = copied_view_op(data); !op.empty()) {
+    raise<unsupported_error>([&](auto& w) {
+      w.put("typex: an in-place write (at "); w.put(loc.file_name()); w.put(":"); w.put_int(static_cast<long long>(loc.line()));
+      w.put(") to the result of "); w.put(op);
+      w.put(": in typex that op makes a copy (only reshape, view, flatten, unsqueeze and squeeze share their input's memory), "
+            "so the write would not reach the tensor it was taken from, as PyTorch's would; write that tensor with "
+            "typex::select_scatter or typex::slice_scatter (copy_(x, slice_scatter(x, value, dim, start, end))), or compute "
+            "the new value without writing in place");
+    });
+  }
+}
+}  // namespace detail
+
 template <tensor_like D, tensor_like S>
 decltype(auto) copy_(const D& dst, const S& src, const std::source_location& loc = std::source_location::current()) {
   if constexpr (is_traced_argument<D>::value) {  // a user input, or an op's result: replaced by the copy
@@ -63,6 +116,7 @@ decltype(auto) copy_(const D& dst, const S& src, const std::source_location& loc
     r.context().mutate(dst.get_storage().data(), r.value());
     return r;
   } else {
+    detail::check_eager_destination(dst, loc);
     const auto r = apply_op(copy_op{}, &loc, dst, src);
     const std::size_t bytes = static_cast<std::size_t>(r.numel()) * sizeof(*r.data());
     if (bytes != 0) std::memmove(dst.data(), r.data(), bytes);

@@ -66,6 +66,8 @@ class storage {
   std::byte* data() const noexcept { return data_.get(); }
   std::size_t bytes() const noexcept { return bytes_; }
   long use_count() const noexcept { return data_.use_count(); }
+  // An observer of the bytes' lifetime (expired once no storage shares them).
+  std::weak_ptr<std::byte> observe() const noexcept { return data_; }
 
   storage clone() const {
     storage s(bytes_);

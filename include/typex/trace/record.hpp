@@ -22,20 +22,6 @@ template <class DT, class S>
 struct is_traced_argument<traced<DT, S>> : std::true_type {};
 
 namespace detail {
-// A view op in PyTorch's sense: its result aliases its input (the schema's `Tensor(a) self ... ->
-// Tensor(a)`). In typex the reshape family shares the input's memory, eagerly as in programs;
-// select, slice, transpose, permute and expand compute a copy.
-constexpr bool is_view_op(std::string_view schema) noexcept {
-  return schema.find("(Tensor(a) self") != std::string_view::npos && schema.find("-> Tensor(a)") != std::string_view::npos;
-}
-template <class Op>
-concept records_view = requires { Op::schema; } && is_view_op(Op::schema);
-constexpr bool shares_memory(std::string_view target) noexcept {
-  for (std::string_view t : {"aten.reshape.default", "aten.view.default", "aten.flatten.using_ints", "aten.unsqueeze.default",
-                             "aten.squeeze.dim", "aten.squeeze.default", "aten.squeeze.dims", "aten.alias.default"})
-    if (t == target) return true;
-  return false;
-}
 template <class A, class... Rest>
 tracing_context& context_of(const A& a, const Rest&... rest);
 
@@ -114,7 +100,7 @@ struct op_runner<trace_mode> {
     const ir::value_ref v = ctx.call(op_id_of<Op>, std::move(ir_args),
                                      {ctx.meta_of_type<typename R::dtype_type, typename R::shape_type>()}, {}, loc);
     ctx.attribute_requirements(facts, v);  // (the facts the rule needed: their node and source line)
-    if constexpr (detail::records_view<Op>) {  // (an in-place write to it is a write to its input)
+    if constexpr (detail::view_op_type<Op>) {  // (an in-place write to it is a write to its input)
       const ir::argument& self = ctx.graph()[v.node].args.front();
       if (const auto* base = std::get_if<ir::value_ref>(&self))
         ctx.note_view(v, *base, detail::shares_memory(Op::target) ? std::optional<op_id>(op_id_of<aten::reshape>) : std::nullopt, Op::target);

@@ -10,6 +10,7 @@
 #include <typex/backend/eigen/kernels.hpp>
 #include <typex/ir/op_arguments.hpp>
 #include <typex/ops/apply.hpp>
+#include <typex/ops/mutation.hpp>
 #include <typex/tensor/host_tensor.hpp>
 #include <typex/trace/context.hpp>
 
@@ -64,6 +65,8 @@ struct op_runner<eager_mode> {
       }
     }
     const any_tensor out = eigen::run_kernel(eigen::kernel_args(op_id_of<Op>, ir_args, tensors, nullptr, list));
+    if constexpr (detail::view_op_type<Op> && !detail::shares_memory(Op::target))  // (a copy: writes to it are refused)
+      detail::note_copied_view(out.raw_data(), out.get_storage().observe(), Op::target);
     // (while a model is traced: an op on its tensors alone runs now; the trace remembers what from)
     if (tracing_context* ctx = current_tracing_context()) ctx->note_eager(out, erased, Op::target, loc);
     return host_tensor<typename R::dtype_type, typename R::shape_type>::bind(out, Op::target);
