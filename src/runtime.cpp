@@ -5,3 +5,4 @@
 #include <typex/typex.hpp>
 #include <typex/export/joint.hpp>  // (training: not in typex.hpp, which inference units include)
 #include <typex/passes/partition.hpp>  // (training: the partitioner)
+#include <typex/export/partitioned_module.hpp>  // (and its runner)

@@ -116,6 +116,13 @@ class program_module<Backend> {
       : core_(std::make_shared<const core>(detail::with_own_tensors(ep), opts)) {
     init_state();
   }
+  // A module that also trains the parameters `trained` (by FQN) of a program without their
+  // gradients (the forward program of a partitioned joint one: partitioned_module): they are
+  // per-call inputs kept in the module, as a joint program's.
+  program_module(const exported_program& ep, std::vector<std::string> trained, const options& opts = {})
+      : core_(std::make_shared<const core>(detail::with_own_tensors(ep), opts, std::move(trained))) {
+    init_state();
+  }
 
   // A copy shares the weights and the executors' pool; it has its own buffers (the values o holds now).
   program_module(const program_module& o) : core_(o.core_) {
@@ -223,7 +230,7 @@ class program_module<Backend> {
     std::vector<std::pair<std::string, any_tensor>> dst;
     for (const auto& [fqn, t] : fresh.state_dict()) dst.emplace_back(fqn, t);
     load_result r = detail::load_named(dst, sd, strict, "typex::program_module::load_state_dict");
-    auto next = std::make_shared<const core>(fresh, c.opts);
+    auto next = std::make_shared<const core>(fresh, c.opts, c.also_trained);
     if (state_)  // (the buffers the program writes: the loaded values, where loaded)
       for (std::size_t k = 0; k < next->fqns.size(); ++k)
         if (const any_tensor* t = fresh.state_dict().find(next->fqns[k])) std::memcpy(state_->buffers[k].raw_data(), t->raw_data(), t->nbytes());
@@ -252,7 +259,8 @@ class program_module<Backend> {
   // What copies share: the program with the module's own tensors, its binding, and the pool of
   // executors (each a plan and its arena; leased by one call at a time).
   struct core {
-    core(exported_program program, const options& o) : ep(std::make_shared<const exported_program>(std::move(program))), opts(o) {
+    core(exported_program program, const options& o, std::vector<std::string> trained_too = {})
+        : ep(std::make_shared<const exported_program>(std::move(program))), opts(o), also_trained(std::move(trained_too)) {
       const ir::graph& g = ep->graph();
       const auto& specs = ep->signature().input_specs();
       const auto placeholders = g.placeholders();
@@ -265,7 +273,7 @@ class program_module<Backend> {
       auto trained = [&](std::string_view fqn) {  // (a joint program's: it returns their gradients)
         for (const auto& o : ep->signature().output_specs())
           if (o.kind == output_kind::gradient_to_parameter && o.target == fqn) return true;
-        return false;
+        return std::find(also_trained.begin(), also_trained.end(), fqn) != also_trained.end();
       };
       binding.graph = std::shared_ptr<const ir::graph>(ep, &ep->graph());
       for (std::size_t i = 0; i < placeholders.size(); ++i) {
@@ -352,6 +360,7 @@ class program_module<Backend> {
 
     std::shared_ptr<const exported_program> ep;
     options opts;
+    std::vector<std::string> also_trained;  // trained without a gradient output (partitioned_module's forward)
     program_binding binding;
     std::vector<ir::node_id> user;
     std::vector<ir::node_id> state_placeholders;

@@ -8,6 +8,7 @@
 #include <typex/export/joint.hpp>
 #include <typex/ir/verifier.hpp>
 #include <typex/passes/partition.hpp>
+#include <typex/export/partitioned_module.hpp>
 
 #include <boost/hana/adapt_struct.hpp>
 
@@ -104,6 +105,46 @@ TEST_CASE("partition: the forward then the backward give the joint program's gra
     if (recompute) CHECK(p.recomputed > 0);
   }
   CHECK(bytes[1] < bytes[0]);
+}
+
+TEST_CASE("partition: partitioned_module runs the halves as programs, trains, and equals the joint module") {
+  partition_models::mlp m;
+  init_module(m, 3);
+  using batch = sym<"batch", 1, 64>;
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<batch, fix<32>>>()), input<"y">(tensor_spec<i64, shape<batch>>()));
+  const exported_program joint = make_joint(ep);
+  any_tensor x(dtype::f32, {6, 32}), y(dtype::i64, {6});
+  for (index_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(std::cos(0.21 * static_cast<double>(i)));
+  for (index_t i = 0; i < 6; ++i) y.data<std::int64_t>()[i] = (7 * i) % 10;
+  symbol_table sizes;
+  sizes.bind("batch", 6, "test");
+  for (const bool recompute : {false, true}) {
+    CAPTURE(recompute);
+    auto whole = joint.module();
+    partitioned_module<> halves(joint, {.recompute = recompute, .sizes = sizes});
+    CHECK(halves.parameters().size() == 6);
+    if (recompute) CHECK(halves.split().recomputed > 0);
+    optim::sgd a(whole.parameters(), {.lr = 0.1}), b(halves.parameters(), {.lr = 0.1});
+    for (int step = 0; step < 3; ++step) {  // (each step sees the other's updates: the same trajectory)
+      const std::vector<any_tensor> want = whole({x, y});
+      std::vector<any_tensor> saved;
+      const std::vector<any_tensor> outs = halves.forward({x, y}, saved);
+      REQUIRE(outs.size() == 1);
+      CHECK(outs[0].data<float>()[0] == want[0].data<float>()[0]);
+      CHECK(saved.size() == halves.split().saved.size());
+      const std::vector<any_tensor> grads = halves.backward(saved);
+      REQUIRE(grads.size() == 6);
+      for (std::size_t k = 0; k < 6; ++k)
+        for (index_t i = 0; i < grads[k].numel(); ++i) REQUIRE(grads[k].data<float>()[i] == want[1 + k].data<float>()[i]);
+      a.step(read_joint_outputs(joint, want).gradients);
+      b.step(halves.gradients(grads));
+    }
+    CHECK(halves.state_dict().at("fc1.weight").data<float>()[3] == whole.state_dict().at("fc1.weight").data<float>()[3]);
+    CHECK(halves.state_dict().at("fc1.weight").data<float>()[3] != joint.state_dict().at("fc1.weight").data<float>()[3]);
+    const std::vector<any_tensor> both = halves({x, y});
+    CHECK(both.size() == 7);
+  }
+  CHECK_THROWS_WITH_AS(partitioned_module<>(static_cast<const exported_program&>(ep)), doctest::Contains("has no gradient outputs"), argument_error);
 }
 
 TEST_CASE("partition: the saved bytes of a transformer block and of a 12-layer stack, both ways") {
