@@ -128,6 +128,22 @@ inline ir::node_id copy_node(const ir::node& f, ir::graph& to, const std::vector
                       .nn_module_stack = f.nn_module_stack, .stack_trace = f.stack_trace});
 }
 
+// The nodes (all but the output) that outputs [first, last) of the joint graph depend on, after
+// checking the graph has an output node and that many outputs.
+inline std::vector<bool> ancestors_of_outputs(const ir::graph& joint, std::size_t first, std::size_t last) {
+  static constexpr std::string_view who = "typex::passes::partition_joint";
+  if (!joint.has_output()) typex::detail::raise_message<ir::graph_error>(std::string(who) + ": the graph has no output node");
+  const ir::node& out = joint.output();
+  if (last > out.args.size())
+    typex::detail::raise_message<argument_error>(std::string(who) + ": more forward outputs than the graph has outputs");
+  const std::size_t n = joint.size() - 1;
+  std::vector<bool> needed(n, false);
+  for (std::size_t k = first; k < last; ++k) ir::graph::for_each_ref(out.args[k], [&](ir::value_ref r) { needed[r.node] = true; });
+  for (std::size_t i = n; i-- > 0;)
+    if (needed[i]) ir::graph::for_each_ref(joint[static_cast<ir::node_id>(i)], [&](ir::value_ref r) { needed[r.node] = true; });
+  return needed;
+}
+
 }  // namespace typex::passes::detail
 
 TYPEX_API auto typex::passes::banned_from_recomputation(op_id op) -> bool { return !detail::recomputable_ops().contains(op); }
@@ -141,23 +157,12 @@ TYPEX_API auto typex::passes::bytes_of(const ir::tensor_meta& m, const symbol_ta
 TYPEX_API auto typex::passes::partition_joint(const ir::graph& joint, std::size_t forward_outputs, std::size_t first_backward,
                                               const partition_options& options) -> partition {
   static constexpr std::string_view who = "typex::passes::partition_joint";
-  if (!joint.has_output()) typex::detail::raise_message<ir::graph_error>(std::string(who) + ": the graph has no output node");
+  // 1. which nodes are needed, by the forward's outputs or by any output
+  const std::vector<bool> fwd_needed = detail::ancestors_of_outputs(joint, 0, forward_outputs);
   const ir::node& out = joint.output();
-  if (forward_outputs > out.args.size())
-    typex::detail::raise_message<argument_error>(std::string(who) + ": more forward outputs than the graph has outputs");
+  const std::vector<bool> needed = detail::ancestors_of_outputs(joint, 0, out.args.size());
   const std::size_t n = joint.size() - 1;
   const auto users = joint.users();
-
-  // 1. which nodes are needed, by the forward's outputs or by any output
-  std::vector<bool> needed(n, false);  // ancestors of any output
-  for (const ir::argument& a : out.args) ir::graph::for_each_ref(a, [&](ir::value_ref r) { needed[r.node] = true; });
-  for (std::size_t i = n; i-- > 0;)
-    if (needed[i]) ir::graph::for_each_ref(joint[static_cast<ir::node_id>(i)], [&](ir::value_ref r) { needed[r.node] = true; });
-  std::vector<bool> fwd_needed(n, false);  // ancestors of the forward outputs
-  for (std::size_t k = 0; k < forward_outputs; ++k)
-    ir::graph::for_each_ref(out.args[k], [&](ir::value_ref r) { fwd_needed[r.node] = true; });
-  for (std::size_t i = n; i-- > 0;)
-    if (fwd_needed[i]) ir::graph::for_each_ref(joint[static_cast<ir::node_id>(i)], [&](ir::value_ref r) { fwd_needed[r.node] = true; });
   // tangent: the seed (the backward's first node) and what depends on it; the backward's other
   // nodes (a derivative's constants, its recomputed forward values) read the forward only
   if (first_backward >= n) typex::detail::raise_message<argument_error>(std::string(who) + ": the backward's first node is past the graph");
@@ -270,16 +275,8 @@ TYPEX_API auto typex::passes::partition_joint(const ir::graph& joint, std::size_
 
 TYPEX_API auto typex::passes::backward_start(const ir::graph& joint, std::size_t forward_outputs) -> std::size_t {
   static constexpr std::string_view who = "typex::passes::partition_joint";
-  if (!joint.has_output()) typex::detail::raise_message<ir::graph_error>(std::string(who) + ": the graph has no output node");
-  const ir::node& out = joint.output();
-  if (forward_outputs > out.args.size())
-    typex::detail::raise_message<argument_error>(std::string(who) + ": more forward outputs than the graph has outputs");
+  const std::vector<bool> fwd_needed = detail::ancestors_of_outputs(joint, 0, forward_outputs);
   const std::size_t n = joint.size() - 1;
-  std::vector<bool> fwd_needed(n, false);
-  for (std::size_t k = 0; k < forward_outputs; ++k)
-    ir::graph::for_each_ref(out.args[k], [&](ir::value_ref r) { fwd_needed[r.node] = true; });
-  for (std::size_t i = n; i-- > 0;)
-    if (fwd_needed[i]) ir::graph::for_each_ref(joint[static_cast<ir::node_id>(i)], [&](ir::value_ref r) { fwd_needed[r.node] = true; });
   for (std::size_t i = 0; i < n; ++i) {
     const ir::node& node = joint[static_cast<ir::node_id>(i)];
     if (node.op == ir::node_op::call_function && !ir::is_assertion(node) && !fwd_needed[i]) return i;
