@@ -168,7 +168,7 @@ class program_module<Backend> {
     if (!c.input_writes.empty()) check_written_inputs(c, inputs);
     if (!state_) {
       run_leased(c, inputs, inputs, outputs);
-      write_inputs(c, inputs, outputs, 0);
+      write_inputs(c, inputs, outputs);
       return;
     }
     mutable_state& st = *state_;
@@ -184,7 +184,7 @@ class program_module<Backend> {
     outputs.resize(st.outputs.size() - n);
     for (std::size_t i = 0; i < outputs.size(); ++i) std::swap(outputs[i], st.outputs[n + i]);  // (tensors cycle: reused)
     st.inputs.resize(0);
-    write_inputs(c, inputs, outputs, 0);
+    write_inputs(c, inputs, outputs);
   }
 
   // The tensor `fqn` (a buffer or parameter) as this module holds it now: its own copy for a
@@ -391,16 +391,15 @@ class program_module<Backend> {
         }
     }
   }
-  // Copies the user input mutations (outputs[first, first + k)) into the caller's tensors and
-  // drops them from the outputs.
-  static void write_inputs(const core& c, std::span<const any_tensor> inputs, std::vector<any_tensor>& outputs, std::size_t first) {
+  // Copies the user input mutations (the first outputs, once the buffers' are taken) into the
+  // caller's tensors and drops them from the outputs.
+  static void write_inputs(const core& c, std::span<const any_tensor> inputs, std::vector<any_tensor>& outputs) {
     if (c.input_writes.empty()) return;
     for (std::size_t k = 0; k < c.input_writes.size(); ++k) {
-      const any_tensor& v = outputs[first + k];
+      const any_tensor& v = outputs[k];
       if (v.nbytes() != 0) std::memcpy(inputs[c.input_writes[k]].raw_data(), v.raw_data(), v.nbytes());
     }
-    outputs.erase(outputs.begin() + static_cast<std::ptrdiff_t>(first),
-                  outputs.begin() + static_cast<std::ptrdiff_t>(first + c.input_writes.size()));
+    outputs.erase(outputs.begin(), outputs.begin() + static_cast<std::ptrdiff_t>(c.input_writes.size()));
   }
 
   struct mutable_state {
