@@ -154,7 +154,7 @@ TEST_CASE("input mutation: a buffer written through a traced handle is a BUFFER_
   CHECK(m.steps.data()[0] == 2);
 }
 
-TEST_CASE("input mutation: an intermediate written in place is its new value; zero_ of the input is written back") {
+TEST_CASE("input mutation: an intermediate written in place is its new value, and zero_ of the input is written back") {
   const mutation_models::scratch m;
   const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<5>>>()));
   CHECK(ep.signature().output_specs().size() == 2);  // x's mutation, and h
@@ -209,7 +209,7 @@ struct through_select {  // x[0].add_(1): PyTorch writes x; typex's select is a 
 BOOST_HANA_ADAPT_STRUCT(view_models::through_reshape);
 BOOST_HANA_ADAPT_STRUCT(view_models::through_select);
 
-TEST_CASE("input mutation: a write through a view that shares its input's memory writes the input; earlier such views see it") {
+TEST_CASE("input mutation: a write through a view that shares its input's memory writes the input, and earlier such views see it") {
   using X = tensor<f32, fix<2>, fix<3>>;
   const view_models::through_reshape m;
   const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<2>, fix<3>>>()));
