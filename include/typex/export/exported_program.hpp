@@ -24,6 +24,8 @@ namespace typex {
 
 template <class Backend>
 class program_module;  // (program_module.hpp: included by export_program.hpp, typex.hpp and the backends)
+template <class Backend>
+class partitioned_module;  // (partitioned_module.hpp)
 
 namespace detail {
 // e == v where e has exactly one unbound symbol, reached through +, - and * with operands the

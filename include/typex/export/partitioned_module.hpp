@@ -1,7 +1,7 @@
 // typex/export/partitioned_module.hpp — a joint program run as its two halves: the forward, which
 // keeps what the backward needs, then the backward (aot_autograd's compiled forward and backward).
 //
-//   typex::partitioned_module<> step(joint, {.recompute = true, .sizes = {{"batch", 32}}});
+//   typex::partitioned_module<> step(joint, {.recompute = true, .sizes = sizes});  // (sizes: the batch to cut for)
 //   std::vector<typex::any_tensor> saved;
 //   const auto outs = step.forward({x, y}, saved);   // the loss (and the other user outputs)
 //   const auto grads = step.backward(saved);         // the gradients, in the joint's order

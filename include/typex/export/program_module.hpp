@@ -116,15 +116,12 @@ class program_module<Backend> {
       : core_(std::make_shared<const core>(detail::with_own_tensors(ep), opts)) {
     init_state();
   }
-  // A module that also trains the parameters `trained` (by FQN) of a program without their
-  // gradients (the forward program of a partitioned joint one: partitioned_module): they are
-  // per-call inputs kept in the module, as a joint program's.
-  program_module(const exported_program& ep, std::vector<std::string> trained, const options& opts = {})
-      : core_(std::make_shared<const core>(detail::with_own_tensors(ep), opts, std::move(trained))) {
-    init_state();
-  }
 
   // A copy shares the weights and the executors' pool; it has its own buffers (the values o holds now).
+  // (partitioned_module's forward half trains the parameters `trained` (by FQN), which its program
+  // has no gradient outputs for: per-call inputs kept in the module, as a joint program's)
+  template <class>
+  friend class partitioned_module;
   program_module(const program_module& o) : core_(o.core_) {
     if (!o.state_) return;
     state_ = std::make_unique<mutable_state>();
@@ -256,6 +253,11 @@ class program_module<Backend> {
   }
 
  private:
+  program_module(const exported_program& ep, std::vector<std::string> trained, const options& opts)
+      : core_(std::make_shared<const core>(detail::with_own_tensors(ep), opts, std::move(trained))) {
+    init_state();
+  }
+
   // What copies share: the program with the module's own tensors, its binding, and the pool of
   // executors (each a plan and its arena; leased by one call at a time).
   struct core {
