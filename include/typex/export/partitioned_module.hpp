@@ -82,7 +82,7 @@ class partitioned_module {
 
  private:
   partitioned_module(detail::partitioned_programs p, const typename Backend::options& opts)
-      : forward_(p.forward, p.trained, opts), backward_(p.backward, opts), trained_(std::move(p.trained)),
+      : forward_(p.forward, typename program_module<Backend>::train_too{p.trained}, opts), backward_(p.backward, opts), trained_(std::move(p.trained)),
         n_user_(p.forward_user_outputs), split_(std::move(p.split)) {}
 
   program_module<Backend> forward_;

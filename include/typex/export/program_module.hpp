@@ -253,8 +253,11 @@ class program_module<Backend> {
   }
 
  private:
-  program_module(const exported_program& ep, std::vector<std::string> trained, const options& opts)
-      : core_(std::make_shared<const core>(detail::with_own_tensors(ep), opts, std::move(trained))) {
+  struct train_too {  // (a tag: a braced options argument never selects this constructor)
+    std::vector<std::string> fqns;
+  };
+  program_module(const exported_program& ep, train_too trained, const options& opts)
+      : core_(std::make_shared<const core>(detail::with_own_tensors(ep), opts, std::move(trained.fqns))) {
     init_state();
   }
 
