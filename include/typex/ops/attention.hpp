@@ -143,13 +143,18 @@ struct dropout_op {
     w(train);
   }
 };
-template <tensor_like X>
-auto dropout(const X& x, double p, bool train, const std::source_location& loc = std::source_location::current()) {
+namespace detail {
+inline void check_probability(std::string_view op, double p) {
   if (!(p >= 0.0 && p <= 1.0)) {
-    detail::raise<argument_error>([&](auto& w) {
-      w.put("typex::dropout: the probability "); w.put(std::to_string(p)); w.put(" is not in [0, 1]");
+    raise<argument_error>([&](auto& w) {
+      w.put(op); w.put(": the probability "); w.put(std::to_string(p)); w.put(" is not in [0, 1]");
     });
   }
+}
+}  // namespace detail
+template <tensor_like X>
+auto dropout(const X& x, double p, bool train, const std::source_location& loc = std::source_location::current()) {
+  detail::check_probability("typex::dropout", p);
   return apply_op(dropout_op{.p = p, .train = train}, &loc, x);
 }
 
@@ -175,11 +180,7 @@ struct dropout_mask_op {
 };
 template <tensor_like X>
 auto dropout_mask(const X& x, double p, const std::source_location& loc = std::source_location::current()) {
-  if (!(p >= 0.0 && p <= 1.0)) {
-    detail::raise<argument_error>([&](auto& w) {
-      w.put("typex::dropout_mask: the probability "); w.put(std::to_string(p)); w.put(" is not in [0, 1]");
-    });
-  }
+  detail::check_probability("typex::dropout_mask", p);
   return apply_op(dropout_mask_op{.p = p}, &loc, x);
 }
 

@@ -203,19 +203,30 @@ inline index_t wrap_index(std::string_view op, std::int64_t i, std::size_t dim, 
   return i < 0 ? i + n : i;
 }
 
-// (self, dim, index)
-inline any_tensor select(const kernel_args& a) {
-  const any_tensor& x = a.tensor("self");
+// The row a select reads or writes (dim, index: negative from the end), as x viewed
+// [outer, n, inner]: row o of the result is x's row o * n + at.
+struct select_rows {
+  around_dim g;
+  index_t at;
+  std::size_t row;               // bytes of one row (inner elements)
+  std::vector<index_t> extents;  // the selected slice's (x's without dim)
+};
+inline select_rows select_rows_of(const kernel_args& a, const any_tensor& x) {
   if (x.rank() == 0) rank_error(a.target(), "input", x, "at least 1-d");
   const std::size_t d = wrap_dim(a.target(), a.integer("dim"), x.rank());
   const around_dim g(x.extents(), d);
-  const index_t at = wrap_index(a.target(), a.integer("index"), d, g.n);
-  std::vector<index_t> oe = x.extents();
-  oe.erase(oe.begin() + static_cast<std::ptrdiff_t>(d));
-  any_tensor out(x.scalar_type(), oe);
-  const std::size_t row = static_cast<std::size_t>(g.inner) * itemsize(x.scalar_type());
-  for (index_t o = 0; o < g.outer; ++o)
-    std::memcpy(out.raw_data() + static_cast<std::size_t>(o) * row, x.raw_data() + static_cast<std::size_t>(o * g.n + at) * row, row);
+  std::vector<index_t> e = x.extents();
+  e.erase(e.begin() + static_cast<std::ptrdiff_t>(d));
+  return {g, wrap_index(a.target(), a.integer("index"), d, g.n), static_cast<std::size_t>(g.inner) * itemsize(x.scalar_type()), std::move(e)};
+}
+
+// (self, dim, index)
+inline any_tensor select(const kernel_args& a) {
+  const any_tensor& x = a.tensor("self");
+  const select_rows r = select_rows_of(a, x);
+  any_tensor out(x.scalar_type(), r.extents);
+  for (index_t o = 0; o < r.g.outer; ++o)
+    std::memcpy(out.raw_data() + static_cast<std::size_t>(o) * r.row, x.raw_data() + static_cast<std::size_t>(o * r.g.n + r.at) * r.row, r.row);
   return out;
 }
 
@@ -223,17 +234,11 @@ inline any_tensor select(const kernel_args& a) {
 inline any_tensor select_scatter(const kernel_args& a) {
   const any_tensor& x = a.tensor("self");
   const any_tensor& src = a.tensor("src");
-  if (x.rank() == 0) rank_error(a.target(), "input", x, "at least 1-d");
-  const std::size_t d = wrap_dim(a.target(), a.integer("dim"), x.rank());
-  const around_dim g(x.extents(), d);
-  const index_t at = wrap_index(a.target(), a.integer("index"), d, g.n);
-  std::vector<index_t> region = x.extents();
-  region.erase(region.begin() + static_cast<std::ptrdiff_t>(d));
-  check_scatter_source(a, x, src, region);
+  const select_rows r = select_rows_of(a, x);
+  check_scatter_source(a, x, src, r.extents);
   any_tensor out = x.clone();
-  const std::size_t row = static_cast<std::size_t>(g.inner) * itemsize(x.scalar_type());
-  for (index_t o = 0; o < g.outer; ++o)
-    std::memcpy(out.raw_data() + static_cast<std::size_t>(o * g.n + at) * row, src.raw_data() + static_cast<std::size_t>(o) * row, row);
+  for (index_t o = 0; o < r.g.outer; ++o)
+    std::memcpy(out.raw_data() + static_cast<std::size_t>(o * r.g.n + r.at) * r.row, src.raw_data() + static_cast<std::size_t>(o) * r.row, r.row);
   return out;
 }
 
