@@ -75,6 +75,14 @@ struct eigen_backend;
 #define TYPEX_HEADER_DEFINITIONS 0
 #endif
 
+// Whether files can be memory-mapped (POSIX mmap): safetensors files and program archives are then
+// mapped and their tensors share the mapping; elsewhere they are read into memory once.
+#if defined(__unix__) || defined(__APPLE__)
+#define TYPEX_HAS_MMAP 1
+#else
+#define TYPEX_HAS_MMAP 0
+#endif
+
 // Where the Eigen backend's kernels are compiled. By default in every unit that includes
 // <typex/backend/eigen.hpp> (header-only: nothing to link, ~10 s of compile time per unit). Define
 // TYPEX_EIGEN_SEPARATE_COMPILATION project-wide to compile them once instead: CMake's typex::eigen

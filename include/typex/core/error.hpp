@@ -63,6 +63,22 @@ class state_error : public error {
   using error::error;
 };
 
+// A file that cannot be opened, read, mapped or written (the message names the file and the
+// system's reason).
+class file_error : public error {
+ public:
+  using error::error;
+};
+
+// A file (or buffer) whose content is not what its format says: a truncated safetensors file, a
+// header that is not JSON, tensors whose byte ranges overlap or leave the file, a program archive
+// whose description breaks its schema. The message names the file and the first thing wrong.
+// Nothing is read outside the bytes given, whatever they hold.
+class format_error : public error {
+ public:
+  using error::error;
+};
+
 namespace detail {
 
 // Formats the message with `f(writer)` and throws E. Out of line and cold: the formatting code

@@ -221,12 +221,13 @@ class program_module<Backend> {
   // and extents checked; strict: missing and unexpected keys are an error and nothing changes).
   // Every later call, with any shapes, uses the new values (plans and packed weights are remade).
   // Copies of this module made before keep theirs. Not concurrent with calls on this object.
-  load_result load_state_dict(const named_tensors& sd, bool strict = true) {
+  load_result load_state_dict(const named_tensors& sd, bool strict = true) { return load_state_dict(sd, load_options{.strict = strict}); }
+  load_result load_state_dict(const named_tensors& sd, const load_options& options) {
     const core& c = get();
     const exported_program fresh = detail::with_own_tensors(*c.ep);
     std::vector<std::pair<std::string, any_tensor>> dst;
     for (const auto& [fqn, t] : fresh.state_dict()) dst.emplace_back(fqn, t);
-    load_result r = detail::load_named(dst, sd, strict, "typex::program_module::load_state_dict");
+    load_result r = detail::load_named(dst, sd, options, "typex::program_module::load_state_dict");
     auto next = std::make_shared<const core>(fresh, c.opts, c.also_trained);
     if (state_)  // (the buffers the program writes: the loaded values, where loaded)
       for (std::size_t k = 0; k < next->fqns.size(); ++k)

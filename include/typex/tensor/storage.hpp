@@ -53,6 +53,16 @@ class storage {
     return s;
   }
 
+  // `bytes` bytes at `owner.get()` that `owner` keeps alive (a memory-mapped file, a buffer from
+  // another library): no allocation, no copy. Its address must satisfy the alignment of whatever
+  // dtype a tensor over it holds (any_tensor checks).
+  static storage adopt(std::shared_ptr<std::byte> owner, std::size_t bytes) noexcept {
+    storage s;
+    s.data_ = std::move(owner);
+    s.bytes_ = s.data_ ? bytes : 0;
+    return s;
+  }
+
   storage(const storage&) = default;
   storage& operator=(const storage&) = default;
   // A moved-from storage holds nothing (null, 0 bytes), so the tensor it belonged to is detected.

@@ -165,18 +165,25 @@ named_tensors state_dict(const M& m) {
 }
 
 // Copies the values of `sd` into m's parameters and persistent buffers (their storage is kept, so
-// tied weights stay tied), as torch's load_state_dict: a name in both must have the same dtype
-// (dtype_error) and shape (shape_error); with `strict`, every such tensor must be in `sd` and `sd`
-// may hold nothing else (argument_error naming the missing and unexpected keys); without it, the
-// names that match are loaded and the others returned. Nothing is copied unless everything fits.
+// tied weights stay tied), as torch's load_state_dict: a name in both must have the same shape
+// (shape_error) and dtype (dtype_error, unless options.convert_dtypes); with options.strict, every
+// such tensor must be in `sd` and `sd` may hold nothing else (argument_error naming the missing and
+// unexpected keys); without it, the names that match are loaded and the others returned. Every
+// problem is found first and named in one message; nothing is copied unless everything fits. Tied
+// weights (one storage under several names) load once, from whichever of their names `sd` has.
+//   typex::load_state_dict(model, typex::load_safetensors("model.safetensors"));   // from PyTorch
 template <module_type M>
-load_result load_state_dict(M& m, const named_tensors& sd, bool strict = true) {
+load_result load_state_dict(M& m, const named_tensors& sd, const load_options& options) {
   std::vector<std::pair<std::string, any_tensor>> dst;
   for_each_module_tensor(m, [&](const std::string& fqn, tensor_role role, bool persistent, auto& t) {
     if (role == tensor_role::parameter || (role == tensor_role::buffer && persistent))
       dst.emplace_back(fqn, t.erase());  // (shares the member's storage: the copy lands in the model)
   });
-  return detail::load_named(dst, sd, strict, "typex::load_state_dict");
+  return detail::load_named(dst, sd, options, "typex::load_state_dict");
+}
+template <module_type M>
+load_result load_state_dict(M& m, const named_tensors& sd, bool strict = true) {
+  return load_state_dict(m, sd, load_options{.strict = strict});
 }
 
 // Training mode (mode = true) or evaluation mode for m and every submodule that has one (a
