@@ -6,4 +6,4 @@
 #include <typex/export/joint.hpp>  // (training: not in typex.hpp, which inference units include)
 #include <typex/passes/partition.hpp>  // (training: the partitioner)
 #include <typex/export/partitioned_module.hpp>  // (and its runner)
-#include <typex/tensor/safetensors.hpp>  // (files: safetensors, program archives)
+#include <typex/export/archive.hpp>  // (files: safetensors, program archives)

@@ -25,6 +25,7 @@
 #include <typex/trace/record.hpp>
 #include <typex/tree/flatten.hpp>
 #include <typex/tree/map.hpp>
+#include <typex/tree/unflatten.hpp>
 
 #include <algorithm>
 #include <bit>
@@ -202,23 +203,41 @@ inline constexpr auto to_spec = [](const auto& leaf) {
 template <class In, class Out>
 class typed_program;
 
+namespace detail {
+// An output leaf on its way into the typed output tree (unflatten casts it to each leaf's type):
+// bound to that type, so a result of another dtype or shape is an error naming the output.
+struct named_output {
+  const any_tensor* tensor;
+  const std::string* name;
+  template <dtype_tag_type DT, shape_type S>
+  explicit operator host_tensor<DT, S>() const {
+    return host_tensor<DT, S>::bind(*tensor, *name);
+  }
+};
+}  // namespace detail
+
 template <class... In, class Out>
 class typed_program<std::tuple<In...>, Out> : public exported_program {
  public:
+  using input_types = std::tuple<In...>;  // the input trees' types (tensor specs, tensors or numbers)
   using output_type = rebind_tree_t<Out, host_tensor>;
 
-  typed_program(exported_program ep, Out prototype, std::vector<detail::specialized_number> scalars)
-      : exported_program(std::move(ep)) {
+  // `ep` with the calling convention In... -> Out: its in/out specs are the trees' structures, and
+  // `scalars` the number leaves export specialized (typex::load<P> checks an archive against P first).
+  typed_program(exported_program ep, std::vector<detail::specialized_number> scalars) : exported_program(std::move(ep)) {
     std::vector<std::string> names;
     for (std::size_t i = 0; i < signature().user_outputs().size(); ++i) names.push_back(output_name(*this, i));
-    info_ = std::make_shared<const typed_info>(typed_info{std::move(prototype), std::move(scalars), in_spec(), std::move(names)});
+    info_ = std::make_shared<const typed_info>(typed_info{std::move(scalars), in_spec(), out_spec(), std::move(names)});
   }
+
+  // The numbers export specialized into the program, in input leaf order.
+  const std::vector<detail::specialized_number>& specialized_numbers() const noexcept { return info_->scalars; }
 
  private:
   struct typed_info {
-    Out prototype;  // (its types give the outputs' types; its values are not used)
     std::vector<detail::specialized_number> scalars;
     tree_spec in_spec;
+    tree_spec out_spec;
     std::vector<std::string> output_names;  // "output 'linear_1'"
   };
 
@@ -253,12 +272,10 @@ class typed_program<std::tuple<In...>, Out> : public exported_program {
       // (a static structure is fixed by the types; vectors and optionals are checked here)
       if constexpr (!is_static_tree_v<std::tuple<rebind_tree_t<In, host_tensor>...>>) check_structure(args...);
       const std::vector<any_tensor> out = run_(flat);
-      std::size_t i = 0;
-      return map_tree<host_tensor>(info_->prototype, [&](const auto& l) {
-        using L = std::remove_cvref_t<decltype(l)>;
-        const std::size_t at = i++;
-        return host_tensor<typename L::dtype_type, typename L::shape_type>::bind(out[at], info_->output_names[at]);
-      });
+      std::vector<detail::named_output> leaves;
+      leaves.reserve(out.size());
+      for (std::size_t i = 0; i < out.size(); ++i) leaves.push_back({&out[i], &info_->output_names[i]});
+      return unflatten<output_type>(info_->out_spec, leaves);
     }
 
     // Any other arguments: a compile error naming, on one line, the types the program takes and
@@ -583,7 +600,7 @@ auto export_program(const export_options& options, const M& module, const In&...
   return program(exported_program(std::move(g), graph_signature(std::move(in_specs), std::move(out_specs)),
                                   std::move(state), std::move(constants), std::move(ranges), std::move(calls),
                                   std::move(examples)),
-                 outputs, std::move(scalars));
+                 std::move(scalars));
 }
 
 template <module_type M, class... In>

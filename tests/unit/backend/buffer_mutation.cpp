@@ -3,6 +3,7 @@
 // buffers call after call exactly as the eager model updates its members, training-mode batch
 // norm exported, and the errors for writing what a program cannot write.
 #include "../support.hpp"
+#include "../export/round_trip.hpp"
 
 #include <typex/backend/eigen.hpp>
 
@@ -107,6 +108,7 @@ TEST_CASE("a program that writes buffers: BUFFER_MUTATION outputs, and a runner 
   const auto x = typex_test::random_tensor<tensor<f32, batch, fix<3>>>({2, 3}, 9);
   const tensor<f32, batch, fix<3>> y = typed(x);
   CHECK(y.numel() == 6);
+  typex_test::check_round_trip(ep, {x.erase()});
 }
 
 TEST_CASE("writing a parameter or a captured tensor is refused by export, with the fix") {
@@ -147,4 +149,5 @@ TEST_CASE("training-mode batch norm exports: running statistics as buffer mutati
   }
   CHECK(run.buffer("bn.num_batches_tracked").data<std::int64_t>()[0] == 3);
   CHECK(eager.bn.num_batches_tracked.data()[0] == 3);
+  typex_test::check_round_trip(ep, {typex_test::random_tensor<tensor<f32, fix<2>, fix<3>, fix<4>, fix<4>>>({2, 3, 4, 4}, 3).erase()});
 }

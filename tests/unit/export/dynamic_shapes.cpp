@@ -3,6 +3,7 @@
 // assertion when asked for); inputs sharing a symbol, derived dims, out-of-range inputs; seq
 // dynamic through causal attention; one program for every shape in range.
 #include "../support.hpp"
+#include "round_trip.hpp"
 
 #include <typex/backend/eigen.hpp>
 
@@ -293,6 +294,7 @@ TEST_CASE("dynamic shapes: s0*s1 == s2 is kept as a run-time assertion, or propo
   const auto x = typex_test::random_tensor<tensor<f32, a, b>>({3, 4}, 7);
   const auto y = typex_test::random_tensor<tensor<f32, c, fix<3>>>({12, 3}, 8);
   CHECK(max_diff(ep.module()(x, y), m(x, y)) < 1e-6);
+  typex_test::check_round_trip(ep, {x.erase(), y.erase()});
   const auto y5 = typex_test::random_tensor<tensor<f32, c, fix<3>>>({5, 3}, 8);
   CHECK(message_of([&] { (void)ep.module()(x, y5); }) ==
         "typex: the inputs bind a = 3 (by input 'x' (dim 0)), b = 4 (by input 'x' (dim 1)), c = 5 (by input 'y' (dim 0)), "
@@ -304,6 +306,7 @@ TEST_CASE("dynamic shapes: s0*s1 == s2 is kept as a run-time assertion, or propo
   using Z = shape<abc, fix<3>>;
   const auto ep2 = export_program(m, input<"x">(xs), input<"y">(tensor_spec<f32, Z>(Z(abc(a(2), b(3)), {}))));
   CHECK(ep2.ranges().to_string() == "{a: VR[1, 16], b: VR[1, 16], a*b: VR[1, 256]}");
+  typex_test::check_round_trip(ep2, {x.erase(), y.erase()});
 }
 
 TEST_CASE("dynamic shapes: two symbols that must be equal: the fix is one symbol for both") {
@@ -478,6 +481,7 @@ TEST_CASE("dynamic shapes: data-dependent sizes (nonzero, masked_select) are nam
     const auto got = run(x), want_ = m(x);
     REQUIRE(got.shape().to_string() == want_.shape().to_string());
     CHECK(max_diff(got, want_) == 0.0);
+    typex_test::check_round_trip(ep, {x.erase()});
   }
 }
 
@@ -502,6 +506,7 @@ TEST_CASE("dynamic shapes: an op that needs a concrete data-dependent size says 
   for (index_t i = 0; i < 12; ++i) x.data()[i] = (i % 2 == 0) ? 1.0f : 0.0f;  // 6 hits
   const auto out = run(x);
   CHECK(max_diff(out, m(x)) == 0.0);
+  typex_test::check_round_trip(ep, {x.erase()});
   x.data()[0] = 0.0f;  // 5 hits
   CHECK(message_of([&] { (void)run(x); }) ==
         "typex: the program binds hits = 5 (by node 'nonzero' (dim 0)), and the program asserts hits*2 == 12, but 10 != 12 "

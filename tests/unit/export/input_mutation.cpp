@@ -5,6 +5,7 @@
 // intermediate written in place is just its new value; inputs that alias a written one are
 // refused; a joint program keeps the input's mutation.
 #include "../support.hpp"
+#include "round_trip.hpp"
 
 #include <typex/backend/eigen.hpp>
 #include <typex/export/joint.hpp>
@@ -100,6 +101,7 @@ TEST_CASE("input mutation: x.add_(1) is a USER_INPUT_MUTATION, written back into
   }
   (void)run(program_x);  // again: it reads the written value
   CHECK(program_x.data()[0] == 1.0f);
+  typex_test::check_round_trip(ep, {program_x.erase()});  // (and the written input, bit for bit)
 }
 
 TEST_CASE("input mutation: several writes, two inputs, broadcast copy_: the last values, in the inputs' order") {
@@ -185,6 +187,7 @@ TEST_CASE("input mutation: a joint program keeps the input's mutation before its
     const float want = (0.25f * static_cast<float>(j) + 0.25f * static_cast<float>(4 + j) + 0.25f * static_cast<float>(8 + j)) / 3.0f;
     CHECK(r.gradients.at("fc.weight").data<float>()[j] == doctest::Approx(want));
   }
+  typex_test::check_round_trip(joint, {x.erase()});
 }
 
 namespace view_models {
@@ -288,4 +291,5 @@ TEST_CASE("input mutation: writes through a select and a slice of a buffer, as s
     CHECK(c.data<float>()[i] == want[i]);
     CHECK(m.cache.data()[i] == want[i]);
   }
+  typex_test::check_round_trip(ep, {x.erase()});
 }

@@ -3,6 +3,7 @@
 // block with a causal mask and mse; the signature torch.export prints for them; training through
 // program_module's parameters with an optimizer; the options and the errors.
 #include "../support.hpp"
+#include "round_trip.hpp"
 
 #include <typex/backend/eigen.hpp>
 #include <typex/export/joint.hpp>
@@ -176,6 +177,7 @@ TEST_CASE("joint: an MLP's gradients under cross-entropy match PyTorch's, and th
   std::copy_n(ref.inputs.at("y").data<std::int64_t>(), 3, y3.data<std::int64_t>());
   const auto out3 = step({x3, y3});
   CHECK(out3.at(2).extents() == std::vector<index_t>{24, 32});
+  typex_test::check_round_trip(joint, {x3, y3});
 }
 
 TEST_CASE("joint: a CNN with training-mode batch norm: gradients, and the state after SGD steps, match PyTorch's") {
@@ -210,6 +212,7 @@ TEST_CASE("joint: a CNN with training-mode batch norm: gradients, and the state 
       CHECK_MESSAGE(worst_ratio(*got, want, 1e-6, 1e-4) <= 1.0, fqn << ": " << worst_ratio(*got, want, 1e-6, 1e-4));
     }
   }
+  typex_test::check_round_trip(joint, in);
 }
 
 TEST_CASE("joint: a transformer encoder block with a causal mask matches PyTorch's gradients") {
@@ -244,6 +247,7 @@ TEST_CASE("joint: a transformer encoder block with a causal mask matches PyTorch
   x.data<float>()[e] -= 2 * h;
   const double down = forward({x, causal, ref.inputs.at("t")})[0].data<float>()[0];
   CHECK(dx->data<float>()[e] == doctest::Approx((up - down) / (2 * h)).epsilon(2e-2));
+  typex_test::check_round_trip(joint, {ref.inputs.at("x"), causal, ref.inputs.at("t")});
 }
 
 TEST_CASE("joint: training through the module's own parameters with an optimizer lowers the loss") {

@@ -2,6 +2,7 @@
 // with nested pytree inputs and outputs, a model with a buffer. For each: the signature's kinds and
 // FQNs, the printed program (golden), and the program run on the Eigen backend == eager.
 #include "../support.hpp"
+#include "round_trip.hpp"
 
 #include <typex/backend/eigen.hpp>
 
@@ -153,6 +154,7 @@ TEST_CASE("models: an MLP (nn::Sequential) with batch dynamic exports, prints, r
   CHECK(typex_test::message_of<dtype_error>([&] { (void)erased({any_tensor(dtype::f64, {2, 784})}); }) ==
         "typex: input 'x' has dtype f64, expected f32[batch, 784]");
   check_close(host_tensor<f32, shape<batch, fix<10>>>::bind(erased({x.erase()})[0]), eager, 0.0);
+  typex_test::check_round_trip(ep, {x.erase()});
 }
 
 TEST_CASE("models: a CNN (conv, pool, flatten, linear) exports and runs == eager") {
@@ -168,6 +170,7 @@ TEST_CASE("models: a CNN (conv, pool, flatten, linear) exports and runs == eager
   typex_test::check_golden("export_cnn.txt", printed(ep));
   const auto x = typex_test::random_tensor<tensor<f32, batch, fix<1>, fix<28>, fix<28>>>({3, 1, 28, 28}, 2);
   check_close(ep.module()(x), m(x), 0.0);
+  typex_test::check_round_trip(ep, {x.erase()});
 }
 
 TEST_CASE("models: a transformer encoder block (attention, layer norm, GELU, residuals) exports and runs == eager") {
@@ -196,6 +199,7 @@ TEST_CASE("models: a transformer encoder block (attention, layer norm, GELU, res
   CHECK(drop.outputs == attn.outputs);
   const auto x = typex_test::random_tensor<tensor<f32, batch, seq, fix<32>>>({3, 7, 32}, 4);
   check_close(ep.module()(x), m(x), 0.0);
+  typex_test::check_round_trip(ep, {x.erase()});
 }
 
 // torch.export specializes a dim whose example value is 0 or 1 (pytorch issue 133653); here 1 is an
@@ -265,6 +269,7 @@ TEST_CASE("models: nested pytree inputs and outputs, numbers specialized into th
   check_close(std::get<1>(out).second, std::get<1>(eager).second, 0.0);
   CHECK(typex_test::message_of<argument_error>([&] { (void)run(real, std::make_tuple(scale, 2.0)); }).find(
             "but the program was exported with 0.5") != std::string::npos);
+  typex_test::check_round_trip(ep, {real.x.erase(), real.ids.erase(), scale.erase()});
   real.ids(1) = 10;  // out of the embedding's range: named, not read out of bounds
   CHECK(typex_test::message_of<argument_error>([&] { (void)run(real, std::make_tuple(scale, 0.5)); }) ==
         "aten.embedding.default: index 10 is out of range for 10 embeddings");
@@ -290,6 +295,7 @@ TEST_CASE("models: buffers (persistent and not) are lifted with their kinds, run
   typex_test::check_golden("export_buffer.txt", printed(ep));
   const auto x = typex_test::random_tensor<tensor<f32, batch, fix<4>>>({5, 4}, 3);
   check_close(ep.module()(x), m(x), 0.0);
+  typex_test::check_round_trip(ep, {x.erase()});
 }
 
 TEST_CASE("models: tied weights are lifted once and read by both modules, runs == eager") {
@@ -306,4 +312,5 @@ TEST_CASE("models: tied weights are lifted once and read by both modules, runs =
   typex_test::check_golden("export_tied.txt", printed(ep));
   const auto x = typex_test::random_tensor<tensor<f32, batch, fix<6>>>({4, 6}, 12);
   check_close(ep.module()(x), m(x), 0.0);
+  typex_test::check_round_trip(ep, {x.erase()});
 }

@@ -5,6 +5,7 @@
 // state; partitioning keeps the drawn masks for the backward; a random op the trace cannot follow
 // is refused.
 #include "../support.hpp"
+#include "round_trip.hpp"
 
 #include <typex/backend/eigen.hpp>
 #include <typex/export/joint.hpp>
@@ -162,6 +163,7 @@ TEST_CASE("train mode: an exported training-mode dropout draws the eager model's
   b.join();
   CHECK(t1 == p1);
   CHECK(t2 == p1);
+  typex_test::check_round_trip(ep, {x.erase(), y.erase()});
 }
 
 TEST_CASE("train mode: the joint program multiplies by the mask its forward drew, and its gradients are the eager model's") {
@@ -220,6 +222,7 @@ TEST_CASE("train mode: the joint program multiplies by the mask its forward drew
     for (const std::string& v : p.saved) saved = saved || v.starts_with("dropout_mask");
     CHECK(saved);
   }
+  typex_test::check_round_trip(joint, {x.erase(), y.erase()});  // (typex.dropout_mask, the joint's own op)
 }
 
 TEST_CASE("train mode: a transformer encoder block in training mode: program and joint draw the eager block's masks") {
