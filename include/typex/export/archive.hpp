@@ -594,7 +594,9 @@ struct graph_reader {
     if (!j.is_object() || j.size() == 0) r.fail(where, "an argument is null, true, false or an object with one tag (node, int, float, str, ints, nodes, sym, dtype, syms)");
     if (j.contains("node")) return ref(j, where);
     if (j.size() != 1) r.fail(where, "an argument object has one tag");
-    const auto& [tag, v] = *j.items().begin();
+    const auto first = j.begin();  // (not items(): its proxy is a temporary the binding would outlive)
+    const std::string tag = first.key();
+    const json& v = first.value();
     if (tag == "int") return r.integer(v, where);
     if (tag == "float") return r.real(v, where);
     if (tag == "str") return r.string(v, where);
