@@ -828,6 +828,7 @@ TYPEX_API auto typex::detail::read_archive(const safetensors_file& file) -> load
     loaded_archive out{exported_program(std::move(gr.g), graph_signature(std::move(ins), std::move(outs)), std::move(state), std::move(constants),
                                         std::move(ranges), std::move(calls), std::move(examples)),
                        {}, false};
+    out.program.set_trusted_shapes(false);  // (a file's records: the backend checks them before planning by them)
     if (const json* sc = r.optional_field(p, "specialized_numbers", "specialized_numbers")) {
       out.typed = true;
       for (const json& e : r.array(*sc, "specialized_numbers")) {

@@ -59,6 +59,19 @@ class exported_program {
   const std::vector<module_call_entry>& module_call_graph() const noexcept { return module_call_graph_; }
   const std::vector<any_tensor>& example_inputs() const noexcept { return example_inputs_; }
 
+  // Whether each node's recorded dtype and shape come from typex's tracer and passes (true), or
+  // from a file (false: typex::load). A backend plans memory by the recorded shapes; for a program
+  // whose shapes are not trusted it first checks them against what each op computes, on the first
+  // call for each set of input extents (the Eigen backend: one step-by-step run that compares every
+  // result with its record, a graph_error naming the node on a difference), and plans after. A
+  // program made from another (make_joint, partitioning, a module's own copy) keeps its source's
+  // answer. Set it to true for files you wrote yourself to skip that first checked run.
+  bool trusted_shapes() const noexcept { return trusted_shapes_; }
+  exported_program& set_trusted_shapes(bool trusted) noexcept {
+    trusted_shapes_ = trusted;
+    return *this;
+  }
+
   // The calling convention (torch: call_spec): the root entry's in/out specs.
   const tree_spec& in_spec() const { return root_signature().in_spec; }
   const tree_spec& out_spec() const { return root_signature().out_spec; }
@@ -135,6 +148,7 @@ class exported_program {
   range_constraints ranges_;
   std::vector<module_call_entry> module_call_graph_;
   std::vector<any_tensor> example_inputs_;
+  bool trusted_shapes_ = true;
 };
 
 }  // namespace typex

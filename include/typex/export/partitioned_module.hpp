@@ -154,6 +154,8 @@ TYPEX_API auto typex::detail::partition_programs(const exported_program& joint, 
   }
   exported_program backward(split.backward, graph_signature(std::move(backward_inputs), std::move(backward_outputs)), {}, {},
                             joint.ranges(), root(backward_in, backward_out));
+  forward.set_trusted_shapes(joint.trusted_shapes());
+  backward.set_trusted_shapes(joint.trusted_shapes());
   return {std::move(forward), std::move(backward), std::move(trained), forward_user_outputs, std::move(split)};
 }
 #endif  // TYPEX_HEADER_DEFINITIONS

@@ -31,6 +31,9 @@ struct program_binding {
   // Checks the symbols' ranges and the program's run-time assertions, for an executor that binds
   // data-dependent symbols while it runs.
   std::function<void(const symbol_table&)> check;
+  // The recorded value shapes are not trusted (exported_program::trusted_shapes): the backend checks
+  // them against what the ops compute before it plans memory by them.
+  bool check_shapes = false;
 
   bool is_data_dependent(std::string_view symbol) const noexcept {
     for (const auto& s : data_dependent)

@@ -323,6 +323,7 @@ class program_module<Backend> {
       binding.inputs = user;
       binding.inputs.insert(binding.inputs.end(), state_placeholders.begin(), state_placeholders.end());
       binding.data_dependent = ep->ranges().unbacked();
+      binding.check_shapes = !ep->trusted_shapes();
       binding.check = [p = ep.get()](const symbol_table& symbols) {  // (the binding's graph keeps *p alive)
         p->ranges().check(symbols);
         p->check_assertions(symbols);
@@ -478,8 +479,10 @@ TYPEX_API auto typex::detail::with_own_tensors(const exported_program& ep) -> ex
   named_tensors state, constants;
   for (const auto& [fqn, t] : ep.state_dict()) state.insert(fqn, own(t));
   for (const auto& [fqn, t] : ep.constants()) constants.insert(fqn, own(t));
-  return exported_program(ep.graph(), ep.signature(), std::move(state), std::move(constants), ep.ranges(), ep.module_call_graph(),
-                          ep.example_inputs());
+  exported_program own_copy(ep.graph(), ep.signature(), std::move(state), std::move(constants), ep.ranges(), ep.module_call_graph(),
+                            ep.example_inputs());
+  own_copy.set_trusted_shapes(ep.trusted_shapes());
+  return own_copy;
 }
 
 TYPEX_API auto typex::detail::moved_from_module() -> void {

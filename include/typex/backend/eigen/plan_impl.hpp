@@ -511,6 +511,41 @@ class stepwise_engine final : public engine {
   program_binding binding_;
 };
 
+// A program whose recorded shapes are not trusted (read from a file): the first call for each set
+// of input extents runs step by step, each kernel making its own result and every result compared
+// with its record (stepwise_engine: a graph_error naming the node on a difference), so that the
+// planned engine, which lays out memory by the records, only runs shapes whose records held.
+class checked_engine final : public engine {
+ public:
+  checked_engine(const program_binding& b, compile_options options) : check_(b), fast_(b, options) {}
+
+  bool planned_for(std::span<const any_tensor> inputs) const noexcept override { return checked(inputs) && fast_.planned_for(inputs); }
+
+  void run(std::span<const any_tensor> inputs, const symbol_table& symbols, std::vector<any_tensor>& outputs) override {
+    if (checked(inputs)) return fast_.run(inputs, symbols, outputs);
+    check_.run(inputs, symbols, outputs);  // (throws before recording these extents as checked)
+    std::vector<std::vector<index_t>> e;
+    for (const any_tensor& t : inputs) e.push_back(t.extents());
+    checked_.push_back(std::move(e));
+  }
+
+  plan_report report() const override { return fast_.report(); }
+
+ private:
+  bool checked(std::span<const any_tensor> inputs) const noexcept {
+    for (const auto& e : checked_) {
+      bool same = e.size() == inputs.size();
+      for (std::size_t i = 0; same && i < inputs.size(); ++i) same = e[i] == inputs[i].extents();
+      if (same) return true;
+    }
+    return false;
+  }
+
+  stepwise_engine check_;
+  planned_engine fast_;
+  std::vector<std::vector<std::vector<index_t>>> checked_;  // the input extents whose records held
+};
+
 }  // namespace detail
 
 TYPEX_EIGEN_API std::shared_ptr<detail::engine> detail::make_engine(program_binding binding, compile_options options) {
@@ -529,7 +564,8 @@ TYPEX_EIGEN_API std::shared_ptr<detail::engine> detail::make_engine(program_bind
       });
     }
   }
-  if (!binding.data_dependent.empty()) return std::make_shared<stepwise_engine>(std::move(binding));
+  if (!binding.data_dependent.empty()) return std::make_shared<stepwise_engine>(std::move(binding));  // (checks every result)
+  if (binding.check_shapes) return std::make_shared<checked_engine>(binding, options);
   return std::make_shared<planned_engine>(std::move(binding), options);
 }
 
