@@ -49,6 +49,7 @@
 #include <typex/passes/dce.hpp>
 
 // export
+#include <typex/export/archive.hpp>
 #include <typex/export/export_program.hpp>
 #include <typex/export/exported_program.hpp>
 #include <typex/export/graph_signature.hpp>

@@ -23,6 +23,7 @@ if(MODE STREQUAL "find_package")
       -DTYPEX_BUILD_BENCHMARKS=OFF -DTYPEX_INSTALL=ON)
   run(${CMAKE_COMMAND} --build ${WORK_DIR}/typex-build)
   run(${CMAKE_COMMAND} --install ${WORK_DIR}/typex-build)
+  run(${WORK_DIR}/prefix/bin/typex-inspect --help)  # (the command-line tool is installed with the package)
   run(${CMAKE_COMMAND} -S ${consumer} -B ${WORK_DIR}/consumer-build ${common}
       -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DTYPEX_CONSUMER_MODE=find_package)
   run(${CMAKE_COMMAND} --build ${WORK_DIR}/consumer-build)
