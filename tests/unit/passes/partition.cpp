@@ -3,6 +3,7 @@
 // two graphs run one after the other give the joint program's outputs; the saved bytes of a
 // transformer block and of a 12-layer stack, both ways.
 #include "../support.hpp"
+#include "../export/round_trip.hpp"
 
 #include <typex/backend/eigen.hpp>
 #include <typex/export/joint.hpp>
@@ -145,6 +146,13 @@ TEST_CASE("partition: partitioned_module runs the halves as programs, trains, an
     CHECK(both.size() == 7);
   }
   CHECK_THROWS_WITH_AS(partitioned_module<>(static_cast<const exported_program&>(ep)), doctest::Contains("has no gradient outputs"), argument_error);
+  // the two halves are programs like any other: they save and load (the forward's saved values
+  // are the backward's inputs)
+  const detail::partitioned_programs halves = detail::partition_programs(joint, {});
+  typex_test::check_round_trip(halves.forward, {x, y});
+  std::vector<any_tensor> saved = program_module<eigen_backend>(halves.forward)({x, y});
+  saved.erase(saved.begin(), saved.begin() + static_cast<std::ptrdiff_t>(saved.size() - halves.backward.user_inputs().size()));
+  typex_test::check_round_trip(halves.backward, saved);
 }
 
 TEST_CASE("partition: the saved bytes of a transformer block and of a 12-layer stack, both ways") {
