@@ -40,6 +40,17 @@ std::string type_str() {
 template <class A, class B>
 inline constexpr bool same = std::is_same_v<std::remove_cvref_t<A>, std::remove_cvref_t<B>>;
 
+// The largest |got - want| over two f32 tensors of one shape (a PyTorch reference's error).
+inline double worst_abs_error(const typex::any_tensor& got, const typex::any_tensor& want) {
+  REQUIRE(got.extents() == want.extents());
+  double worst = 0;
+  for (typex::index_t i = 0; i < want.numel(); ++i) {
+    const double d = double(got.data<float>()[i]) - double(want.data<float>()[i]);
+    worst = d > worst ? d : (-d > worst ? -d : worst);
+  }
+  return worst;
+}
+
 // What a thrown exception says; empty when nothing was thrown.
 template <class E, class F>
 std::string message_of(F&& f) {

@@ -92,13 +92,6 @@ std::map<std::string, model_case> read_models() {
   return out;
 }
 
-double worst_error(const any_tensor& got, const any_tensor& want) {
-  REQUIRE(got.extents() == want.extents());
-  double worst = 0;
-  for (index_t i = 0; i < want.numel(); ++i)
-    worst = std::max(worst, std::abs(double(got.data<float>()[i]) - double(want.data<float>()[i])));
-  return worst;
-}
 
 // Loads the state dict, runs eagerly and as a planned program, compares with PyTorch (atol 1e-5).
 template <class M, class In>
@@ -107,11 +100,11 @@ void check_model(const model_case& c) {
   load_state_dict(m, c.state);  // strict: every name of the typex model, as torch's
   const auto x = In::bind(c.input, "input");
   const any_tensor eager = m(x).erase();
-  CHECK(worst_error(eager, c.output) <= 1e-5);
+  CHECK(typex_test::worst_abs_error(eager, c.output) <= 1e-5);
   const auto ep = export_program(m, input<"x">(x.spec()));
   auto run = program_module<eigen_backend>(ep);
   const auto out = run({c.input});
-  CHECK(worst_error(out[0], c.output) <= 1e-5);
+  CHECK(typex_test::worst_abs_error(out[0], c.output) <= 1e-5);
 }
 }  // namespace
 

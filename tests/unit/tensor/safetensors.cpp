@@ -57,13 +57,6 @@ std::vector<char> read_bytes(const std::filesystem::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-double worst_error(const any_tensor& got, const any_tensor& want) {
-  REQUIRE(got.extents() == want.extents());
-  double worst = 0;
-  for (index_t i = 0; i < want.numel(); ++i)
-    worst = std::max(worst, std::abs(double(got.data<float>()[i]) - double(want.data<float>()[i])));
-  return worst;
-}
 
 named_tensors every_dtype() {
   named_tensors sd;
@@ -170,9 +163,9 @@ TEST_CASE("safetensors: a PyTorch-trained tiny LM (tied head, transformer block)
   const safetensors_file io = safetensors_file::open(data_path("tiny_lm_io.safetensors"));
   const any_tensor tokens = io.tensor("input"), want = io.tensor("output");
   const auto x = tensor<i64, fix<2>, fix<6>>::bind(tokens, "tokens");
-  CHECK(worst_error(m(x).erase(), want) <= 2e-5);
+  CHECK(typex_test::worst_abs_error(m(x).erase(), want) <= 2e-5);
   const auto ep = export_program(m, input<"tokens">(x.spec()));
-  CHECK(worst_error(program_module<eigen_backend>(ep)({tokens})[0], want) <= 2e-5);
+  CHECK(typex_test::worst_abs_error(program_module<eigen_backend>(ep)({tokens})[0], want) <= 2e-5);
 }
 
 TEST_CASE("safetensors: a PyTorch-trained CNN with batch norm (i64 num_batches_tracked) loads and matches") {
@@ -182,7 +175,7 @@ TEST_CASE("safetensors: a PyTorch-trained CNN with batch norm (i64 num_batches_t
   CHECK(m.bn.num_batches_tracked.data()[0] == 25);  // (torch trained it 25 steps)
   const safetensors_file io = safetensors_file::open(data_path("cnn_bn_io.safetensors"));
   const auto x = tensor<f32, fix<2>, fix<1>, fix<10>, fix<10>>::bind(io.tensor("input"), "x");
-  CHECK(worst_error(m(x).erase(), io.tensor("output")) <= 1e-5);
+  CHECK(typex_test::worst_abs_error(m(x).erase(), io.tensor("output")) <= 1e-5);
 }
 
 TEST_CASE("safetensors: bf16 weights into an f32 model: refused naming every tensor, converted when asked") {
@@ -200,7 +193,7 @@ TEST_CASE("safetensors: bf16 weights into an f32 model: refused naming every ten
   CHECK(load_state_dict(m, half, load_options{.convert_dtypes = true}).empty());
   const safetensors_file io = safetensors_file::open(data_path("cnn_bn_bf16_io.safetensors"));
   const auto x = tensor<f32, fix<2>, fix<1>, fix<10>, fix<10>>::bind(io.tensor("input"), "x");
-  CHECK(worst_error(m(x).erase(), io.tensor("output")) <= 1e-5);
+  CHECK(typex_test::worst_abs_error(m(x).erase(), io.tensor("output")) <= 1e-5);
 }
 
 TEST_CASE("load_state_dict: missing, unexpected, wrong-shape and wrong-dtype names in one message, nothing loaded") {
