@@ -236,9 +236,6 @@ TYPEX_API auto typex::detail::json_depth_within(std::string_view text, int max_d
 }
 
 TYPEX_API auto typex::safetensors_file::open(const std::filesystem::path& path, read_mode mode) -> safetensors_file {
-  if constexpr (std::endian::native != std::endian::little) {
-    detail::raise_message<unsupported_error>("typex: safetensors files are little-endian; reading them on a big-endian machine is not supported");
-  }
   storage bytes;
   bool mapped = false;
 #if TYPEX_HAS_MMAP
@@ -305,6 +302,9 @@ TYPEX_API auto typex::safetensors_file::open(const std::filesystem::path& path, 
 
 TYPEX_API auto typex::safetensors_file::parse(storage bytes, std::string source) -> safetensors_file {
   using json = nlohmann::ordered_json;
+  if constexpr (std::endian::native != std::endian::little) {
+    detail::raise_message<unsupported_error>("typex: safetensors files are little-endian; reading them on a big-endian machine is not supported");
+  }
   safetensors_file file;
   file.source_ = std::move(source);
   const std::string_view src = file.source_;
@@ -542,6 +542,9 @@ struct safetensors_layout {
 
 inline safetensors_layout layout_safetensors(const named_tensors& tensors, const string_pairs& metadata) {
   using json = nlohmann::ordered_json;
+  if constexpr (std::endian::native != std::endian::little) {
+    raise_message<unsupported_error>("typex: safetensors files are little-endian; writing them on a big-endian machine is not supported");
+  }
   safetensors_layout out;
   std::vector<std::pair<std::string, const any_tensor*>> all;
   for (const auto& [name, t] : tensors) {
