@@ -16,10 +16,13 @@ for r in torch["rows"]:
 cols = ["read_file", "typex_map", "typex_map_touch", "typex_copy", "typex_into_module", "typex_archive", "torch_load_file",
         "torch_load_file_touch"]
 print(f"machine: {typex['context'].get('host_name', '?')}, {typex['context']['num_cpus']} CPUs; torch {torch['torch']}")
-print("| MiB | " + " | ".join(cols) + " | GB/s read_file | GB/s typex_map_touch |")
-print("|---" * (len(cols) + 3) + "|")
+print("| MiB | " + " | ".join(cols) + " | read_file GB/s | torch / typex (mapped) | torch / typex (touched) |")
+print("|---" * (len(cols) + 4) + "|")
 for mib in sorted({m for (_, m) in times}):
     cells = [f"{times[(c, mib)]:.3f}" if (c, mib) in times else "-" for c in cols]
-    gbs = lambda c: f"{mib * 1048576 / (times[(c, mib)] * 1e-3) / 1e9:.2f}" if (c, mib) in times else "-"
-    print(f"| {mib} | " + " | ".join(cells) + f" | {gbs('read_file')} | {gbs('typex_map_touch')} |")
-print("(ms, median of 5; warm page cache)")
+    t = lambda c: times.get((c, mib))
+    gbs = f"{mib * 1048576 / (t('read_file') * 1e-3) / 1e9:.2f}" if t("read_file") else "-"
+    r1 = f"{t('torch_load_file') / t('typex_map'):.1f}x" if t("torch_load_file") and t("typex_map") else "-"
+    r2 = f"{t('torch_load_file_touch') / t('typex_map_touch'):.2f}x" if t("torch_load_file_touch") and t("typex_map_touch") else "-"
+    print(f"| {mib} | " + " | ".join(cells) + f" | {gbs} | {r1} | {r2} |")
+print("(ms, median of 5; warm page cache; > 1x: typex is faster)")

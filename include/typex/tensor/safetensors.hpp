@@ -210,6 +210,22 @@ template <class F>
   });
 }
 
+#if TYPEX_HAS_MMAP
+// Memory for a whole file read in (read_mode::copy), not zeroed (every byte is read into it, or the
+// read fails). A large one is its own anonymous mapping with transparent huge pages asked for:
+// faulting in a gigabyte 4 KiB at a time costs several times the read itself.
+inline storage read_buffer(std::size_t size) {
+  constexpr std::size_t huge = std::size_t{32} << 20;  // (below it the allocator reuses freed memory well)
+  if (size < huge) return storage::uninitialized(size);
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return storage::uninitialized(size);
+#ifdef MADV_HUGEPAGE
+  (void)::madvise(p, size, MADV_HUGEPAGE);  // (a hint: without it, ordinary pages)
+#endif
+  return storage::adopt(std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [size](std::byte* q) { ::munmap(q, size); }), size);
+}
+#endif
+
 inline void put_u64(auto& w, std::uint64_t v) {
   w.put(std::to_string(v));
 }
@@ -264,7 +280,7 @@ TYPEX_API auto typex::safetensors_file::open(const std::filesystem::path& path, 
     bytes = storage::adopt(std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [size](std::byte* q) { ::munmap(q, size); }), size);
     mapped = true;
   } else {
-    bytes = storage(size);
+    bytes = detail::read_buffer(size);
     std::size_t done = 0;
     while (done < size) {
       const ::ssize_t n = ::read(fd, bytes.data() + done, size - done);
@@ -288,7 +304,7 @@ TYPEX_API auto typex::safetensors_file::open(const std::filesystem::path& path, 
     std::fclose(f);
     detail::file_failed("read the size of", path, ec.value());
   }
-  bytes = storage(size);
+  bytes = storage::uninitialized(size);
   if (std::fread(bytes.data(), 1, size, f) != size) {
     std::fclose(f);
     detail::file_failed("read", path, EIO);

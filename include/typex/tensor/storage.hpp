@@ -24,18 +24,11 @@ class storage {
   storage() = default;
   // `bytes` zeroed bytes. Even 0 bytes get a block of their own: a storage's address is its
   // identity (tracing tells tensors apart by it), and two empty tensors are two tensors.
-  explicit storage(std::size_t bytes) : bytes_(bytes) {
-    if (bytes > static_cast<std::size_t>(PTRDIFF_MAX)) {  // (core/sizes.hpp's limit; round_up would wrap)
-      detail::raise<argument_error>([&](auto& w) {
-        w.put("typex::storage: "); w.put_int(static_cast<long long>(bytes >> 1)); w.put(" * 2 bytes is more than a pointer can address");
-      });
-    }
-    void* p = ::operator new(round_up(bytes), std::align_val_t{alignment});
-    std::memset(p, 0, bytes);
-    data_ = std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) {
-      ::operator delete(static_cast<void*>(q), std::align_val_t{alignment});
-    });
-  }
+  explicit storage(std::size_t bytes) : storage(bytes, uninitialized_tag{}) { std::memset(data_.get(), 0, bytes); }
+
+  // `bytes` bytes NOT zeroed, for a buffer filled right away (a file read into memory): zeroing a
+  // gigabyte first costs as much as reading it.
+  static storage uninitialized(std::size_t bytes) { return storage(bytes, uninitialized_tag{}); }
 
   // Bytes [offset, offset + bytes) of `owner`, sharing its ownership (no allocation): the Eigen
   // backend's planned programs hand kernels views of their arena this way.
@@ -87,6 +80,19 @@ class storage {
 
  private:
   static std::size_t round_up(std::size_t n) noexcept { return n == 0 ? alignment : (n + alignment - 1) / alignment * alignment; }
+
+  struct uninitialized_tag {};
+  storage(std::size_t bytes, uninitialized_tag) : bytes_(bytes) {
+    if (bytes > static_cast<std::size_t>(PTRDIFF_MAX)) {  // (core/sizes.hpp's limit; round_up would wrap)
+      detail::raise<argument_error>([&](auto& w) {
+        w.put("typex::storage: "); w.put_int(static_cast<long long>(bytes >> 1)); w.put(" * 2 bytes is more than a pointer can address");
+      });
+    }
+    void* p = ::operator new(round_up(bytes), std::align_val_t{alignment});
+    data_ = std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) {
+      ::operator delete(static_cast<void*>(q), std::align_val_t{alignment});
+    });
+  }
 
   std::shared_ptr<std::byte> data_;
   std::size_t bytes_ = 0;
