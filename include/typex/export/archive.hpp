@@ -22,6 +22,8 @@
 // one too. Loading maps the file: the weights are not copied (read_mode::copy reads them instead).
 #pragma once
 
+#include <typex/core/sentence.hpp>
+#include <typex/core/type_name.hpp>
 #include <typex/export/export_program.hpp>
 #include <typex/tensor/safetensors.hpp>
 
@@ -91,10 +93,33 @@ template <class P>
 std::string typed_mismatch(const exported_program& ep, const std::vector<specialized_number>& scalars, bool typed);
 }  // namespace detail
 
+namespace detail {
+template <class P> struct is_typed_program : std::false_type {};
+template <class In, class Out> struct is_typed_program<typed_program<In, Out>> : std::true_type {};
+
+// An error here means: typex::load<P> was given a type that is not a typed program.
+template <class P>
+constexpr void fail_not_typed_program() {
+  TYPEX_STATIC_FAIL(static_type_error, [](auto& w) {
+    w.put("typex::load<P>: P = "); w.put(raw_type_name<P>());
+    w.put(" is not a typed program type: pass the type export_program returned, "
+          "typex::load<decltype(typex::export_program(model, inputs...))>(path), or call typex::load(path) "
+          "(no template argument) for an exported_program");
+  });
+}
+}  // namespace detail
+
 // The program saved at `path`, as the typed program type P (decltype(typex::export_program(...))):
 // its calling convention checked against P's, naming the first difference (argument_error) — an
 // archive of another model, or of this model exported with other input types.
 template <class P>
+  requires(!detail::is_typed_program<P>::value)
+exported_program load(const std::filesystem::path& path, read_mode mode = read_mode::map) {
+  detail::fail_not_typed_program<P>();
+  return load(path, mode);  // (what was meant: no cascade of errors after the sentence)
+}
+template <class P>
+  requires detail::is_typed_program<P>::value
 P load(const std::filesystem::path& path, read_mode mode = read_mode::map) {
   detail::loaded_archive a = detail::read_archive(safetensors_file::open(path, mode));
   if (const std::string why = detail::typed_mismatch<P>(a.program, a.scalars, a.typed); !why.empty()) {
