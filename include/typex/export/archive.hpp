@@ -112,22 +112,24 @@ constexpr void fail_not_typed_program() {
 // The program saved at `path`, as the typed program type P (decltype(typex::export_program(...))):
 // its calling convention checked against P's, naming the first difference (argument_error) — an
 // archive of another model, or of this model exported with other input types.
+// (P as decltype gives it: `const auto program = export_program(...)` makes decltype(program) const)
 template <class P>
-  requires(!detail::is_typed_program<P>::value)
+  requires(!detail::is_typed_program<std::remove_cvref_t<P>>::value)
 exported_program load(const std::filesystem::path& path, read_mode mode = read_mode::map) {
   detail::fail_not_typed_program<P>();
   return load(path, mode);  // (what was meant: no cascade of errors after the sentence)
 }
 template <class P>
-  requires detail::is_typed_program<P>::value
-P load(const std::filesystem::path& path, read_mode mode = read_mode::map) {
+  requires detail::is_typed_program<std::remove_cvref_t<P>>::value
+std::remove_cvref_t<P> load(const std::filesystem::path& path, read_mode mode = read_mode::map) {
+  using program = std::remove_cvref_t<P>;
   detail::loaded_archive a = detail::read_archive(safetensors_file::open(path, mode));
-  if (const std::string why = detail::typed_mismatch<P>(a.program, a.scalars, a.typed); !why.empty()) {
+  if (const std::string why = detail::typed_mismatch<program>(a.program, a.scalars, a.typed); !why.empty()) {
     detail::raise<argument_error>([&](auto& w) {
       w.put("typex::load: '"); w.put(path.string()); w.put("' does not hold the program type asked for: "); w.put(why);
     });
   }
-  return P(std::move(a.program), std::move(a.scalars));
+  return program(std::move(a.program), std::move(a.scalars));
 }
 
 namespace detail {
