@@ -4,6 +4,8 @@
 //
 // Heavy backends are not included here: <typex/backend/eigen.hpp> and <typex/backend/cuda.hpp>
 // (later issues) bring Eigen and CUDA in, so code that only builds and checks shapes stays light.
+// Nor are files: <typex/tensor/safetensors.hpp> (weights) and <typex/export/archive.hpp> (programs,
+// and weights) bring a JSON parser in, 3 s of every header-only unit that includes them.
 #pragma once
 
 #include <typex/config.hpp>
@@ -49,7 +51,6 @@
 #include <typex/passes/dce.hpp>
 
 // export
-#include <typex/export/archive.hpp>
 #include <typex/export/export_program.hpp>
 #include <typex/export/exported_program.hpp>
 #include <typex/export/graph_signature.hpp>

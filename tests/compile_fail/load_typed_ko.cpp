@@ -3,6 +3,7 @@
 // typex::load<P> takes a typed program type; the message names the type given and both fixes.
 // expect: typex::load<P>: P = typex::exported_program is not a typed program type
 #include <typex/backend/eigen.hpp>
+#include <typex/export/archive.hpp>
 #include <typex/typex.hpp>
 
 #include <filesystem>
