@@ -169,6 +169,7 @@ class file_writer {
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
@@ -610,9 +611,17 @@ inline safetensors_layout layout_safetensors(const named_tensors& tensors, const
 }  // namespace typex::detail
 
 TYPEX_API typex::detail::file_writer::file_writer(const std::filesystem::path& path) : path_(path) {
+  // a name of its own (process, then a per-process count): two saves of one path at once, from two
+  // threads or two processes, never write into one temporary; the last rename wins, whole
+  static std::atomic<unsigned long> count{0};
   tmp_ = path;
-  tmp_ += ".typex-partial";
-  file_ = std::fopen(tmp_.string().c_str(), "wb");
+  tmp_ += ".typex-partial-";
+#if TYPEX_HAS_MMAP
+  tmp_ += std::to_string(static_cast<long>(::getpid()));
+  tmp_ += '-';
+#endif
+  tmp_ += std::to_string(count.fetch_add(1));
+  file_ = std::fopen(tmp_.string().c_str(), "wbx");  // (x: never an existing file)
   if (file_ == nullptr) file_failed("write", tmp_, errno);
 }
 
