@@ -28,12 +28,14 @@
 #include <typex/tree/unflatten.hpp>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -272,10 +274,17 @@ class typed_program<std::tuple<In...>, Out> : public exported_program {
       // (a static structure is fixed by the types; vectors and optionals are checked here)
       if constexpr (!is_static_tree_v<std::tuple<rebind_tree_t<In, host_tensor>...>>) check_structure(args...);
       const std::vector<any_tensor> out = run_(flat);
-      std::vector<detail::named_output> leaves;
-      leaves.reserve(out.size());
-      for (std::size_t i = 0; i < out.size(); ++i) leaves.push_back({&out[i], &info_->output_names[i]});
-      return unflatten<output_type>(info_->out_spec, leaves);
+      if constexpr (is_static_tree_v<output_type>) {  // (the leaves on the stack: no allocation per call)
+        std::array<detail::named_output, static_leaf_count_v<output_type>> leaves{};
+        const std::size_t n = std::min(leaves.size(), out.size());  // (another count: unflatten names it)
+        for (std::size_t i = 0; i < n; ++i) leaves[i] = {&out[i], &info_->output_names[i]};
+        return unflatten<output_type>(info_->out_spec, std::span<const detail::named_output>(leaves.data(), n));
+      } else {
+        std::vector<detail::named_output> leaves;
+        leaves.reserve(out.size());
+        for (std::size_t i = 0; i < out.size(); ++i) leaves.push_back({&out[i], &info_->output_names[i]});
+        return unflatten<output_type>(info_->out_spec, leaves);
+      }
     }
 
     // Any other arguments: a compile error naming, on one line, the types the program takes and
