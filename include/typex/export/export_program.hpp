@@ -304,7 +304,13 @@ class typed_program<std::tuple<In...>, Out> : public exported_program {
       return output_type{};
     }
 
-    // The program_module underneath (state_dict, load_state_dict, report, the program).
+    // The state dict the module computes with, and new weights for it (torch's module.state_dict() /
+    // load_state_dict(): program_module's rules; every later call uses them).
+    named_tensors state_dict() const { return run_.state_dict(); }
+    load_result load_state_dict(const named_tensors& sd, bool strict = true) { return run_.load_state_dict(sd, strict); }
+    load_result load_state_dict(const named_tensors& sd, const load_options& options) { return run_.load_state_dict(sd, options); }
+
+    // The program_module underneath (report, the program).
     const program_module<Backend>& untyped() const noexcept { return run_; }
     program_module<Backend>& untyped() noexcept { return run_; }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace typex::ir {
 
@@ -28,9 +29,25 @@ class sym_expr {
   static sym_expr symbol(std::string name) {
     return sym_expr(std::make_shared<const node>(node{kind::symbol, 0, std::move(name), dim_op::add, {}, {}}));
   }
+  // (a sum whose symbolic terms cancel is its constant, or its one remaining term: seq + (16 - seq)
+  // is 16, (h - 1) + 1 is h, as the rules that pad and slice need; other sums keep their spelling)
   static sym_expr apply(dim_op op, sym_expr a, sym_expr b) {
     if (a.is_constant() && b.is_constant() && !((op == dim_op::floordiv || op == dim_op::ceildiv) && *b.value() <= 0))
       return sym_expr(detail::apply(op, *a.value(), *b.value()));
+    if (op == dim_op::add || op == dim_op::sub) {
+      linear_form f;
+      if (f.collect(a.node_, 1) && f.collect(b.node_, op == dim_op::add ? 1 : -1)) {
+        const linear_form::term* only = nullptr;
+        std::size_t live = 0;
+        for (const auto& t : f.terms)
+          if (t.coefficient != 0) {
+            only = &t;
+            ++live;
+          }
+        if (live == 0) return sym_expr(f.constant);
+        if (live == 1 && only->coefficient == 1 && f.constant == 0) return sym_expr(only->atom);
+      }
+    }
     return sym_expr(std::make_shared<const node>(node{kind::op, 0, {}, op, a.node_, b.node_}));
   }
 
@@ -74,6 +91,37 @@ class sym_expr {
     std::shared_ptr<const node> lhs, rhs;
   };
   explicit sym_expr(std::shared_ptr<const node> n) : node_(std::move(n)) {}
+
+  // An expression as constant + sum of coefficient * atom, where an atom is a symbol or an
+  // operation other than +, - and * by a constant (atoms compared by structure). collect() is
+  // false where a coefficient or the constant would overflow.
+  struct linear_form {
+    struct term {
+      std::shared_ptr<const node> atom;
+      index_t coefficient;
+    };
+    std::vector<term> terms;
+    index_t constant = 0;
+    bool collect(const std::shared_ptr<const node>& n, index_t k) {
+      if (terms.size() > 16) return false;  // (a long sum keeps its spelling: no quadratic work)
+      if (n->k == kind::constant) {
+        index_t v = 0;
+        return !__builtin_mul_overflow(n->value, k, &v) && !__builtin_add_overflow(constant, v, &constant);
+      }
+      if (n->k == kind::op && (n->op == dim_op::add || n->op == dim_op::sub))
+        return collect(n->lhs, k) && collect(n->rhs, n->op == dim_op::add ? k : -k);
+      if (n->k == kind::op && n->op == dim_op::mul && (n->lhs->k == kind::constant || n->rhs->k == kind::constant)) {
+        const bool left = n->lhs->k == kind::constant;
+        index_t kk = 0;
+        if (__builtin_mul_overflow(k, left ? n->lhs->value : n->rhs->value, &kk)) return false;
+        return collect(left ? n->rhs : n->lhs, kk);
+      }
+      for (term& t : terms)
+        if (equal(*t.atom, *n)) return !__builtin_add_overflow(t.coefficient, k, &t.coefficient);
+      terms.push_back({n, k});
+      return true;
+    }
+  };
 
   static std::optional<index_t> eval(const node& n, const symbol_table& t) {
     switch (n.k) {

@@ -15,9 +15,9 @@
 // runner writes back after each call (the module's buffers; the caller's input tensors), as
 // torch.export's functionalization does. An intermediate value may be written too (later reads
 // see the new value; nothing is returned for it). Writing to a parameter, or to a tensor captured
-// from outside the module, is an export error. A write whose destination is a host tensor and
-// whose value is not traced runs eagerly, even while tracing (as_traced(t, x) makes a module
-// tensor part of the graph: `zero_(as_traced(counter, x))`).
+// from outside the module, is an export error. A write to a module tensor whose value is computed
+// from module state alone (`add_(steps, 1)`) is recorded the same way: the eager runner records
+// an op on state the trace follows (trace/context.hpp), and its write.
 //
 // The destination's dtype is kept: a result it cannot hold (a floating result into an integer
 // tensor, a number into a bool one) is a compile error, as torch's "result type Float can't be cast
@@ -118,8 +118,7 @@ decltype(auto) copy_(const D& dst, const S& src, const std::source_location& loc
   } else {
     detail::check_eager_destination(dst, loc);
     const auto r = apply_op(copy_op{}, &loc, dst, src);
-    const std::size_t bytes = static_cast<std::size_t>(r.numel()) * sizeof(*r.data());
-    if (bytes != 0) std::memmove(dst.data(), r.data(), bytes);
+    op_runner<op_mode_t<D, S>>::write(dst, r);  // (while tracing, a write of module state is recorded: the backend's runner)
     return (dst);
   }
 }
@@ -151,6 +150,10 @@ decltype(auto) write_in_place(const D& dst, const R& r, const std::source_locati
   } else if constexpr (same && is_traced_argument<R>::value) {
     r.context().mutate(dst.get_storage().data(), r.value());
     return R(r);
+  } else if constexpr (same) {  // (host tensors: r written as it is, no copy kernel)
+    check_eager_destination(dst, loc);
+    op_runner<op_mode_t<D, R>>::write(dst, r);
+    return (dst);
   } else {
     return copy_(dst, r, loc);
   }

@@ -113,9 +113,7 @@ class tracing_context final : public requirement_recorder {
     const std::string name = detail::with_number("lifted_tensor_", static_cast<long long>(lifted_constants_.size()));
     std::string placeholder = "c_";
     placeholder += name;
-    const eager_origin* origin = origin_of(id);
-    const ir::node_id ph = origin == nullptr ? graph_.add_placeholder(placeholder, meta_of(t))
-                                             : graph_.add_derived_placeholder(placeholder, meta_of(t), origin->sources, origin->where);
+    const ir::node_id ph = graph_.add_placeholder(placeholder, meta_of(t));
     lifted_constants_.emplace_back(name, t.erase());
     const ir::value_ref v{ph};
     bind_storage(id, v);
@@ -195,21 +193,20 @@ class tracing_context final : public requirement_recorder {
   const std::vector<std::pair<ir::node_id, ir::value_ref>>& input_mutations() const noexcept { return input_mutations_; }
 
   // -- what eager ops compute from the module's tensors while tracing -------------------------------
-  // An op whose arguments are all eager tensors runs while the model is traced; its result enters
-  // the program as a constant. When it read the module's lifted tensors (directly, or through such
-  // results), the context remembers which (their placeholders' names) and where: the constant's
-  // placeholder carries them (ir::node::derived_from), so that make_joint does not take it for a
-  // constant that no gradient needs. (The result's handle is kept: its storage's address stays its
-  // own until the trace ends.)
-  struct eager_origin {
-    std::vector<std::string> sources;
-    std::string where;  // "aten.add.Tensor at model.cpp:9 in operator()"
-    any_tensor result;
-  };
-  TYPEX_API void note_eager(const any_tensor& result, std::span<const any_tensor> args, std::string_view op, const std::source_location* loc);
-  const eager_origin* origin_of(const void* storage) const {
-    const auto it = eager_origins_.find(storage);
-    return it == eager_origins_.end() ? nullptr : &it->second;
+  // An op whose arguments are host tensors runs eagerly; while a model is traced, one that reads a
+  // tensor the trace follows (a lifted parameter, buffer or tensor member, or such a result) is
+  // also recorded as a node (the eager runner does it, through detail::record_op), and its result's
+  // storage is bound to that node: an op on module state alone (`cls_token.expand(B, -1, -1)`,
+  // `pos[:, :seq]`, `w.t()`, `scale.exp()`) is part of the program, never a constant frozen at
+  // export. The result is kept until the trace ends, so that its storage's address stays its own.
+  void bind_eager_result(const any_tensor& result, ir::value_ref v) {
+    kept_.push_back(result);
+    bind_storage(result.get_storage().data(), v);
+  }
+  // Forgets the shape facts recorded from index `first` on (an eager op's rule, evaluated again
+  // after the op was recorded with its facts).
+  void drop_requirements_from(std::size_t first) {
+    if (first < requirements_.size()) requirements_.resize(first);
   }
 
   // Constants lifted while tracing, as (FQN, tensor), in order of discovery.
@@ -261,7 +258,7 @@ class tracing_context final : public requirement_recorder {
   std::vector<ir::module_frame> stack_;
   std::unordered_map<const void*, ir::value_ref> by_storage_;
   std::vector<std::pair<std::string, any_tensor>> lifted_constants_;
-  std::unordered_map<const void*, eager_origin> eager_origins_;
+  std::vector<any_tensor> kept_;  // eager results bound to graph values (bind_eager_result)
   std::vector<std::source_location> call_sites_;
   std::vector<std::pair<const void*, ir::value_ref>> mutations_;
   std::vector<std::pair<ir::node_id, ir::value_ref>> input_mutations_;
@@ -469,35 +466,6 @@ inline bool in_typex_headers(const std::source_location& loc) {
   return f.ends_with("/typex/typex.hpp");
 }
 }  // namespace typex::detail
-
-TYPEX_API auto typex::tracing_context::note_eager(const any_tensor& result, std::span<const any_tensor> args, std::string_view op,
-                                                 const std::source_location* loc) -> void {
-  std::vector<std::string> sources;
-  const auto add = [&](const std::string& name) {
-    if (std::find(sources.begin(), sources.end(), name) == sources.end()) sources.push_back(name);
-  };
-  for (const any_tensor& a : args) {
-    const void* id = a.get_storage().data();
-    if (id == nullptr) continue;
-    if (const ir::value_ref* v = find_storage(id); v != nullptr && graph_[v->node].op == ir::node_op::placeholder) add(graph_[v->node].name);
-    if (const eager_origin* o = origin_of(id))
-      for (const std::string& s : o->sources) add(s);
-  }
-  const void* out = result.get_storage().data();
-  if (sources.empty() || out == nullptr) return;
-  std::string where(op);
-  const std::source_location* site = loc;
-  for (const std::source_location& s : call_sites_)
-    if (!detail::in_typex_headers(s)) {
-      site = &s;
-      break;
-    }
-  if (site != nullptr) {
-    where += " at ";
-    where += format_location(*site);
-  }
-  eager_origins_[out] = eager_origin{std::move(sources), std::move(where), result};
-}
 
 TYPEX_API auto typex::tracing_context::call(op_id target, std::vector<ir::argument> args, std::vector<ir::tensor_meta> vals,
                      std::vector<std::pair<std::string, ir::argument>> kwargs, const std::source_location* loc) -> ir::value_ref {

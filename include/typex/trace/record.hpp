@@ -65,6 +65,49 @@ ir::argument to_ir_argument(tracing_context& ctx, const T& a) {
     return ctx.value_of_tensor(a);
   }
 }
+
+// Records a call of `op` on `args` (traced values, host and module tensors, numbers) into `ctx`
+// and returns its value and result spec: the trace-mode runner's body, and what the eager runner
+// does while a model is traced when an op reads the module's state (a parameter, buffer or tensor
+// member, or a value computed from them), so that such an op is a node of the program reading
+// the lifted placeholders rather than a constant frozen at export.
+template <class Op, class... A>
+auto record_op(tracing_context& ctx, const Op& op, const std::source_location* loc, const A&... args) {
+  const std::size_t facts = ctx.requirements().size();
+  const auto spec = op.result(detail::spec_of_argument(args)...);
+  using R = std::remove_cvref_t<decltype(spec)>;
+  std::vector<ir::argument> ir_args =
+      ir::op_arguments(op, &ctx.namer(), [&](const auto& a) { return detail::to_ir_argument(ctx, a); }, args...);
+  const ir::value_ref v = ctx.call(op_id_of<Op>, std::move(ir_args),
+                                   {ctx.meta_of_type<typename R::dtype_type, typename R::shape_type>()}, {}, loc);
+  ctx.attribute_requirements(facts, v);  // (the facts the rule needed: their node and source line)
+  if constexpr (detail::view_op_type<Op>) {  // (an in-place write to it is a write to its input)
+    const ir::argument& self = ctx.graph()[v.node].args.front();
+    if (const auto* base = std::get_if<ir::value_ref>(&self))
+      ctx.note_view(v, *base, detail::shares_memory(Op::target) ? std::optional<op_id>(op_id_of<aten::reshape>) : std::nullopt, Op::target);
+  }
+  if constexpr (requires { Op::data_dependent; }) {  // dim 0 of the result is a data-dependent size
+    using N = typename R::shape_type::template dim_t<0>;
+    std::string name = "typex::";  // aten.nonzero.default -> typex::nonzero
+    name += Op::target.substr(5, Op::target.find('.', 5) - 5);
+    ctx.add_unbacked({std::string(N::name.view()), N::lo, N::hi, std::move(name), ctx.graph()[v.node].name});
+  }
+  return std::pair<ir::value_ref, R>(v, spec);
+}
+
+// Whether an op on these (non-traced) arguments reads a tensor the trace follows: a lifted module
+// tensor, or the result of an op recorded from them.
+template <class... A>
+bool reads_traced_state(const tracing_context& ctx, const A&... args) {
+  const auto one = [&](const auto& a) {
+    using T = std::remove_cvref_t<decltype(a)>;
+    if constexpr (is_tensor_list_v<T>)
+      return std::apply([&](const auto&... t) { return ((ctx.find_storage(t.get_storage().data()) != nullptr) || ...); }, a.items);
+    else if constexpr (requires { a.get_storage(); }) return ctx.find_storage(a.get_storage().data()) != nullptr;
+    else return false;
+  };
+  return (one(args) || ...);
+}
 }  // namespace detail
 
 template <>
@@ -92,25 +135,8 @@ struct op_runner<trace_mode> {
  private:
   template <class Op, class... A>
   static auto record(tracing_context& ctx, const Op& op, const std::source_location* loc, const A&... args) {
-    const std::size_t facts = ctx.requirements().size();
-    const auto spec = op.result(detail::spec_of_argument(args)...);
+    const auto [v, spec] = detail::record_op(ctx, op, loc, args...);
     using R = std::remove_cvref_t<decltype(spec)>;
-    std::vector<ir::argument> ir_args =
-        ir::op_arguments(op, &ctx.namer(), [&](const auto& a) { return detail::to_ir_argument(ctx, a); }, args...);
-    const ir::value_ref v = ctx.call(op_id_of<Op>, std::move(ir_args),
-                                     {ctx.meta_of_type<typename R::dtype_type, typename R::shape_type>()}, {}, loc);
-    ctx.attribute_requirements(facts, v);  // (the facts the rule needed: their node and source line)
-    if constexpr (detail::view_op_type<Op>) {  // (an in-place write to it is a write to its input)
-      const ir::argument& self = ctx.graph()[v.node].args.front();
-      if (const auto* base = std::get_if<ir::value_ref>(&self))
-        ctx.note_view(v, *base, detail::shares_memory(Op::target) ? std::optional<op_id>(op_id_of<aten::reshape>) : std::nullopt, Op::target);
-    }
-    if constexpr (requires { Op::data_dependent; }) {  // dim 0 of the result is a data-dependent size
-      using N = typename R::shape_type::template dim_t<0>;
-      std::string op = "typex::";  // aten.nonzero.default -> typex::nonzero
-      op += Op::target.substr(5, Op::target.find('.', 5) - 5);
-      ctx.add_unbacked({std::string(N::name.view()), N::lo, N::hi, std::move(op), ctx.graph()[v.node].name});
-    }
     return traced<typename R::dtype_type, typename R::shape_type>(ctx, v, spec.shape);
   }
 };

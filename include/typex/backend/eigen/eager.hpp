@@ -12,9 +12,11 @@
 #include <typex/ops/apply.hpp>
 #include <typex/ops/mutation.hpp>
 #include <typex/tensor/host_tensor.hpp>
-#include <typex/trace/context.hpp>
+#include <typex/trace/record.hpp>
 
 #include <array>
+#include <cstring>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -25,7 +27,18 @@ template <>
 struct op_runner<eager_mode> {
   template <class Op, class... A>
   static auto run(const Op& op, const std::source_location* loc, const A&... args) {
+    // While a model is traced on this thread, an op reading the state the trace follows (its
+    // parameters, buffers, tensor members, or results computed from them) is recorded as a node of
+    // the program as well as run: its result is that node's value (tracing_context::bind_eager_result).
+    tracing_context* const ctx = current_tracing_context();
+    std::optional<ir::value_ref> recorded;
+    std::size_t facts = 0;
+    if (ctx != nullptr && detail::reads_traced_state(*ctx, args...)) {
+      recorded = detail::record_op(*ctx, op, loc, args...).first;
+      facts = ctx->requirements().size();  // (the rule runs again below: its facts are recorded already)
+    }
     const auto spec = op.result(detail::spec_of_argument(args)...);
+    if (recorded) ctx->drop_requirements_from(facts);
     using R = std::remove_cvref_t<decltype(spec)>;
     std::vector<any_tensor> erased;
     erased.reserve(sizeof...(A));
@@ -54,7 +67,7 @@ struct op_runner<eager_mode> {
     // (a random op on tensors the trace does not follow would run now, and its draw enter the program
     // as a constant: the same mask on every call)
     if constexpr (requires { op.draws(); }) {
-      if (op.draws() && current_tracing_context() != nullptr) {
+      if (op.draws() && ctx != nullptr && !recorded) {
         detail::raise<unsupported_error>([&](auto& w) {
           w.put("typex: "); w.put(Op::target);
           if (loc != nullptr) { w.put(" at "); w.put(format_location(*loc)); }
@@ -64,12 +77,37 @@ struct op_runner<eager_mode> {
         });
       }
     }
-    const any_tensor out = eigen::run_kernel(eigen::kernel_args(op_id_of<Op>, ir_args, tensors, nullptr, list));
-    if constexpr (detail::view_op_type<Op> && !detail::shares_memory(Op::target))  // (a copy: writes to it are refused)
+    any_tensor out = eigen::run_kernel(eigen::kernel_args(op_id_of<Op>, ir_args, tensors, nullptr, list));
+    if (recorded) {
+      // (a result sharing its input's memory (reshape) gets its own: the storage is the graph value's key;
+      // a write to it reaches the input through the trace's record of the view)
+      if (ctx->find_storage(out.get_storage().data()) != nullptr) out = out.clone();
+      ctx->bind_eager_result(out, *recorded);
+    } else if constexpr (detail::view_op_type<Op> && !detail::shares_memory(Op::target)) {  // (a copy: writes to it are refused)
       detail::note_copied_view(out.raw_data(), out.get_storage().observe(), Op::target);
-    // (while a model is traced: an op on its tensors alone runs now; the trace remembers what from)
-    if (tracing_context* ctx = current_tracing_context()) ctx->note_eager(out, erased, Op::target, loc);
+    }
     return host_tensor<typename R::dtype_type, typename R::shape_type>::bind(out, Op::target);
+  }
+
+  // Writes `r`, an in-place op's result in dst's dtype and shape, into dst (copy_, add_, fill_ ...).
+  // While a model is traced and the trace follows r (computed from the module's state), the write is
+  // recorded instead, as the traced write is (a buffer's new value, returned as a BUFFER_MUTATION;
+  // a view's write reaching its base), and dst's memory is left alone: exporting never changes the
+  // model's state. A tensor the forward made itself is written, and is that value from then on.
+  template <class D, class R>
+  static void write(const D& dst, const R& r) {
+    if (tracing_context* const ctx = current_tracing_context()) {
+      if (const ir::value_ref* w = ctx->find_storage(r.get_storage().data())) {
+        const ir::value_ref value = *w;
+        if (ctx->find_storage(dst.get_storage().data()) != nullptr) {
+          ctx->overwrite(ctx->value_of_tensor(dst), value);
+          return;
+        }
+        ctx->bind_eager_result(dst.erase(), value);
+      }
+    }
+    const std::size_t bytes = static_cast<std::size_t>(r.numel()) * sizeof(*r.data());
+    if (bytes != 0) std::memmove(dst.data(), r.data(), bytes);
   }
 };
 
