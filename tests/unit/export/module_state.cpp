@@ -312,7 +312,7 @@ TEST_CASE("module state: a tied embedding read through a transpose (GPT-2's head
   }
 }
 
-TEST_CASE("module state: buffers written from themselves are buffer mutations; exporting leaves the model's buffers alone") {
+TEST_CASE("module state: buffers written from themselves are buffer mutations, and exporting leaves the model's buffers alone") {
   state_models::self_written m;
   randomize(m, 1);
   const auto before = m.total.clone();
