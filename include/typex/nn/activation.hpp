@@ -1,4 +1,5 @@
-// typex/nn/activation.hpp — parameterless modules: ReLU, GELU, SiLU, Tanh, Sigmoid, Dropout, Flatten.
+// typex/nn/activation.hpp — parameterless modules: ReLU, ReLU6, Hardtanh, LeakyReLU, ELU, GELU, SiLU,
+// Hardswish, Hardsigmoid, Mish, Softplus, Tanh, Sigmoid, Softmax, LogSoftmax, Identity, Dropout, Flatten.
 //
 // They are modules (not just functions) so that they appear in the nn_module_stack and the module
 // call graph as PyTorch's do. Dropout is the identity in eval mode (nothing is recorded), and in
@@ -7,6 +8,7 @@
 #pragma once
 
 #include <typex/ops/attention.hpp>
+#include <typex/ops/normalization.hpp>
 #include <typex/ops/shape_ops.hpp>
 #include <typex/ops/unary.hpp>
 #include <typex/trace/context.hpp>
@@ -22,6 +24,51 @@ struct ReLU {
     const library_call site(loc);
     const module_scope scope(*this, x);
     return scope.returns(typex::relu(x));
+  }
+};
+
+// torch.nn.ReLU6: hardtanh(x, 0, 6), recorded as aten.hardtanh.default(x, 0.0, 6.0) (torch.export's).
+struct ReLU6 {
+  BOOST_HANA_DEFINE_STRUCT(ReLU6);
+  template <class X>
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::relu6(x));
+  }
+};
+
+struct Hardtanh {
+  BOOST_HANA_DEFINE_STRUCT(Hardtanh);
+  double min_val = -1.0;
+  double max_val = 1.0;
+  template <class X>
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::hardtanh(x, min_val, max_val));
+  }
+};
+
+struct LeakyReLU {
+  BOOST_HANA_DEFINE_STRUCT(LeakyReLU);
+  double negative_slope = 0.01;
+  template <class X>
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::leaky_relu(x, negative_slope));
+  }
+};
+
+struct ELU {
+  BOOST_HANA_DEFINE_STRUCT(ELU);
+  double alpha = 1.0;
+  template <class X>
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::elu(x, alpha));
   }
 };
 
@@ -46,6 +93,48 @@ struct SiLU {
   }
 };
 
+struct Hardswish {
+  BOOST_HANA_DEFINE_STRUCT(Hardswish);
+  template <class X>
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::hardswish(x));
+  }
+};
+
+struct Hardsigmoid {
+  BOOST_HANA_DEFINE_STRUCT(Hardsigmoid);
+  template <class X>
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::hardsigmoid(x));
+  }
+};
+
+struct Mish {
+  BOOST_HANA_DEFINE_STRUCT(Mish);
+  template <class X>
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::mish(x));
+  }
+};
+
+struct Softplus {
+  BOOST_HANA_DEFINE_STRUCT(Softplus);
+  double beta = 1.0;
+  double threshold = 20.0;
+  template <class X>
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::softplus(x, beta, threshold));
+  }
+};
+
 struct Tanh {
   BOOST_HANA_DEFINE_STRUCT(Tanh);
   template <class X>
@@ -63,6 +152,40 @@ struct Sigmoid {
     const library_call site(loc);
     const module_scope scope(*this, x);
     return scope.returns(typex::sigmoid(x));
+  }
+};
+
+// torch.nn.Softmax(dim) / torch.nn.LogSoftmax(dim), the dim a template argument.
+template <long long Dim>
+struct Softmax {
+  BOOST_HANA_DEFINE_STRUCT(Softmax);
+  template <class X>
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::softmax<Dim>(x));
+  }
+};
+
+template <long long Dim>
+struct LogSoftmax {
+  BOOST_HANA_DEFINE_STRUCT(LogSoftmax);
+  template <class X>
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+    const module_scope scope(*this, x);
+    return scope.returns(typex::log_softmax<Dim>(x));
+  }
+};
+
+// torch.nn.Identity: its input, unchanged (no op recorded; the module call graph has the call).
+struct Identity {
+  BOOST_HANA_DEFINE_STRUCT(Identity);
+  template <class X>
+  X operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+    const module_scope scope(*this, x);
+    return scope.returns(x);
   }
 };
 

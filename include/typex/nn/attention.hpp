@@ -30,9 +30,14 @@
 #include <typex/ops/shape_ops.hpp>
 #include <typex/trace/record.hpp>
 
+#include <boost/hana/accessors.hpp>
+#include <boost/hana/basic_tuple.hpp>
 #include <boost/hana/define_struct.hpp>
+#include <boost/hana/pair.hpp>
+#include <boost/hana/string.hpp>
 
 #include <cmath>
+#include <array>
 #include <cstddef>
 #include <tuple>
 #include <type_traits>
@@ -206,6 +211,10 @@ struct MultiheadAttention {
 
 enum class activation : unsigned char { relu, gelu };
 
+namespace impl {
+struct no_norm {};  // (TransformerEncoder without a final norm)
+}  // namespace impl
+
 template <index_t D, index_t H, index_t FF = 2048, activation Act = activation::relu, bool NormFirst = false,
           bool BatchFirst = false, dtype_tag_type DT = f32>
 struct TransformerEncoderLayer {
@@ -260,4 +269,54 @@ struct TransformerEncoderLayer {
   }
 };
 
+// torch.nn.TransformerEncoder(encoder_layer, num_layers, norm): N layers of one type, each with
+// parameters of its own (`layers.0.self_attn.in_proj_weight`, ...), called in order with the same
+// mask, then `norm` (a LayerNorm<D>, or none: Norm = void, torch's norm=None).
+//   nn::TransformerEncoder<nn::TransformerEncoderLayer<16, 2, 32, nn::activation::gelu, true, true>, 2, nn::LayerNorm<16>>
+template <class Layer, std::size_t N, class Norm = void>
+struct TransformerEncoder {
+  static_assert(N >= 1, "typex::nn::TransformerEncoder: num_layers must be at least 1");
+  using layers_t = std::array<Layer, N>;
+  using norm_t = std::conditional_t<std::is_void_v<Norm>, impl::no_norm, Norm>;
+  layers_t layers;
+  [[no_unique_address]] norm_t norm;
+
+  template <class X>
+  auto operator()(const X& x, const std::source_location& loc = std::source_location::current()) const {
+    return (*this)(x, nullptr, loc);
+  }
+  // torch's forward(src, mask): the mask every layer gets (see TransformerEncoderLayer)
+  template <class X, class M>
+    requires(!std::is_same_v<std::remove_cvref_t<M>, std::source_location>)
+  auto operator()(const X& x, const M& mask, const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+    const module_scope scope(*this, x);
+    const auto h = run<0>(x, mask);
+    if constexpr (std::is_void_v<Norm>) return scope.returns(h);
+    else return scope.returns(norm(h));
+  }
+
+ private:
+  template <std::size_t I, class X, class M>
+  auto run(const X& x, const M& mask) const {
+    if constexpr (I == N) return x;
+    else return run<I + 1>(layers[I](x, mask), mask);
+  }
+};
+
 }  // namespace typex::nn
+
+// (reflection: `layers` and, where there is one, `norm`)
+namespace boost::hana {
+template <class Layer, std::size_t N, class Norm>
+struct accessors_impl<typex::nn::TransformerEncoder<Layer, N, Norm>> {
+  using T = typex::nn::TransformerEncoder<Layer, N, Norm>;
+  static constexpr auto apply() {
+    if constexpr (std::is_void_v<Norm>)
+      return make_basic_tuple(make_pair(BOOST_HANA_STRING("layers"), [](auto&& t) -> decltype(auto) { return (static_cast<decltype(t)&&>(t).layers); }));
+    else
+      return make_basic_tuple(make_pair(BOOST_HANA_STRING("layers"), [](auto&& t) -> decltype(auto) { return (static_cast<decltype(t)&&>(t).layers); }),
+                              make_pair(BOOST_HANA_STRING("norm"), [](auto&& t) -> decltype(auto) { return (static_cast<decltype(t)&&>(t).norm); }));
+  }
+};
+}  // namespace boost::hana

@@ -284,6 +284,11 @@ auto group_norm(const X& x, const W& weight, const B& bias, double eps = 1e-5,
                 const std::source_location& loc = std::source_location::current()) {
   return apply_op(group_norm_op<G>{}, &loc, x, weight, bias, eps, true);
 }
+// Without weight and bias (torch's affine=False: weight=None, bias=None).
+template <index_t G, tensor_like X>
+auto group_norm(const X& x, double eps = 1e-5, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(group_norm_op<G>{}, &loc, x, nullptr, nullptr, eps, true);
+}
 
 // This header's ops, for the registry (ops/all.hpp).
 using normalization_ops = op_list<aten::softmax_int, aten::log_softmax_int, layer_norm_op, batch_norm_op, aten::group_norm>;

@@ -98,15 +98,15 @@ auto record_op(tracing_context& ctx, const Op& op, const std::source_location* l
 // Whether an op on these (non-traced) arguments reads a tensor the trace follows: a lifted module
 // tensor, or the result of an op recorded from them.
 template <class... A>
-bool reads_traced_state(const tracing_context& ctx, const A&... args) {
-  const auto one = [&](const auto& a) {
+bool reads_traced_state([[maybe_unused]] const tracing_context& ctx, const A&... args) {
+  [[maybe_unused]] const auto one = [&](const auto& a) {
     using T = std::remove_cvref_t<decltype(a)>;
     if constexpr (is_tensor_list_v<T>)
       return std::apply([&](const auto&... t) { return ((ctx.find_storage(t.get_storage().data()) != nullptr) || ...); }, a.items);
     else if constexpr (requires { a.get_storage(); }) return ctx.find_storage(a.get_storage().data()) != nullptr;
     else return false;
   };
-  return (one(args) || ...);
+  return (one(args) || ... || false);
 }
 }  // namespace detail
 

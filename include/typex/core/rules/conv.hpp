@@ -21,6 +21,27 @@ struct conv2d_options {
   std::array<index_t, 2> padding{0, 0};
   std::array<index_t, 2> dilation{1, 1};
   index_t groups = 1;
+  // nn::Conv2d only (torch.nn.Conv2d's bias=False: no bias parameter, as every convolution before a
+  // batch norm in ResNet and MobileNet); the functional conv2d takes its bias as an argument
+  bool bias = true;
+};
+
+// torch.nn.Conv1d's arguments (as conv2d_options, one extent each).
+struct conv1d_options {
+  index_t stride = 1;
+  index_t padding = 0;
+  index_t dilation = 1;
+  index_t groups = 1;
+  bool bias = true;
+};
+
+// torch.nn.ConvTranspose2d's arguments (square: one extent for both spatial dims; groups 1,
+// dilation 1).
+struct conv_transpose2d_options {
+  index_t stride = 1;
+  index_t padding = 0;
+  index_t output_padding = 0;
+  bool bias = true;
 };
 
 struct pool2d_options {
