@@ -467,6 +467,41 @@ case("aten.slice_scatter.default", [randn(7, 3), randn(3, 3), 0, None, None, 3])
 case("aten.slice_scatter.default", [randn(2, 5, 2, dtype=torch.float64), randn(2, 2, 2, dtype=torch.float64), 1, -3, -1, 1],
      atol=0, rtol=0)
 
+# ---- activations: hardtanh (relu6), leaky_relu, elu, hardsigmoid, mish, softplus (appended last: the
+# cases above keep their random data). Each: f32 across its kinks, random f32, f64 (which also drives
+# the registry-wide finite-difference check of its derivative), non-default attributes, NaN ------
+nan = float("nan")
+case("aten.hardtanh.default", [torch.linspace(-3, 3, 25)])  # the bounds -1 and 1 among them
+case("aten.hardtanh.default", [torch.linspace(-3, 4, 29), -2.0, 3.0])
+case("aten.hardtanh.default", [randn(3, 4) * 5, 0.0, 6.0])  # relu6, as torch.export records it
+case("aten.hardtanh.default", [randn(2, 3, dtype=torch.float64) * 2, -2.0, 3.0], atol=1e-12, rtol=1e-12)
+case("aten.hardtanh.default", [torch.tensor([nan, -2.0, 0.5, 2.0])], atol=0, rtol=0)
+case("aten.hardtanh.default", [randint(-9, 9, 8), -3, 4], atol=0, rtol=0)  # integers keep their dtype
+case("aten.leaky_relu.default", [torch.linspace(-2, 2, 17)])
+case("aten.leaky_relu.default", [randn(3, 4), 0.2])
+case("aten.leaky_relu.default", [randn(2, 3, dtype=torch.float64), 0.2], atol=1e-12, rtol=1e-12)
+case("aten.leaky_relu.default", [torch.tensor([nan, -2.0, 0.0, 2.0]), 0.2], atol=0, rtol=0)
+case("aten.elu.default", [torch.linspace(-5, 2, 29)])
+case("aten.elu.default", [randn(3, 4) * 2, 0.5])
+case("aten.elu.default", [randn(2, 3, dtype=torch.float64) * 2, 0.5], atol=1e-12, rtol=1e-12)
+case("aten.elu.default", [randn(2, 3, dtype=torch.float64) * 2], atol=1e-12, rtol=1e-12)
+case("aten.elu.default", [randn(3, 4) * 2, 1.5, 2.0, 0.5])  # ATen's scale and input_scale (selu's form)
+case("aten.elu.default", [torch.tensor([nan, -1e-4, -30.0, 1e-4])], atol=1e-12, rtol=1e-6)  # expm1 near 0
+case("aten.hardsigmoid.default", [torch.linspace(-5, 5, 41)])  # the kinks -3 and 3 among them
+case("aten.hardsigmoid.default", [randn(3, 4) * 3])
+case("aten.hardsigmoid.default", [randn(2, 3, dtype=torch.float64) * 3], atol=1e-12, rtol=1e-12)
+case("aten.hardsigmoid.default", [torch.tensor([nan, -3.0, 3.0])], atol=0, rtol=0)
+case("aten.mish.default", [torch.linspace(-20, 20, 33)])
+case("aten.mish.default", [randn(3, 4) * 3])
+case("aten.mish.default", [randn(2, 3, dtype=torch.float64) * 3], atol=1e-12, rtol=1e-12)
+case("aten.softplus.default", [torch.linspace(-30, 30, 24)])  # past the threshold (20): x itself
+case("aten.softplus.default", [randn(3, 4) * 3, 2.0, 1.0])  # beta x > 1 from x > 0.5 on
+case("aten.softplus.default", [torch.linspace(-1, 1, 17), 2.0, 1.0])  # 0.5 itself: beta x = threshold, not above
+case("aten.softplus.default", [randn(3, 4) * 3, 0.5])
+case("aten.softplus.default", [randn(2, 3, dtype=torch.float64) * 3], atol=1e-12, rtol=1e-12)
+case("aten.softplus.default", [randn(2, 3, dtype=torch.float64) * 3, 2.0, 1.0], atol=1e-12, rtol=1e-12)
+case("aten.softplus.default", [torch.tensor([nan, -200.0, 200.0])], atol=1e-30, rtol=0)
+
 path = os.path.join("tests", "data", "parity", "ops.txt")
 os.makedirs(os.path.dirname(path), exist_ok=True)
 with open(path, "w") as f:

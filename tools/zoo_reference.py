@@ -400,6 +400,30 @@ class UNet(nn.Module):
         return self.out(d1)
 
 
+# --------------------------------------------------------------------------- seq2seq
+
+class Seq2Seq(nn.Module):
+    """A tiny encoder-decoder transformer over one token sequence: the encoder reads it, the decoder
+    reads it again under a causal mask (a bool buffer sliced to the length) and attends to the
+    encoder's output; post-norm layers, each stack with its final LayerNorm."""
+
+    def __init__(self, vocab=20, d=16, max_len=16):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        enc = nn.TransformerEncoderLayer(d, 2, 32, dropout=0.0, batch_first=True)
+        dec = nn.TransformerDecoderLayer(d, 2, 32, dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(enc, 1, norm=nn.LayerNorm(d), enable_nested_tensor=False)
+        self.decoder = nn.TransformerDecoder(dec, 2, norm=nn.LayerNorm(d))
+        self.head = nn.Linear(d, vocab)
+        self.register_buffer("causal", torch.triu(torch.ones(max_len, max_len, dtype=torch.bool), 1))
+
+    def forward(self, ids):
+        T = ids.shape[1]
+        x = self.embed(ids)
+        memory = self.encoder(x)
+        return self.head(self.decoder(x, memory, tgt_mask=self.causal[:T, :T]))
+
+
 # --------------------------------------------------------------------------- generation
 
 def float_input(shape):
@@ -419,6 +443,7 @@ MODELS = [
     ("llama", Llama, ids_input((2, 6)), ids_input((1, 9))),
     ("audio_stem", AudioStem, float_input((2, 1, 64)), float_input((3, 1, 64))),
     ("unet", UNet, float_input((2, 3, 16, 16)), float_input((1, 3, 16, 16))),
+    ("seq2seq", Seq2Seq, ids_input((2, 5), 20), ids_input((3, 9), 20)),
 ]
 
 NORMS = (nn.LayerNorm, nn.GroupNorm, RMSNorm, nn.modules.batchnorm._BatchNorm)
@@ -454,7 +479,7 @@ def build(name, ctor, make_input, make_input_b):
 
     tensors = {}
     for k, v in model.state_dict().items():
-        assert v.dtype in (torch.float32, torch.int64), (k, v.dtype)
+        assert v.dtype in (torch.float32, torch.int64, torch.bool), (k, v.dtype)
         tensors[k] = v.detach().clone()
     tensors.update({"ref.input": x, "ref.output": y.detach(), "ref.input_b": x_b, "ref.output_b": y_b, "ref.r": r})
     for (k, _), g in zip(params.items(), grads):

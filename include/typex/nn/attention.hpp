@@ -1,4 +1,5 @@
-// typex/nn/attention.hpp — nn::MultiheadAttention<E, H> and nn::TransformerEncoderLayer<D, H, FF>,
+// typex/nn/attention.hpp — nn::MultiheadAttention<E, H>, nn::TransformerEncoderLayer<D, H, FF> and
+// nn::TransformerDecoderLayer, the TransformerEncoder / TransformerDecoder stacks,
 // as torch.nn's (parameter names, shapes, defaults, initialization).
 //
 // MultiheadAttention: in_proj_weight [3E, E] (xavier_uniform), in_proj_bias [3E] (zeros), out_proj
@@ -269,6 +270,112 @@ struct TransformerEncoderLayer {
   }
 };
 
+// torch.nn.TransformerDecoderLayer: self_attn (masked self-attention), multihead_attn (attention
+// over the encoder's output, `memory`), linear1, dropout, linear2, norm1, norm2, norm3, dropout1,
+// dropout2, dropout3; post-norm by default (NormFirst for pre-norm); ReLU or GELU.
+//   layer(tgt, memory)                               no masks
+//   layer(tgt, memory, tgt_mask)                     tgt_mask [T, T] (the causal mask: bool true above the diagonal)
+//   layer.forward(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask)
+// Masks follow torch.nn.MultiheadAttention's conventions (bool true: may NOT attend; floating: added);
+// any of them may be nullptr. tgt and memory share the batch and d_model; their lengths may differ.
+template <index_t D, index_t H, index_t FF = 2048, activation Act = activation::relu, bool NormFirst = false,
+          bool BatchFirst = false, dtype_tag_type DT = f32>
+struct TransformerDecoderLayer {
+  using attn_t = MultiheadAttention<D, H, BatchFirst, DT>;
+  using linear1_t = Linear<D, FF, true, DT>;
+  using linear2_t = Linear<FF, D, true, DT>;
+  using norm_t = LayerNorm<D, DT>;
+  BOOST_HANA_DEFINE_STRUCT(TransformerDecoderLayer, (attn_t, self_attn), (attn_t, multihead_attn), (linear1_t, linear1),
+                           (Dropout, dropout), (linear2_t, linear2), (norm_t, norm1), (norm_t, norm2), (norm_t, norm3),
+                           (Dropout, dropout1), (Dropout, dropout2), (Dropout, dropout3));
+
+  static constexpr nn::input_rule input_rule{.module = "nn::TransformerDecoderLayer", .parameter = "d_model", .dim = -1,
+                                             .extent = D, .layout = "[..., #]"};
+
+  TransformerDecoderLayer() noexcept { set_dropout(0.1); }  // torch's dropout=0.1 (training mode only)
+  void set_dropout(double p) noexcept {
+    self_attn.dropout = multihead_attn.dropout = dropout.p = dropout1.p = dropout2.p = dropout3.p = p;
+  }
+
+  template <class T, class M>
+  auto operator()(const T& tgt, const M& memory, const std::source_location& loc = std::source_location::current()) const {
+    return forward(tgt, memory, nullptr, nullptr, nullptr, nullptr, loc);
+  }
+  template <class T, class M, class TM>
+    requires(!std::is_same_v<std::remove_cvref_t<TM>, std::source_location>)
+  auto operator()(const T& tgt, const M& memory, const TM& tgt_mask, const std::source_location& loc = std::source_location::current()) const {
+    return forward(tgt, memory, tgt_mask, nullptr, nullptr, nullptr, loc);
+  }
+
+  template <class T, class M, class TM = std::nullptr_t, class MM = std::nullptr_t, class TK = std::nullptr_t, class MK = std::nullptr_t>
+  auto forward(const T& tgt, const M& memory, const TM& tgt_mask = nullptr, const MM& memory_mask = nullptr,
+               const TK& tgt_key_padding_mask = nullptr, const MK& memory_key_padding_mask = nullptr,
+               const std::source_location& loc = std::source_location::current()) const {
+    static_assert(M::shape_type::rank == T::shape_type::rank,
+                  "typex::nn::TransformerDecoderLayer: memory must have tgt's rank ([N, S, E] with [N, T, E], batch_first, or "
+                  "[S, N, E] with [T, N, E])");
+    return checked_call(*this, tgt, [&](const auto& x) {
+      const library_call site(loc);
+      const module_scope scope(*this, x, memory);
+      const auto self_block = [&](const auto& q) { return dropout1(self_attn.forward(q, q, q, tgt_key_padding_mask, tgt_mask)); };
+      const auto cross_block = [&](const auto& q) {
+        return dropout2(multihead_attn.forward(q, memory, memory, memory_key_padding_mask, memory_mask));
+      };
+      if constexpr (NormFirst) {
+        const auto a = typex::add(x, self_block(norm1(x)));
+        const auto b = typex::add(a, cross_block(norm2(a)));
+        return scope.returns(typex::add(b, feed_forward(norm3(b))));
+      } else {
+        const auto a = norm1(typex::add(x, self_block(x)));
+        const auto b = norm2(typex::add(a, cross_block(a)));
+        return scope.returns(norm3(typex::add(b, feed_forward(b))));
+      }
+    });
+  }
+
+ private:
+  template <class X>
+  auto feed_forward(const X& x) const {
+    const auto h = linear1(x);
+    const auto a = [&] {
+      if constexpr (Act == activation::gelu) return typex::gelu(h);
+      else return typex::relu(h);
+    }();
+    return dropout3(linear2(dropout(a)));
+  }
+};
+
+// torch.nn.TransformerDecoder(decoder_layer, num_layers, norm): `layers.0` ... each with its own
+// parameters, every layer given the same memory and masks, then `norm` (or none: Norm = void).
+template <class Layer, std::size_t N, class Norm = void>
+struct TransformerDecoder {
+  static_assert(N >= 1, "typex::nn::TransformerDecoder: num_layers must be at least 1");
+  using layers_t = std::array<Layer, N>;
+  using norm_t = std::conditional_t<std::is_void_v<Norm>, impl::no_norm, Norm>;
+  layers_t layers;
+  [[no_unique_address]] norm_t norm;
+
+  template <class T, class M, class TM = std::nullptr_t, class MM = std::nullptr_t, class TK = std::nullptr_t, class MK = std::nullptr_t>
+  auto operator()(const T& tgt, const M& memory, const TM& tgt_mask = nullptr, const MM& memory_mask = nullptr,
+                  const TK& tgt_key_padding_mask = nullptr, const MK& memory_key_padding_mask = nullptr,
+                  const std::source_location& loc = std::source_location::current()) const {
+    const library_call site(loc);
+    const module_scope scope(*this, tgt, memory);
+    const auto h = run<0>(tgt, [&](const Layer& l, const auto& x) {
+      return l.forward(x, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask);
+    });
+    if constexpr (std::is_void_v<Norm>) return scope.returns(h);
+    else return scope.returns(norm(h));
+  }
+
+ private:
+  template <std::size_t I, class X, class F>
+  auto run(const X& x, const F& f) const {
+    if constexpr (I == N) return x;
+    else return run<I + 1>(f(layers[I], x), f);
+  }
+};
+
 // torch.nn.TransformerEncoder(encoder_layer, num_layers, norm): N layers of one type, each with
 // parameters of its own (`layers.0.self_attn.in_proj_weight`, ...), called in order with the same
 // mask, then `norm` (a LayerNorm<D>, or none: Norm = void, torch's norm=None).
@@ -307,16 +414,24 @@ struct TransformerEncoder {
 }  // namespace typex::nn
 
 // (reflection: `layers` and, where there is one, `norm`)
+namespace typex::nn::impl {
+template <class Norm>
+constexpr auto stack_accessors() {
+  namespace hana = boost::hana;
+  const auto layers = hana::make_pair(BOOST_HANA_STRING("layers"), [](auto&& t) -> decltype(auto) { return (static_cast<decltype(t)&&>(t).layers); });
+  if constexpr (std::is_void_v<Norm>)
+    return hana::make_basic_tuple(layers);
+  else
+    return hana::make_basic_tuple(layers, hana::make_pair(BOOST_HANA_STRING("norm"), [](auto&& t) -> decltype(auto) { return (static_cast<decltype(t)&&>(t).norm); }));
+}
+}  // namespace typex::nn::impl
 namespace boost::hana {
 template <class Layer, std::size_t N, class Norm>
+struct accessors_impl<typex::nn::TransformerDecoder<Layer, N, Norm>> {
+  static constexpr auto apply() { return typex::nn::impl::stack_accessors<Norm>(); }
+};
+template <class Layer, std::size_t N, class Norm>
 struct accessors_impl<typex::nn::TransformerEncoder<Layer, N, Norm>> {
-  using T = typex::nn::TransformerEncoder<Layer, N, Norm>;
-  static constexpr auto apply() {
-    if constexpr (std::is_void_v<Norm>)
-      return make_basic_tuple(make_pair(BOOST_HANA_STRING("layers"), [](auto&& t) -> decltype(auto) { return (static_cast<decltype(t)&&>(t).layers); }));
-    else
-      return make_basic_tuple(make_pair(BOOST_HANA_STRING("layers"), [](auto&& t) -> decltype(auto) { return (static_cast<decltype(t)&&>(t).layers); }),
-                              make_pair(BOOST_HANA_STRING("norm"), [](auto&& t) -> decltype(auto) { return (static_cast<decltype(t)&&>(t).norm); }));
-  }
+  static constexpr auto apply() { return typex::nn::impl::stack_accessors<Norm>(); }
 };
 }  // namespace boost::hana

@@ -1,6 +1,6 @@
 // typex/ops/unary.hpp — pointwise unary ops: neg, abs, exp, log, log1p, sqrt, rsqrt, sin, cos,
-// erf, reciprocal, relu, gelu, silu, hardswish, tanh, sigmoid, pow with a number, clamp (and unary minus on
-// tensor-like values).
+// erf, reciprocal, relu, gelu, silu, hardswish, hardtanh (relu6), leaky_relu, elu, hardsigmoid, mish,
+// softplus, tanh, sigmoid, pow with a number, clamp (and unary minus on tensor-like values).
 //
 // Each op names its ATen target, keeps its argument's dtype and shape, and carries the scalar math
 // that backends share (computed in the argument's type; backends compute f16/bf16 in f32).
@@ -12,9 +12,11 @@
 #include <typex/ops/tensor_like.hpp>
 
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <source_location>
 #include <string_view>
+#include <type_traits>
 
 namespace typex {
 
@@ -89,7 +91,8 @@ struct unary_floating_only {
   template <class A>
   static constexpr A result(const A& a) {
     static_assert(is_floating_point(A::dtype_type::value),
-                  "typex: this activation (silu, gelu, hardswish) is defined on floating-point tensors only, as in "
+                  "typex: this activation (silu, gelu, hardswish, leaky_relu, elu, hardsigmoid, mish, softplus) is "
+                  "defined on floating-point tensors only, as in "
                   "PyTorch: convert the input first (typex::to<typex::f32>(x))");
     return a;
   }
@@ -304,6 +307,212 @@ struct gelu_op : detail::unary_floating_only {
   }
 };
 
+// min(max(x, min_val), max_val) (torch.nn.functional.hardtanh; F.relu6 / nn.ReLU6 is hardtanh(x, 0, 6),
+// which is what torch.export records for them). NaN stays NaN, as torch's (a clamp).
+struct hardtanh_op : detail::unary_pointwise {
+  static constexpr std::string_view target = "aten.hardtanh.default";
+  static constexpr std::string_view schema =
+      "aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor";
+  // g strictly between the bounds, 0 at and beyond them and for a NaN x (torch's hardtanh_backward
+  // as its vectorized loop computes it, which every tensor but a few elements takes; its scalar
+  // loop passes g for a NaN x)
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    const auto inside = c.logical_and(c.gt(x, c.args().real_or_default("min_val")), c.lt(x, c.args().real_or_default("max_val")));
+    c.accumulate("self", c.masked_fill(c.grad(), c.logical_not(inside), 0.0));
+  }
+  static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
+  double min_val = -1.0, max_val = 1.0;
+
+  // Both bounds, always, as torch.export records F.hardtanh (hardtanh(x, -1.0, 1.0)) and F.relu6
+  // (hardtanh(x, 0.0, 6.0)): it leaves out only a trailing argument equal to its default in type
+  // too, and the schema's defaults are integers.
+  template <class V>
+  void attributes(V&& v) const {
+    v(min_val);
+    v(max_val);
+  }
+  template <class Args>
+  static hardtanh_op from_arguments(const Args& args) {
+    hardtanh_op op;
+    op.min_val = args.real_or_default("min_val");
+    op.max_val = args.real_or_default("max_val");
+    return op;
+  }
+  template <class M, class X, class Y>
+  void math(M m, const X& x, Y& y) const {
+    y = m.min(m.max(x, m.k(min_val)), m.k(max_val));
+  }
+};
+
+// x where x > 0, negative_slope * x elsewhere (torch.nn.functional.leaky_relu).
+struct leaky_relu_op : detail::unary_floating_only {
+  static constexpr std::string_view target = "aten.leaky_relu.default";
+  static constexpr std::string_view schema =
+      "aten::leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor";
+  // g where x > 0, negative_slope * g elsewhere (at 0 and for a NaN x too: torch's leaky_relu_backward)
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    const auto g = c.grad();
+    c.accumulate("self", c.where(c.gt(x, 0.0), g, c.mul(g, c.args().real_or_default("negative_slope"))));
+  }
+  static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
+  double negative_slope = 0.01;
+
+  template <class V>
+  void attributes(V&& v) const {
+    if (negative_slope != 0.01) v(negative_slope);  // the default (a float 0.01) is not spelled, as torch.export
+  }
+  template <class Args>
+  static leaky_relu_op from_arguments(const Args& args) {
+    leaky_relu_op op;
+    op.negative_slope = args.real_or_default("negative_slope");
+    return op;
+  }
+  // (one of the two terms is 0: x itself above 0, negative_slope * x at and below it, exactly)
+  template <class M, class X, class Y>
+  void math(M m, const X& x, Y& y) const {
+    y = m.max(x, m.k(0)) + m.k(negative_slope) * m.min(x, m.k(0));
+  }
+};
+
+// scale * x where x > 0, alpha * scale * (exp(input_scale * x) - 1) elsewhere (torch.nn.functional.elu
+// sets alpha; scale and input_scale are ATen's, 1 unless a recorded call gives them).
+struct elu_op : detail::unary_floating_only {
+  static constexpr std::string_view target = "aten.elu.default";
+  static constexpr std::string_view schema =
+      "aten::elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor";
+  // scale g where x > 0, alpha scale input_scale exp(input_scale x) g at and below 0, NaN for a NaN
+  // x (torch's elu_backward of the input, as its vectorized loop computes it, which every tensor but
+  // a few elements takes; its scalar loop gives scale g there)
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    const auto g = c.grad();
+    const double alpha = c.args().real_or_default("alpha"), scale = c.args().real_or_default("scale");
+    const double input_scale = c.args().real_or_default("input_scale");
+    const auto negative = c.mul(c.mul(g, c.exp(input_scale == 1.0 ? x : c.mul(x, input_scale))), input_scale * alpha * scale);
+    c.accumulate("self", c.where(c.gt(x, 0.0), scale == 1.0 ? g : c.mul(g, scale), negative));
+  }
+  static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
+  double alpha = 1.0, scale = 1.0, input_scale = 1.0;
+
+  // As torch.export records F.elu: elu(x, 1.0) (alpha always: the schema's default is an integer,
+  // which a float does not equal for it), then scale and input_scale only where they are not 1.
+  template <class V>
+  void attributes(V&& v) const {
+    v(alpha);
+    if (scale != 1.0 || input_scale != 1.0) v(scale);
+    if (input_scale != 1.0) v(input_scale);
+  }
+  template <class Args>
+  static elu_op from_arguments(const Args& args) {
+    elu_op op;
+    op.alpha = args.real_or_default("alpha");
+    op.scale = args.real_or_default("scale");
+    op.input_scale = args.real_or_default("input_scale");
+    return op;
+  }
+  // scale max(x, 0) + alpha scale expm1(input_scale min(x, 0)): one of the two terms is 0. expm1(u)
+  // is tanh(u / 2) (exp(u) + 1), exact in theory and accurate near 0, where exp(u) - 1 is not.
+  template <class M, class X, class Y>
+  void math(M m, const X& x, Y& y) const {
+    const auto u = m.k(input_scale) * m.min(x, m.k(0));
+    y = m.k(scale) * m.max(x, m.k(0)) + m.k(alpha * scale) * (m.tanh(u * m.k(0.5)) * (m.exp(u) + m.k(1)));
+  }
+};
+
+// min(max(x + 3, 0), 6) / 6 (torch.nn.functional.hardsigmoid)
+struct hardsigmoid_op : detail::unary_floating_only {
+  static constexpr std::string_view target = "aten.hardsigmoid.default";
+  static constexpr std::string_view schema =
+      "aten::hardsigmoid(Tensor self) -> Tensor";
+  // g / 6 strictly between -3 and 3, 0 elsewhere (at the kinks and for a NaN x too: torch's
+  // hardsigmoid_backward)
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    const auto inside = c.logical_and(c.gt(x, -3.0), c.lt(x, 3.0));
+    c.accumulate("self", c.masked_fill(c.div(c.grad(), 6.0), c.logical_not(inside), 0.0));
+  }
+  static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
+  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.min(m.max(x + m.k(3), m.k(0)), m.k(6)) / m.k(6); }
+};
+
+namespace detail {
+// 1 where d > 0, 0 where d <= 0 (NaN where d is NaN), exactly, with the math policy's max and min
+// only (a policy has no select): any d > 0, a subnormal too, times big twice reaches 1.
+template <class M, class X>
+auto positive_step(M m, const X& d) {
+  using T = typename M::scalar_type;
+  const T big = std::numeric_limits<T>::max() / 4;
+  return m.min(m.max(d * big, m.k(0)) * big, m.k(1));
+}
+}  // namespace detail
+
+// log1p(exp(beta x)) / beta, or x itself where beta x > threshold (torch.nn.functional.softplus).
+struct softplus_op : detail::unary_floating_only {
+  static constexpr std::string_view target = "aten.softplus.default";
+  static constexpr std::string_view schema =
+      "aten::softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor";
+  // sigmoid(beta x) g, or g where beta x > threshold (torch's softplus_backward: z / (z + 1) with
+  // z = exp(beta x), which is that sigmoid)
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    const double beta = c.args().real_or_default("beta"), threshold = c.args().real_or_default("threshold");
+    const auto bx = beta == 1.0 ? x : c.mul(x, beta);
+    c.accumulate("self", c.mul(c.grad(), c.masked_fill(c.sigmoid(bx), c.gt(bx, threshold), 1.0)));
+  }
+  static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
+  double beta = 1.0, threshold = 20.0;
+
+  // Both, always, as torch.export records F.softplus (softplus(x, 1.0, 20.0): the schema's defaults
+  // are integers, which a float does not equal for it).
+  template <class V>
+  void attributes(V&& v) const {
+    v(beta);
+    v(threshold);
+  }
+  template <class Args>
+  static softplus_op from_arguments(const Args& args) {
+    softplus_op op;
+    op.beta = args.real_or_default("beta");
+    op.threshold = args.real_or_default("threshold");
+    return op;
+  }
+  // torch's two branches without a select: s = 1 where beta x > threshold, else 0 (exactly; NaN for
+  // a NaN x), y = x s + log1p(exp(a)) / beta with a = beta x where s is 0 and -1000 where s is 1 (so
+  // that branch gives 0 there); x is kept finite on the side where s can be 0 (0 * inf is NaN).
+  template <class M, class X, class Y>
+  void math(M m, const X& x, Y& y) const {
+    using T = typename M::scalar_type;
+    if constexpr (std::is_floating_point_v<T>) {
+      constexpr T inf = std::numeric_limits<T>::infinity(), top = std::numeric_limits<T>::max();
+      const auto z = x * m.k(beta);
+      const auto s = detail::positive_step(m, z - m.k(threshold));
+      const auto a = m.min(z, m.k(threshold)) * (m.k(1) - s) - s * m.k(1000);
+      const auto linear = beta > 0 ? m.min(m.max(x, -top), inf) : m.min(m.max(x, -inf), top);
+      y = linear * s + m.log1p(m.exp(a)) / m.k(beta);
+    } else {
+      y = x;  // (never runs: floating-point tensors only)
+    }
+  }
+};
+
+// x tanh(softplus(x)) (torch.nn.functional.mish)
+struct mish_op : detail::unary_floating_only {
+  static constexpr std::string_view target = "aten.mish.default";
+  static constexpr std::string_view schema =
+      "aten::mish(Tensor self) -> Tensor";
+  // t + x sigmoid(x) (1 - t^2), t = tanh(softplus(x)) (torch's mish_backward)
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    const auto t = c.tanh(c.emit(op_id_of<softplus_op>, {x}, c.meta(x)));
+    const auto d = c.add(t, c.mul(c.mul(x, c.sigmoid(x)), c.add(c.neg(c.mul(t, t)), 1.0)));
+    c.accumulate("self", c.mul(c.grad(), d));
+  }
+  static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
+  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = x * m.tanh(m.log1p(m.exp(x))); }
+};
+
 template <tensor_like X>
 auto neg(const X& x, const std::source_location& loc = std::source_location::current()) { return apply_op(neg_op{}, &loc, x); }
 template <tensor_like X>
@@ -333,6 +542,48 @@ auto gelu(const X& x, gelu_approximation approximate = gelu_approximation::none,
           const std::source_location& loc = std::source_location::current()) {
   gelu_op op;
   op.approximate = approximate;
+  return apply_op(op, &loc, x);
+}
+
+template <tensor_like X>
+auto hardtanh(const X& x, double min_val = -1.0, double max_val = 1.0,
+              const std::source_location& loc = std::source_location::current()) {
+  hardtanh_op op;
+  op.min_val = min_val;
+  op.max_val = max_val;
+  return apply_op(op, &loc, x);
+}
+// min(max(x, 0), 6): records aten.hardtanh.default(x, 0.0, 6.0), as torch.export does for F.relu6.
+template <tensor_like X>
+auto relu6(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return hardtanh(x, 0.0, 6.0, loc);
+}
+template <tensor_like X>
+auto leaky_relu(const X& x, double negative_slope = 0.01, const std::source_location& loc = std::source_location::current()) {
+  leaky_relu_op op;
+  op.negative_slope = negative_slope;
+  return apply_op(op, &loc, x);
+}
+template <tensor_like X>
+auto elu(const X& x, double alpha = 1.0, const std::source_location& loc = std::source_location::current()) {
+  elu_op op;
+  op.alpha = alpha;
+  return apply_op(op, &loc, x);
+}
+template <tensor_like X>
+auto hardsigmoid(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(hardsigmoid_op{}, &loc, x);
+}
+template <tensor_like X>
+auto mish(const X& x, const std::source_location& loc = std::source_location::current()) {
+  return apply_op(mish_op{}, &loc, x);
+}
+template <tensor_like X>
+auto softplus(const X& x, double beta = 1.0, double threshold = 20.0,
+              const std::source_location& loc = std::source_location::current()) {
+  softplus_op op;
+  op.beta = beta;
+  op.threshold = threshold;
   return apply_op(op, &loc, x);
 }
 
@@ -457,7 +708,8 @@ auto operator-(const X& x) { return apply_op(neg_op{}, nullptr, x); }
 
 // This header's ops, for the registry (ops/all.hpp).
 using unary_ops = op_list<neg_op, abs_op, relu_op, exp_op, log_op, sqrt_op, rsqrt_op, tanh_op, log1p_op, sin_op, cos_op, erf_op,
-                         reciprocal_op, pow_scalar_op, clamp_op, sigmoid_op, silu_op, gelu_op, hardswish_op, logical_not_op,
-                         aten::_to_copy, aten::threshold_backward>;
+                         reciprocal_op, pow_scalar_op, clamp_op, sigmoid_op, silu_op, gelu_op, hardswish_op, hardtanh_op,
+                         leaky_relu_op, elu_op, hardsigmoid_op, softplus_op, mish_op, logical_not_op, aten::_to_copy,
+                         aten::threshold_backward>;
 
 }  // namespace typex

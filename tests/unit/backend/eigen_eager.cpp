@@ -151,3 +151,72 @@ TEST_CASE("eager pow, clamp and the new unary ops") {
   CHECK(log1p(abs(x))(1) == doctest::Approx(std::log1p(0.5)));
   CHECK(reciprocal(x)(1) == -2.0f);
 }
+
+namespace eager_test {
+struct activations {
+  nn::ReLU6 relu6;
+  nn::Hardtanh hardtanh;
+  nn::LeakyReLU leaky{.negative_slope = 0.2};
+  nn::Softplus softplus;
+  nn::LeakyReLU leaky_default;
+  nn::ELU elu;
+  nn::Identity identity;
+  template <class X>
+  auto operator()(const X& x) const {
+    return identity(elu(leaky_default(softplus(leaky(hardtanh(relu6(x)))))));
+  }
+};
+}  // namespace eager_test
+BOOST_HANA_ADAPT_STRUCT(eager_test::activations, relu6, hardtanh, leaky, softplus, leaky_default, elu, identity);
+
+TEST_CASE("eager activation modules: ReLU6, Hardtanh, LeakyReLU, ELU, Hardswish, Hardsigmoid, Mish, Softplus, Softmax, Identity") {
+  const tensor<f32, fix<2>, fix<4>> x({2, 4});
+  const float v[] = {-4.0f, -1.5f, -0.25f, 0.0f, 0.5f, 2.0f, 3.5f, 7.0f};
+  for (index_t i = 0; i < 8; ++i) x.data()[i] = v[i];
+  // each module against its scalar formula, element by element
+  const auto check = [&](const char* name, const auto& y, auto formula) {
+    static_assert(std::is_same_v<typename std::remove_cvref_t<decltype(y)>::shape_type, shape_c<2, 4>>);
+    for (index_t i = 0; i < 8; ++i) {
+      INFO(name << " at x = " << v[i]);
+      CHECK(y.data()[i] == doctest::Approx(formula(static_cast<double>(v[i]))).epsilon(1e-5));
+    }
+  };
+  const auto clamp_to = [](double t, double lo, double hi) { return std::min(std::max(t, lo), hi); };
+  check("ReLU6", nn::ReLU6{}(x), [&](double t) { return clamp_to(t, 0, 6); });
+  check("Hardtanh", nn::Hardtanh{}(x), [&](double t) { return clamp_to(t, -1, 1); });
+  check("Hardtanh(-2, 3)", nn::Hardtanh{.min_val = -2.0, .max_val = 3.0}(x), [&](double t) { return clamp_to(t, -2, 3); });
+  check("LeakyReLU", nn::LeakyReLU{}(x), [](double t) { return t > 0 ? t : 0.01 * t; });
+  check("LeakyReLU(0.2)", nn::LeakyReLU{.negative_slope = 0.2}(x), [](double t) { return t > 0 ? t : 0.2 * t; });
+  check("ELU", nn::ELU{}(x), [](double t) { return t > 0 ? t : std::expm1(t); });
+  check("ELU(0.5)", nn::ELU{.alpha = 0.5}(x), [](double t) { return t > 0 ? t : 0.5 * std::expm1(t); });
+  check("Hardswish", nn::Hardswish{}(x), [&](double t) { return t * clamp_to(t + 3, 0, 6) / 6; });
+  check("Hardsigmoid", nn::Hardsigmoid{}(x), [&](double t) { return clamp_to(t + 3, 0, 6) / 6; });
+  check("Mish", nn::Mish{}(x), [](double t) { return t * std::tanh(std::log1p(std::exp(t))); });
+  check("Softplus", nn::Softplus{}(x), [](double t) { return std::log1p(std::exp(t)); });
+  // beta 2, threshold 4: x itself where 2x > 4 (3.5 and 7), not at 2x == 4 (2.0)
+  check("Softplus(2, 4)", nn::Softplus{.beta = 2.0, .threshold = 4.0}(x),
+        [](double t) { return 2 * t > 4 ? t : std::log1p(std::exp(2 * t)) / 2; });
+  const auto id = nn::Identity{}(x);
+  static_assert(std::is_same_v<decltype(id), const tensor<f32, fix<2>, fix<4>>>);
+  check("Identity", id, [](double t) { return t; });
+  const auto sm = nn::Softmax<1>{}(x);
+  const auto lsm = nn::LogSoftmax<-1>{}(x);
+  for (index_t r = 0; r < 2; ++r) {
+    double z = 0;
+    for (index_t c = 0; c < 4; ++c) z += std::exp(static_cast<double>(v[r * 4 + c]));
+    for (index_t c = 0; c < 4; ++c) {
+      CHECK(sm(r, c) == doctest::Approx(std::exp(static_cast<double>(v[r * 4 + c])) / z).epsilon(1e-5));
+      CHECK(lsm(r, c) == doctest::Approx(static_cast<double>(v[r * 4 + c]) - std::log(z)).epsilon(1e-5));
+    }
+  }
+  // the ops record as torch.export records them: relu6 as hardtanh(x, 0.0, 6.0); hardtanh's and
+  // softplus's float arguments always, elu's alpha always, leaky_relu's slope only when not its default
+  const std::string printed = export_program(eager_test::activations{}, input<"x">(x.spec())).to_string();
+  CHECK(printed.find("torch.ops.aten.hardtanh.default(x, 0.0, 6.0)") != std::string::npos);
+  CHECK(printed.find("torch.ops.aten.hardtanh.default(hardtanh, -1.0, 1.0)") != std::string::npos);
+  CHECK(printed.find("torch.ops.aten.leaky_relu.default(hardtanh_1, 0.2)") != std::string::npos);
+  CHECK(printed.find("torch.ops.aten.softplus.default(leaky_relu, 1.0, 20.0)") != std::string::npos);
+  CHECK(printed.find("torch.ops.aten.leaky_relu.default(softplus)") != std::string::npos);
+  CHECK(printed.find("torch.ops.aten.elu.default(leaky_relu_1, 1.0)") != std::string::npos);
+  CHECK(printed.find("return (elu,)") != std::string::npos);  // (Identity records nothing)
+}

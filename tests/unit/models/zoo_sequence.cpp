@@ -142,7 +142,24 @@ struct audio_stem {
     return fc(mean<-1>(h));
   }
 };
+
+// ---- a tiny encoder-decoder transformer (nn.TransformerEncoder / nn.TransformerDecoder) -----------
+struct seq2seq {
+  nn::Embedding<20, 16> embed;
+  nn::TransformerEncoder<nn::TransformerEncoderLayer<16, 2, 32, nn::activation::relu, false, true>, 1, nn::LayerNorm<16>> encoder;
+  nn::TransformerDecoder<nn::TransformerDecoderLayer<16, 2, 32, nn::activation::relu, false, true>, 2, nn::LayerNorm<16>> decoder;
+  nn::Linear<16, 20> head;
+  buffer<b8, fix<16>, fix<16>> causal;  // triu(ones, 1): true where a position may not look
+  template <class I>
+  auto operator()(const I& ids) const {
+    const auto t = ids.shape().template get<1>();
+    const auto x = embed(ids);
+    const auto memory = encoder(x);
+    return head(decoder(x, memory, slice<1>(slice<0>(causal, 0_c, t), 0_c, t)));  // tgt_mask=causal[:T, :T]
+  }
+};
 }  // namespace zoo
+BOOST_HANA_ADAPT_STRUCT(zoo::seq2seq, embed, encoder, decoder, head, causal);
 BOOST_HANA_ADAPT_STRUCT(zoo::gpt2_attention, c_attn, c_proj, bias);
 BOOST_HANA_ADAPT_STRUCT(zoo::gpt2_mlp, c_fc, act, c_proj);
 BOOST_HANA_ADAPT_STRUCT(zoo::gpt2_block, ln_1, attn, ln_2, mlp);
@@ -169,4 +186,9 @@ TEST_CASE("zoo: a Llama-style stack (RMSNorm, rotary tables sliced to the sequen
 TEST_CASE("zoo: a Conv1d audio stem (strided Conv1d, GroupNorm, GELU) equals PyTorch, exported, saved, differentiated") {
   zoo::audio_stem m;
   zoo::check_model<zoo::tensor<zoo::f32, zoo::batch, zoo::fix<1>, zoo::fix<64>>>(m, "audio_stem");
+}
+
+TEST_CASE("zoo: an encoder-decoder transformer (TransformerEncoder, TransformerDecoder with cross-attention, a causal bool buffer) equals PyTorch") {
+  zoo::seq2seq m;
+  zoo::check_model<tokens>(m, "seq2seq");
 }
