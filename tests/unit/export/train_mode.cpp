@@ -47,7 +47,16 @@ struct block_loss {
     return mse_loss(block(x), t);
   }
 };
-struct untraced_dropout {  // dropout of a parameter alone: would run while tracing
+struct untraced_dropout {  // dropout of a tensor made in the forward from literals: would run while tracing
+  parameter<f32, fix<4>> a;
+  template <class X>
+  auto operator()(const X& x) const {
+    tensor<f32, fix<4>> ones;
+    ones.fill(1.0f);
+    return add(add(x, a), dropout(ones, 0.5, true));
+  }
+};
+struct state_dropout {  // dropout of a parameter alone: recorded, reading the parameter's placeholder
   parameter<f32, fix<4>> a;
   template <class X>
   auto operator()(const X& x) const {
@@ -67,6 +76,7 @@ BOOST_HANA_ADAPT_STRUCT(train_models::bn_drop, conv, bn, drop);
 BOOST_HANA_ADAPT_STRUCT(train_models::block_loss, block);
 BOOST_HANA_ADAPT_STRUCT(train_models::untraced_dropout, a);
 BOOST_HANA_ADAPT_STRUCT(train_models::traced_dropout, a);
+BOOST_HANA_ADAPT_STRUCT(train_models::state_dropout, a);
 
 namespace {
 using mlp_x = tensor<f64, fix<5>, fix<8>>;
@@ -253,25 +263,35 @@ TEST_CASE("train mode: a transformer encoder block in training mode: program and
   CHECK(next != eager);
 }
 
-TEST_CASE("train mode: a random op on tensors the trace does not follow is refused, not frozen into the program") {
+TEST_CASE("train mode: a random op on tensors the trace does not follow is refused, not frozen; one on module state is recorded") {
   train_models::untraced_dropout u;
   init_module(u, 1);
   CHECK_THROWS_WITH_AS((void)export_program(u, input<"x">(tensor_spec<f32, shape<fix<4>>>())),
                        doctest::Contains("aten.dropout.default at train_mode.cpp"), unsupported_error);
   CHECK_THROWS_WITH_AS((void)export_program(u, input<"x">(tensor_spec<f32, shape<fix<4>>>())),
                        doctest::Contains("draws random numbers from tensors that are not traced"), unsupported_error);
+  // a parameter's dropout, with or without as_traced: recorded (a new mask each call)
+  const auto masks = [](auto& t) {
+    init_module(t, 1);
+    t.a.fill(1.0f);
+    const auto ep = export_program(t, input<"x">(tensor_spec<f32, shape<fix<4>>>()));
+    CHECK(ep.to_string().find("torch.ops.aten.dropout.default(p_a, 0.5, True)") != std::string::npos);
+    tensor<f32, fix<4>> zero;
+    zero.fill(0.0f);
+    auto run = program_module<eigen_backend>(ep);
+    std::vector<float> seen;
+    for (int k = 0; k < 8; ++k) {
+      const any_tensor out = run({zero.erase()})[0];
+      seen.insert(seen.end(), out.data<float>(), out.data<float>() + 4);
+    }
+    return seen;
+  };
+  train_models::state_dropout st;
+  const std::vector<float> state_seen = masks(st);
+  CHECK(std::count(state_seen.begin(), state_seen.end(), 0.0f) > 4);
+  CHECK(std::count(state_seen.begin(), state_seen.end(), 2.0f) > 4);
   train_models::traced_dropout t;
-  init_module(t, 1);
-  t.a.fill(1.0f);
-  const auto ep = export_program(t, input<"x">(tensor_spec<f32, shape<fix<4>>>()));
-  tensor<f32, fix<4>> zero;
-  zero.fill(0.0f);
-  auto run = program_module<eigen_backend>(ep);
-  std::vector<float> seen;
-  for (int k = 0; k < 8; ++k) {
-    const any_tensor out = run({zero.erase()})[0];
-    seen.insert(seen.end(), out.data<float>(), out.data<float>() + 4);
-  }
+  const std::vector<float> seen = masks(t);
   CHECK(std::count(seen.begin(), seen.end(), 0.0f) > 4);  // a new mask each call (32 draws of p = 0.5)
   CHECK(std::count(seen.begin(), seen.end(), 2.0f) > 4);
 }
