@@ -29,10 +29,10 @@ computed (with autograd enabled, so that nn.TransformerEncoder takes its ordinar
 inference, path).
 
 The models and their FQN conventions (module attribute names exactly as below):
-  resnet18      torchvision ResNet-18, widths 8/16/32/64: conv1 (7x7/2, no bias), bn1, relu, maxpool,
+  resnet18      torchvision ResNet-18, widths 4/8/16/32: conv1 (7x7/2, no bias), bn1, relu, maxpool,
                 layer1..layer4 (nn.Sequential of two BasicBlock: conv1, bn1, relu, conv2, bn2, and
                 downsample.0 (1x1 conv) / downsample.1 (BatchNorm2d) in layer2.0, layer3.0, layer4.0
-                only), avgpool, fc (64 -> 10). [2, 3, 32, 32] -> [2, 10]; input_b batch 3.
+                only), avgpool, fc (32 -> 10). [2, 3, 32, 32] -> [2, 10]; input_b batch 3.
   mobilenet_v2  torchvision MobileNetV2: features.0 = ConvBNReLU (features.0.0 conv, .1 BN, .2 ReLU6,
                 3 -> 8, stride 2); features.1..5 InvertedResidual for (t, c, n, s) = (1, 8, 1, 1),
                 (6, 12, 2, 2), (6, 16, 2, 2), each with conv = nn.Sequential([ConvBNReLU 1x1 expand if
@@ -64,6 +64,10 @@ The models and their FQN conventions (module attribute names exactly as below):
   audio_stem    wav2vec-style stem: conv1 (Conv1d 1 -> 8, k 9, stride 2, pad 4), norm1 (GroupNorm 2
                 groups), conv2 (Conv1d 8 -> 16, k 5, stride 2, pad 2, no bias), norm2 (GroupNorm 4),
                 GELU after each norm, mean over time, fc (16 -> 4). [2, 1, 64] -> [2, 4]; input_b batch 3.
+  seq2seq       embed (Embedding 20 x 16), encoder = nn.TransformerEncoder (1 post-norm layer, 2 heads,
+                ff 32, batch_first, norm=LayerNorm), decoder = nn.TransformerDecoder (2 layers, norm=LayerNorm)
+                over the same tokens under a causal bool buffer `causal` sliced to the length, head
+                (Linear 16 -> 20). int64 ids [2, 5] -> [2, 5, 20]; input_b [3, 9].
   unet          a small UNet: enc1, enc2, bottleneck, dec2, dec1 are DoubleConv whose `block` is
                 nn.Sequential(Conv2d 3x3 no bias, BatchNorm2d, ReLU, Conv2d 3x3 no bias, BatchNorm2d,
                 ReLU), so e.g. enc1.block.0.weight, enc1.block.1.running_mean, enc1.block.3.weight,

@@ -10,6 +10,7 @@
 #include <typex/core/dim.hpp>
 #include <typex/core/symbol_table.hpp>
 
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -109,7 +110,8 @@ class sym_expr {
         return !__builtin_mul_overflow(n->value, k, &v) && !__builtin_add_overflow(constant, v, &constant);
       }
       if (n->k == kind::op && (n->op == dim_op::add || n->op == dim_op::sub))
-        return collect(n->lhs, k) && collect(n->rhs, n->op == dim_op::add ? k : -k);
+        return collect(n->lhs, k) && (n->op == dim_op::add || k != std::numeric_limits<index_t>::min()) &&
+               collect(n->rhs, n->op == dim_op::add ? k : -k);
       if (n->k == kind::op && n->op == dim_op::mul && (n->lhs->k == kind::constant || n->rhs->k == kind::constant)) {
         const bool left = n->lhs->k == kind::constant;
         index_t kk = 0;

@@ -109,7 +109,7 @@ class tracing_context final : public requirement_recorder {
     const void* id = t.get_storage().data();
     if (id == nullptr)  // (every tensor typex makes has storage, even an empty one: null is a moved-from tensor)
       detail::raise_message<state_error>("typex: a tensor used while tracing has no storage: it was moved from");
-    if (const ir::value_ref* v = find_storage(id)) return *v;
+    if (const ir::value_ref* v = find_storage(id)) return current(*v);  // (after a write to it: the value written)
     const std::string name = detail::with_number("lifted_tensor_", static_cast<long long>(lifted_constants_.size()));
     std::string placeholder = "c_";
     placeholder += name;
@@ -202,6 +202,13 @@ class tracing_context final : public requirement_recorder {
   void bind_eager_result(const any_tensor& result, ir::value_ref v) {
     kept_.push_back(result);
     bind_storage(result.get_storage().data(), v);
+  }
+  // Whether `storage` is a tensor the forward made from literals and value_of lifted as an anonymous
+  // constant (c_lifted_tensor_N): a write to it gives the tensor a new value, it is not module state.
+  bool is_forward_constant(const void* storage) const {
+    for (const auto& [name, t] : lifted_constants_)
+      if (t.get_storage().data() == storage) return true;
+    return false;
   }
   // Forgets the shape facts recorded from index `first` on (an eager op's rule, evaluated again
   // after the op was recorded with its facts).

@@ -100,6 +100,40 @@ struct self_written {
   }
 };
 
+// Writes to values computed from state: an eager result written in place, a view of a buffer
+// taken before the buffer is written, a tensor the forward makes and fills from a parameter.
+struct written_results {
+  parameter<f32, fix<4>> w;
+  buffer<f32, fix<4>> buf;
+  template <class X>
+  auto operator()(const X& x) const {
+    auto t = mul(w, 2.0);
+    add_(t, 1.0);                                      // t = 2w + 1
+    const auto v = reshape(buf, reshape_to(2_c, 2_c));  // a view of buf, before buf is written
+    add_(buf, 1.0);                                    // the view sees it, as in PyTorch
+    tensor<f32, fix<4>> acc({4});                      // made by the forward, filled from w
+    copy_(acc, w);
+    add_(acc, w);                                      // acc = 2w
+    return mul(add(mul(x, t), reshape(v, reshape_to(4_c))), acc);
+  }
+};
+// A slice of a table whose length cancels in the type: seq + (16 - seq) rows, 16 in the graph.
+struct cancelling {
+  parameter<f32, fix<16>> pos;
+  template <class X>
+  auto operator()(const X& x) const {  // x: [seq]
+    return cat<0>(tensors(x, slice<0>(pos, x.shape().template get<0>(), 16_c)));
+  }
+};
+// Dropout of a parameter: recorded, and exporting draws nothing from the thread's stream.
+struct state_dropout {
+  parameter<f32, fix<8>> w;
+  template <class X>
+  auto operator()(const X& x) const {
+    return add(x, dropout(w, 0.5, true));
+  }
+};
+
 // The loss a joint program differentiates: sum(model(x)).
 template <class M>
 struct loss_of {
@@ -117,6 +151,9 @@ BOOST_HANA_ADAPT_STRUCT(state_models::weight_views, w, v);
 BOOST_HANA_ADAPT_STRUCT(state_models::scale_alone, log_scale, shift);
 BOOST_HANA_ADAPT_STRUCT(state_models::tied_head, wte, ln);
 BOOST_HANA_ADAPT_STRUCT(state_models::self_written, steps, total, w);
+BOOST_HANA_ADAPT_STRUCT(state_models::written_results, w, buf);
+BOOST_HANA_ADAPT_STRUCT(state_models::cancelling, pos);
+BOOST_HANA_ADAPT_STRUCT(state_models::state_dropout, w);
 
 namespace {
 using state_models::batch;
@@ -330,4 +367,45 @@ TEST_CASE("module state: buffers written from themselves are buffer mutations, a
   CHECK(mod.state_dict().at("steps").data<std::int64_t>()[0] == 3);
   CHECK(m.steps.data()[0] == 3);
   CHECK(max_abs_diff(mod.state_dict().at("total"), m.total.erase()) < 1e-4);
+}
+
+TEST_CASE("module state: writes to results computed from state, to a view's base, to a tensor the forward made") {
+  state_models::written_results m;
+  randomize(m, 1);
+  const auto x = random_input<tensor<f32, batch, fix<4>>>({3, 4}, 2);
+  const auto before = m.buf.clone();
+  const auto ep = export_program(m, input<"x">(x.spec()));
+  CHECK(max_abs_diff(m.buf.erase(), before.erase()) == 0.0);  // exporting wrote nothing into the model
+  auto mod = ep.module();
+  for (int call = 0; call < 3; ++call)  // (both write their buffer each call)
+    CHECK(max_abs_diff(mod(x).erase(), m(x).erase()) < 1e-5);
+  CHECK(max_abs_diff(mod.state_dict().at("buf"), m.buf.erase()) == 0.0);
+  randomize(m, 3);  // new weights in both
+  mod.load_state_dict(state_dict(m));
+  CHECK(max_abs_diff(mod(x).erase(), m(x).erase()) < 1e-5);
+}
+
+TEST_CASE("module state: a length that cancels (seq + (16 - seq)) loads back into its typed program") {
+  state_models::cancelling m;
+  randomize(m, 1);
+  using S = shape<seq>;
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, S>(S(seq(5)))));
+  CHECK(ep.to_string().find("\"f32[16]\"") != std::string::npos);
+  const auto x = random_input<tensor<f32, seq>>({5}, 4);
+  typex_test::check_round_trip(ep, {x.erase()});  // (a typed program: through a file and typex::load<P> too)
+  CHECK(max_abs_diff(ep.module()(x).erase(), m(x).erase()) == 0.0);
+}
+
+TEST_CASE("module state: a random op on a parameter is recorded, and exporting it draws nothing") {
+  state_models::state_dropout m;
+  randomize(m, 1);
+  manual_seed(7);
+  const rng_state seeded = get_rng_state();
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<8>>>()));
+  CHECK(get_rng_state() == seeded);
+  CHECK(ep.to_string().find("aten.dropout.default(p_w, 0.5, True)") != std::string::npos);
+  const auto x = random_input<tensor<f32, fix<8>>>({8}, 5);
+  const auto eager = m(x);  // the draws from the seeded stream
+  set_rng_state(seeded);
+  CHECK(max_abs_diff(ep.module()(x).erase(), eager.erase()) == 0.0);  // the same mask, from the same state
 }

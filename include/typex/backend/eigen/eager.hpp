@@ -8,6 +8,7 @@
 #pragma once
 
 #include <typex/backend/eigen/kernels.hpp>
+#include <typex/core/random.hpp>
 #include <typex/ir/op_arguments.hpp>
 #include <typex/ops/apply.hpp>
 #include <typex/ops/mutation.hpp>
@@ -72,12 +73,18 @@ struct op_runner<eager_mode> {
           w.put("typex: "); w.put(Op::target);
           if (loc != nullptr) { w.put(" at "); w.put(format_location(*loc)); }
           w.put(" draws random numbers from tensors that are not traced while the model is traced: it would run now, and "
-                "the program would get its result as a constant (the same mask on every call); give it a traced operand "
-                "(typex::as_traced(t, x) for a module tensor t and a traced input x)");
+                "the program would get its result as a constant (the same mask on every call); give it an operand the "
+                "trace follows (a traced input, or the module's parameters and buffers, or a value computed from them)");
         });
       }
     }
+    // (a recorded random op draws when the program runs, not at export: the thread's stream is left
+    // where it was, so that seeding, exporting and running gives the masks the eager model gives)
+    std::optional<rng_state> keep_rng;
+    if constexpr (requires { op.draws(); })
+      if (recorded && op.draws()) keep_rng = get_rng_state();
     any_tensor out = eigen::run_kernel(eigen::kernel_args(op_id_of<Op>, ir_args, tensors, nullptr, list));
+    if (keep_rng) set_rng_state(*keep_rng);
     if (recorded) {
       // (a result sharing its input's memory (reshape) gets its own: the storage is the graph value's key;
       // a write to it reaches the input through the trace's record of the view)
@@ -90,22 +97,25 @@ struct op_runner<eager_mode> {
   }
 
   // Writes `r`, an in-place op's result in dst's dtype and shape, into dst (copy_, add_, fill_ ...).
-  // While a model is traced and the trace follows r (computed from the module's state), the write is
-  // recorded instead, as the traced write is (a buffer's new value, returned as a BUFFER_MUTATION;
-  // a view's write reaching its base), and dst's memory is left alone: exporting never changes the
-  // model's state. A tensor the forward made itself is written, and is that value from then on.
+  // While a model is traced and dst is module state the trace follows (a buffer, an earlier result
+  // computed from state), the write is recorded instead, as the traced write is (a buffer's new
+  // value, returned as a BUFFER_MUTATION; a view's write reaching its base; a parameter's, an export
+  // error), and dst's memory is left alone: exporting never changes the model's state. A tensor the
+  // forward made itself is written, and is the written value from then on.
   template <class D, class R>
   static void write(const D& dst, const R& r) {
     if (tracing_context* const ctx = current_tracing_context()) {
-      if (const ir::value_ref* w = ctx->find_storage(r.get_storage().data())) {
-        const ir::value_ref value = *w;
-        if (ctx->find_storage(dst.get_storage().data()) != nullptr) {
-          ctx->overwrite(ctx->value_of_tensor(dst), value);
-          return;
-        }
-        ctx->bind_eager_result(dst.erase(), value);
+      const void* d = dst.get_storage().data();
+      const ir::value_ref* w = ctx->find_storage(r.get_storage().data());
+      if (d != nullptr && ctx->find_storage(d) != nullptr && !ctx->is_forward_constant(d)) {
+        const ir::value_ref value = w != nullptr ? ctx->current(*w) : ctx->value_of_tensor(r);
+        ctx->overwrite(ctx->value_of_tensor(dst), value);
+        return;
       }
+      if (w != nullptr) ctx->bind_eager_result(dst.erase(), ctx->current(*w));
     }
+    if (dst.numel() != r.numel())  // (the types make them equal; a guard for the memmove)
+      detail::raise_message<shape_error>("typex: an in-place write's result does not have its destination's size");
     const std::size_t bytes = static_cast<std::size_t>(r.numel()) * sizeof(*r.data());
     if (bytes != 0) std::memmove(dst.data(), r.data(), bytes);
   }
