@@ -263,7 +263,7 @@ TEST_CASE("train mode: a transformer encoder block in training mode: program and
   CHECK(next != eager);
 }
 
-TEST_CASE("train mode: a random op on tensors the trace does not follow is refused, not frozen; one on module state is recorded") {
+TEST_CASE("train mode: a random op on tensors the trace does not follow is refused, not frozen, and one on module state is recorded") {
   train_models::untraced_dropout u;
   init_module(u, 1);
   CHECK_THROWS_WITH_AS((void)export_program(u, input<"x">(tensor_spec<f32, shape<fix<4>>>())),
