@@ -7,6 +7,7 @@
 #include <typex/nn/container.hpp>
 #include <typex/nn/conv.hpp>
 #include <typex/nn/embedding.hpp>
+#include <typex/nn/functional.hpp>
 #include <typex/nn/linear.hpp>
 #include <typex/nn/normalization.hpp>
 #include <typex/nn/optim.hpp>
