@@ -5,6 +5,9 @@
 //   typex::pad<0, 1>(x, pad_mode::constant, -1.0)      F.pad(x, (0, 1), value=-1)
 //   typex::upsample_nearest<2>(x)                      F.interpolate(x, scale_factor=2)   [N, C, H, W]
 //   typex::upsample_bilinear<7, 9, false>(x)           F.interpolate(x, size=(7, 9), mode="bilinear", align_corners=False)
+//   typex::scaled_dot_product_attention(typex::enable_gqa, q, k, v, mask, {.is_causal = true})
+//                                                      F.scaled_dot_product_attention(..., enable_gqa=True): q [B, Hq, L, E],
+//                                                      k and v [B, Hkv, S, E] with Hq a multiple of Hkv (grouped-query attention)
 //   nn::ZeroPad2d<l, r, t, b>, nn::ConstantPad2d<l, r, t, b> (value), nn::ReflectionPad2d<...>,
 //   nn::ReplicationPad2d<...>, nn::Upsample<S> (nearest), nn::UpsamplingBilinear2d<S> (align_corners=True, torch's)
 //
@@ -19,6 +22,7 @@
 #pragma once
 
 #include <typex/nn/module_input.hpp>
+#include <typex/ops/attention.hpp>
 #include <typex/ops/binary.hpp>
 #include <typex/ops/concat.hpp>
 #include <typex/ops/factory.hpp>
@@ -166,6 +170,44 @@ auto upsample_bilinear(const X& x) {
   const auto ah = impl::bilinear_matrix<H::value, OH, AlignCorners>();
   const auto awt = typex::transpose<0, 1>(impl::bilinear_matrix<W::value, OW, AlignCorners>());
   return typex::matmul(ah, typex::matmul(x, awt));
+}
+
+// Grouped-query attention: each of k's and v's Hkv heads serves Hq / Hkv query heads (torch's
+// enable_gqa=True): the keys and values repeated to Hq heads (k[:, :, None].expand(...).reshape(...),
+// as Llama's repeat_kv), then the attention.
+struct enable_gqa_t {};
+inline constexpr enable_gqa_t enable_gqa{};
+
+namespace impl {
+template <index_t Hq, class K>
+auto repeat_kv(const K& k) {
+  static_assert(K::shape_type::rank == 4, "typex::scaled_dot_product_attention(enable_gqa, ...): key and value must be [B, H, S, E]");
+  using Hkv = typename K::shape_type::template dim_t<1>;
+  static_assert(is_static_dim_v<Hkv>, "typex::scaled_dot_product_attention(enable_gqa, ...): the key/value head count must be static");
+  static_assert(Hkv::value >= 1 && Hq % Hkv::value == 0,
+                "typex::scaled_dot_product_attention(enable_gqa, ...): the query's head count must be a multiple of the key's and value's");
+  if constexpr (Hkv::value == Hq) {
+    return k;
+  } else {
+    const auto& s = k.shape();
+    const auto b = s.template get<0>();
+    const auto n = s.template get<2>();
+    const auto e = s.template get<3>();
+    constexpr index_t g = Hq / Hkv::value;
+    return typex::reshape(typex::expand(typex::unsqueeze<2>(k), reshape_to(b, Hkv{}, fix<g>{}, n, e)), reshape_to(b, fix<Hq>{}, n, e));
+  }
+}
+}  // namespace impl
+
+template <tensor_like Q, tensor_like K, tensor_like V, class M = std::nullptr_t>
+auto scaled_dot_product_attention(enable_gqa_t, const Q& q, const K& k, const V& v, const M& mask = nullptr, attention_options options = {},
+                                  const std::source_location& loc = std::source_location::current()) {
+  static_assert(Q::shape_type::rank == 4, "typex::scaled_dot_product_attention(enable_gqa, ...): the query must be [B, Hq, L, E]");
+  using Hq = typename Q::shape_type::template dim_t<1>;
+  static_assert(is_static_dim_v<Hq>, "typex::scaled_dot_product_attention(enable_gqa, ...): the query's head count must be static");
+  const auto kr = impl::repeat_kv<Hq::value>(k);
+  const auto vr = impl::repeat_kv<Hq::value>(v);
+  return typex::scaled_dot_product_attention(q, kr, vr, mask, options, loc);
 }
 
 namespace nn {

@@ -83,10 +83,8 @@ struct llama_attention {
     const auto v = transpose<1, 2>(view(v_proj(x), reshape_to(b, t, 2_c, 4_c)));
     const auto qr = add(mul(q, cos), mul(rotate_half(q), sin));
     const auto kr = add(mul(k, cos), mul(rotate_half(k), sin));
-    const auto repeat = [&](const auto& kv) {  // [B, 2, T, 4] -> [B, 4, T, 4]: each kv head serves 2 query heads
-      return reshape(expand(unsqueeze<2>(kv), reshape_to(b, 2_c, 2_c, t, 4_c)), reshape_to(b, 4_c, t, 4_c));
-    };
-    const auto y = scaled_dot_product_attention(qr, repeat(kr), repeat(v), nullptr, {.is_causal = true});
+    // each kv head serves 2 query heads (F.scaled_dot_product_attention(..., enable_gqa=True))
+    const auto y = scaled_dot_product_attention(enable_gqa, qr, kr, v, nullptr, {.is_causal = true});
     return o_proj(reshape(transpose<1, 2>(y), reshape_to(b, t, 16_c)));
   }
 };
