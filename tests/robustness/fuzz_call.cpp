@@ -1,7 +1,9 @@
 // libFuzzer target: the type-erased call path and the run-time input checker.
 //
-// Each input is decoded into a call of one of three exported programs (an MLP planned as fused
-// GEMMs, a model with a view output, a data-dependent masked_select on the stepwise engine):
+// Each input is decoded into a call of one of five exported programs (an MLP planned as fused
+// GEMMs, a model with a view output, a data-dependent masked_select on the stepwise engine, and two
+// of the model zoo's: the GPT-2-style LM, token ids in, batch and sequence symbolic; the Conv1d
+// audio stem):
 // tensors of random dtypes, ranks and extents (small, empty, or huge), values from the input
 // bytes (NaN, Inf, denormals included), and the ways a user may alias inputs and outputs (run(v, v),
 // outputs sharing an input's storage, reused outputs). A call must either throw a typex::error or
@@ -10,6 +12,7 @@
 //
 //   build/clang/tests/typex_fuzz_call -runs=100000 <dir> tests/robustness/corpus
 #include "models.hpp"
+#include "../unit/models/zoo_models.hpp"
 
 #include <cstdint>
 #include <cstdio>
@@ -41,20 +44,59 @@ struct reader {
   std::abort();
 }
 
+using tokens = tensor<i64, zoo::batch, zoo::seq>;
+using waveform = tensor<f32, zoo::batch, fix<1>, fix<64>>;
+
+zoo::gpt2 make_gpt2() {
+  zoo::gpt2 m;
+  init_module(m, 3);
+  for (auto& block : m.h)  // (the causal tril)
+    for (index_t i = 0; i < 16; ++i)
+      for (index_t j = 0; j < 16; ++j) block.attn.bias.data()[i * 16 + j] = j <= i ? 1.0f : 0.0f;
+  return m;
+}
+zoo::audio_stem make_audio() {
+  zoo::audio_stem m;
+  init_module(m, 4);
+  return m;
+}
+
 struct programs {
   rb::mlp mlp = rb::random_model<rb::mlp>(1);
   rb::with_view view = rb::random_model<rb::with_view>(2);
   rb::selects sel;
-  program_module<eigen_backend> mlp_run, view_run, sel_run;
+  zoo::gpt2 gpt = make_gpt2();
+  zoo::audio_stem audio = make_audio();
+  program_module<eigen_backend> mlp_run, view_run, sel_run, gpt_run, audio_run;
   programs()
       : mlp_run(export_program(mlp, input<"x">(tensor_spec<f32, rb::x_shape>(rb::spec_shape(2))))),
         view_run(export_program(view, input<"x">(tensor_spec<f32, rb::x_shape>(rb::spec_shape(2))))),
-        sel_run(export_program(sel, input<"x">(tensor_spec<f32, rb::x_shape>(rb::spec_shape(2))))) {}
+        sel_run(export_program(sel, input<"x">(tensor_spec<f32, rb::x_shape>(rb::spec_shape(2))))),
+        gpt_run(export_program(gpt, input<"x">(tensor_spec<i64, shape<zoo::batch, zoo::seq>>(shape<zoo::batch, zoo::seq>(zoo::batch(2), zoo::seq(5)))))),
+        audio_run(export_program(audio, input<"x">(tensor_spec<f32, shape<zoo::batch, fix<1>, fix<64>>>(
+                                            shape<zoo::batch, fix<1>, fix<64>>(zoo::batch(2), {}, {}))))) {}
+  const program_module<eigen_backend>& run(int which) const {
+    switch (which) {
+      case 0: return mlp_run;
+      case 1: return view_run;
+      case 2: return sel_run;
+      case 3: return gpt_run;
+      default: return audio_run;
+    }
+  }
 };
 
 // What the eager model returns for x (its outputs' leaves), or nothing when binding x to the
 // model's input type throws (the program must then have thrown too).
 std::optional<std::vector<any_tensor>> eager(const programs& p, int which, const any_tensor& x) {
+  if (which >= 3) {  // (a zoo model: its own input type)
+    try {
+      if (which == 3) return std::vector<any_tensor>{p.gpt(tokens::bind(x, "input 'x'")).erase()};
+      return std::vector<any_tensor>{p.audio(waveform::bind(x, "input 'x'")).erase()};
+    } catch (const typex::error&) {
+      return std::nullopt;
+    }
+  }
   rb::x_tensor t;
   try {
     t = rb::x_tensor::bind(x, "input 'x'");
@@ -92,6 +134,30 @@ any_tensor make_tensor(reader& r) {
   return t;
 }
 
+// A tensor shaped for the zoo program `which` (3: token ids [b, t]; 4: a waveform [b, 1, l]), its
+// extents now and then out of range, its dtype now and then another, its values from the bytes
+// (token ids mostly in the vocabulary, sometimes negative or past it).
+any_tensor make_fitting(reader& r, int which) {
+  const std::uint8_t shape_byte = r.byte();
+  const bool other_dtype = r.byte() % 16 == 0;
+  if (which == 3) {
+    const std::vector<index_t> e = {1 + shape_byte % 4, 1 + (shape_byte >> 2) % 20};  // (seq past 16 now and then)
+    any_tensor t(other_dtype ? dtype::i32 : dtype::i64, e);
+    for (index_t i = 0; i < t.numel(); ++i) {
+      const std::uint8_t v = r.byte();
+      const std::int64_t id = v < 240 ? v % 32 : v < 248 ? -static_cast<std::int64_t>(v % 3 + 1) : 32 + v % 1000;
+      if (other_dtype) t.data<std::int32_t>()[i] = static_cast<std::int32_t>(id);
+      else t.data<std::int64_t>()[i] = id;
+    }
+    return t;
+  }
+  const std::vector<index_t> e = {1 + shape_byte % 3, shape_byte % 29 == 0 ? 2 : 1, shape_byte % 31 == 0 ? 63 : 64};
+  any_tensor t(other_dtype ? dtype::f64 : dtype::f32, e);
+  std::uint8_t* bytes = reinterpret_cast<std::uint8_t*>(t.raw_data());
+  for (std::size_t i = 0; i < t.nbytes(); ++i) bytes[i] = r.byte();
+  return t;
+}
+
 bool same(const std::vector<any_tensor>& a, const std::vector<any_tensor>& b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
@@ -109,12 +175,13 @@ bool same(const std::vector<any_tensor>& a, const std::vector<any_tensor>& b) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const programs p;
   reader r{data, size};
-  const int which = r.byte() % 3;
-  const program_module<eigen_backend>& run = which == 0 ? p.mlp_run : which == 1 ? p.view_run : p.sel_run;
+  const int which = r.byte() % 5;
+  const program_module<eigen_backend>& run = p.run(which);
   const std::size_t count = r.byte() % 3;  // (the programs take one tensor: 0 and 2 are arity errors)
+  const bool fitting = which >= 3 && r.byte() % 4 != 0;  // (the zoo's inputs mostly near their shapes)
   std::vector<any_tensor> inputs;
   try {
-    for (std::size_t i = 0; i < count; ++i) inputs.push_back(make_tensor(r));
+    for (std::size_t i = 0; i < count; ++i) inputs.push_back(fitting ? make_fitting(r, which) : make_tensor(r));
   } catch (const typex::error&) {
     return 0;
   } catch (const std::bad_alloc&) {  // (a size typex accepts that the machine cannot hold: the standard signal)
