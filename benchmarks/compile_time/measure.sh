@@ -16,8 +16,10 @@ sep="-DTYPEX_EIGEN_SEPARATE_COMPILATION -DTYPEX_SEPARATE_COMPILATION"  # (what t
 # "label|source|extra flags"
 tus=("empty.cpp|empty.cpp|" "core_only.cpp|core_only.cpp|" "umbrella_only.cpp|umbrella_only.cpp|"
      "eigen_core_only.cpp|eigen_core_only.cpp|" "shapes_200.cpp|shapes_200.cpp|" "pytree_50.cpp|pytree_50.cpp|")
-for m in mlp cnn transformer; do
-  tus+=("export_$m.cpp (header-only)|export_$m.cpp|" "export_$m.cpp (typex::eigen)|export_$m.cpp|$sep")
+for m in mlp cnn transformer zoo_gpt2 zoo_resnet18; do
+  f=export_$m.cpp
+  [ -f "$f" ] || f=$m.cpp
+  tus+=("$f (header-only)|$f|" "$f (typex::eigen)|$f|$sep")
 done
 tus+=("train_mlp.cpp (header-only)|train_mlp.cpp|" "train_mlp.cpp (typex::eigen)|train_mlp.cpp|$sep")
 tus+=("src/eigen_kernels.cpp (typex::eigen, once)|../../src/eigen_kernels.cpp|$sep"
