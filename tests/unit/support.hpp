@@ -64,8 +64,12 @@ std::string message_of(F&& f) {
 
 // Compares `actual` with tests/golden/<name>. TYPEX_UPDATE_GOLDEN=1 in the environment rewrites the
 // file instead (then review the diff and commit it).
+inline void check_golden_file(const std::string& path, const std::string& actual);
 inline void check_golden(const std::string& name, const std::string& actual) {
-  const std::string path = std::string(TYPEX_TEST_SOURCE_DIR) + "/golden/" + name;
+  check_golden_file(std::string(TYPEX_TEST_SOURCE_DIR) + "/golden/" + name, actual);
+}
+// (the same for a file anywhere: docs/reference_table.md)
+inline void check_golden_file(const std::string& path, const std::string& actual) {
   if (const char* update = std::getenv("TYPEX_UPDATE_GOLDEN"); update != nullptr && std::string(update) == "1") {
     std::ofstream(path, std::ios::binary) << actual;
     return;

@@ -214,6 +214,17 @@ enum class activation : unsigned char { relu, gelu };
 
 namespace impl {
 struct no_norm {};  // (TransformerEncoder without a final norm)
+
+// A transformer layer's feed-forward block: out_dropout(linear2(dropout(act(linear1(x))))).
+template <activation Act, class X, class L1, class L2>
+auto feed_forward(const X& x, const L1& linear1, const Dropout& dropout, const L2& linear2, const Dropout& out_dropout) {
+  const auto h = linear1(x);
+  const auto a = [&] {
+    if constexpr (Act == activation::gelu) return typex::gelu(h);
+    else return typex::relu(h);
+  }();
+  return out_dropout(linear2(dropout(a)));
+}
 }  // namespace impl
 
 template <index_t D, index_t H, index_t FF = 2048, activation Act = activation::relu, bool NormFirst = false,
@@ -261,12 +272,7 @@ struct TransformerEncoderLayer {
  private:
   template <class X>
   auto feed_forward(const X& x) const {
-    const auto h = linear1(x);
-    const auto a = [&] {
-      if constexpr (Act == activation::gelu) return typex::gelu(h);
-      else return typex::relu(h);
-    }();
-    return dropout2(linear2(dropout(a)));
+    return impl::feed_forward<Act>(x, linear1, dropout, linear2, dropout2);
   }
 };
 
@@ -336,12 +342,7 @@ struct TransformerDecoderLayer {
  private:
   template <class X>
   auto feed_forward(const X& x) const {
-    const auto h = linear1(x);
-    const auto a = [&] {
-      if constexpr (Act == activation::gelu) return typex::gelu(h);
-      else return typex::relu(h);
-    }();
-    return dropout3(linear2(dropout(a)));
+    return impl::feed_forward<Act>(x, linear1, dropout, linear2, dropout3);
   }
 };
 

@@ -11,21 +11,17 @@
 #include "../support.hpp"
 #include "../export/round_trip.hpp"
 
+#include "zoo_models.hpp"
+
 #include <typex/backend/eigen.hpp>
 #include <typex/export/joint.hpp>
 #include <typex/tensor/safetensors.hpp>
-
-#include <boost/hana/define_struct.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 namespace zoo {
-using namespace typex;
-using namespace typex::literals;
-using batch = sym<"batch", 1, 64>;
-using seq = sym<"seq", 1, 16>;  // (the sequence models' position tables hold 16)
 
 // sum(model(x) * r): the loss whose gradients the reference holds (FQNs under `m.`).
 template <class M>

@@ -2,7 +2,6 @@
 // Conv1d audio stem, an encoder-decoder transformer; batch and sequence symbolic (zoo_models.hpp;
 // harness: zoo.hpp).
 #include "zoo.hpp"
-#include "zoo_models.hpp"
 
 using tokens = zoo::tensor<zoo::i64, zoo::batch, zoo::seq>;
 

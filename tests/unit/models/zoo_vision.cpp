@@ -1,7 +1,6 @@
 // The zoo's vision models against PyTorch: ResNet-18, MobileNetV2, a UNet, a ViT (zoo_models.hpp;
 // harness: zoo.hpp).
 #include "zoo.hpp"
-#include "zoo_models.hpp"
 
 using image = zoo::tensor<zoo::f32, zoo::batch, zoo::fix<3>, zoo::fix<32>, zoo::fix<32>>;
 
