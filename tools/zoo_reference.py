@@ -4,7 +4,8 @@ and Hugging Face's structures and module names, small widths), one safetensors f
     tests/data/zoo/<name>.safetensors
 written with tools/safetensors_writer.py (no `safetensors` package, no torchvision; runs on torch
 1.13 and 2.x). Run from the repository root:
-    /usr/bin/python3 tools/zoo_reference.py
+    /usr/bin/python3 tools/zoo_reference.py [name ...]      (names: those files only)
+no_bias needs torch >= 2.1 (its layers' bias= arguments): /tmp/t2/bin/python tools/zoo_reference.py no_bias
 It prints one line per model (name, parameter count, file size) and reads every file back to check it.
 
 Every file holds
@@ -428,6 +429,26 @@ class Seq2Seq(nn.Module):
         return self.head(self.decoder(x, memory, tgt_mask=self.causal[:T, :T]))
 
 
+# --------------------------------------------------------------------------- no_bias (torch >= 2.1)
+
+class NoBias(nn.Module):
+    """Layers without biases, as recent models build them: a pre-norm TransformerEncoderLayer with
+    bias=False (its attention, linears and norms), a MultiheadAttention with bias=False, a LayerNorm
+    with elementwise_affine=False. Needs torch >= 2.1 (the bias= arguments)."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, activation="gelu", batch_first=True, norm_first=True,
+                                                bias=False)
+        self.attn = nn.MultiheadAttention(16, 2, bias=False, batch_first=True)
+        self.norm = nn.LayerNorm(16, elementwise_affine=False)
+
+    def forward(self, x):
+        h = self.layer(x)
+        h = h + self.attn(h, h, h, need_weights=False)[0]
+        return self.norm(h)
+
+
 # --------------------------------------------------------------------------- generation
 
 def float_input(shape):
@@ -448,6 +469,7 @@ MODELS = [
     ("audio_stem", AudioStem, float_input((2, 1, 64)), float_input((3, 1, 64))),
     ("unet", UNet, float_input((2, 3, 16, 16)), float_input((1, 3, 16, 16))),
     ("seq2seq", Seq2Seq, ids_input((2, 5), 20), ids_input((3, 9), 20)),
+    ("no_bias", NoBias, float_input((2, 5, 16)), float_input((3, 7, 16))),  # (torch >= 2.1)
 ]
 
 NORMS = (nn.LayerNorm, nn.GroupNorm, RMSNorm, nn.modules.batchnorm._BatchNorm)
@@ -510,7 +532,10 @@ def check(path, tensors, model):
 
 def main():
     os.makedirs(OUT_DIR, exist_ok=True)
+    only = set(sys.argv[1:])  # (names: regenerate those files only)
     for name, ctor, make_input, make_input_b in MODELS:
+        if only and name not in only:
+            continue
         model, tensors = build(name, ctor, make_input, make_input_b)
         path = os.path.join(OUT_DIR, f"{name}.safetensors")
         meta = {"generator": "tools/zoo_reference.py", "torch": torch.__version__, "model": name}

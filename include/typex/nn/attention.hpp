@@ -47,22 +47,23 @@ namespace typex::nn {
 
 // torch.nn.modules.linear.NonDynamicallyQuantizableLinear: a Linear whose bias starts at zero
 // (MultiheadAttention's out_proj).
-template <index_t E, dtype_tag_type DT = f32>
-struct NonDynamicallyQuantizableLinear : Linear<E, E, true, DT> {
-  using base = Linear<E, E, true, DT>;
+template <index_t E, dtype_tag_type DT = f32, bool Bias = true>
+struct NonDynamicallyQuantizableLinear : Linear<E, E, Bias, DT> {
+  using base = Linear<E, E, Bias, DT>;
   void reset_parameters(init::generator& g) const {
     base::reset_parameters(g);
-    init::zeros_(this->bias);
+    if constexpr (Bias) init::zeros_(this->bias);
   }
 };
 
-template <index_t E, index_t H, bool BatchFirst = false, dtype_tag_type DT = f32>
+// (Bias = false: torch's MultiheadAttention(..., bias=False): no in_proj_bias, no out_proj.bias)
+template <index_t E, index_t H, bool BatchFirst = false, dtype_tag_type DT = f32, bool Bias = true>
 struct MultiheadAttention {
   static_assert(H >= 1 && E % H == 0, "typex::nn::MultiheadAttention: embed_dim must be divisible by num_heads");
   static constexpr index_t head_dim = E / H;
   using in_weight_t = parameter<DT, fix<3 * E>, fix<E>>;
-  using in_bias_t = parameter<DT, fix<3 * E>>;
-  using out_proj_t = NonDynamicallyQuantizableLinear<E, DT>;
+  using in_bias_t = std::conditional_t<Bias, parameter<DT, fix<3 * E>>, absent>;
+  using out_proj_t = NonDynamicallyQuantizableLinear<E, DT, Bias>;
   BOOST_HANA_DEFINE_STRUCT(MultiheadAttention, (in_weight_t, in_proj_weight), (in_bias_t, in_proj_bias),
                            (out_proj_t, out_proj));
   double dropout = 0.0;   // on the attention weights, in training mode (torch's dropout argument)
@@ -102,7 +103,7 @@ struct MultiheadAttention {
 
   void reset_parameters(init::generator& g) const {
     init::xavier_uniform_(in_proj_weight, 1.0, g);
-    init::zeros_(in_proj_bias);
+    if constexpr (Bias) init::zeros_(in_proj_bias);
   }
 
  private:
@@ -150,17 +151,19 @@ struct MultiheadAttention {
   template <bool NeedWeights, bool Average, class Q, class K, class V, class KPM, class AM>
   auto attend_batch_first(const Q& q, const K& k, const V& v, const KPM& kpm, const AM& am) const {
     const auto w = as_traced(in_proj_weight, q);
-    const auto b = as_traced(in_proj_bias, q);
     // (one op per statement: the order of function arguments is unspecified, the graph's is not)
-    const auto wq = typex::slice<0, 0, E>(w);
-    const auto bq = typex::slice<0, 0, E>(b);
-    const auto qp = typex::linear(q, wq, bq);
-    const auto wk = typex::slice<0, E, 2 * E>(w);
-    const auto bk = typex::slice<0, E, 2 * E>(b);
-    const auto kp = typex::linear(k, wk, bk);
-    const auto wv = typex::slice<0, 2 * E, 3 * E>(w);
-    const auto bv = typex::slice<0, 2 * E, 3 * E>(b);
-    const auto vp = typex::linear(v, wv, bv);
+    const auto project = [&]<index_t Begin>(const auto& x) {
+      const auto wp = typex::slice<0, Begin, Begin + E>(w);
+      if constexpr (Bias) {
+        const auto bp = typex::slice<0, Begin, Begin + E>(as_traced(in_proj_bias, q));
+        return typex::linear(x, wp, bp);
+      } else {
+        return typex::linear(x, wp);
+      }
+    };
+    const auto qp = project.template operator()<0>(q);
+    const auto kp = project.template operator()<E>(k);
+    const auto vp = project.template operator()<2 * E>(v);
     const auto qh = split_heads(qp);
     const auto kh = split_heads(kp);
     const auto vh = split_heads(vp);
@@ -227,13 +230,14 @@ auto feed_forward(const X& x, const L1& linear1, const Dropout& dropout, const L
 }
 }  // namespace impl
 
+// (Bias = false: torch's bias=False, none in the attention, the linears or the norms)
 template <index_t D, index_t H, index_t FF = 2048, activation Act = activation::relu, bool NormFirst = false,
-          bool BatchFirst = false, dtype_tag_type DT = f32>
+          bool BatchFirst = false, dtype_tag_type DT = f32, bool Bias = true>
 struct TransformerEncoderLayer {
-  using attn_t = MultiheadAttention<D, H, BatchFirst, DT>;
-  using linear1_t = Linear<D, FF, true, DT>;
-  using linear2_t = Linear<FF, D, true, DT>;
-  using norm_t = LayerNorm<D, DT>;
+  using attn_t = MultiheadAttention<D, H, BatchFirst, DT, Bias>;
+  using linear1_t = Linear<D, FF, Bias, DT>;
+  using linear2_t = Linear<FF, D, Bias, DT>;
+  using norm_t = LayerNorm<D, DT, true, Bias>;
   BOOST_HANA_DEFINE_STRUCT(TransformerEncoderLayer, (attn_t, self_attn), (linear1_t, linear1), (Dropout, dropout),
                            (linear2_t, linear2), (norm_t, norm1), (norm_t, norm2), (Dropout, dropout1),
                            (Dropout, dropout2));
@@ -285,12 +289,12 @@ struct TransformerEncoderLayer {
 // Masks follow torch.nn.MultiheadAttention's conventions (bool true: may NOT attend; floating: added);
 // any of them may be nullptr. tgt and memory share the batch and d_model; their lengths may differ.
 template <index_t D, index_t H, index_t FF = 2048, activation Act = activation::relu, bool NormFirst = false,
-          bool BatchFirst = false, dtype_tag_type DT = f32>
+          bool BatchFirst = false, dtype_tag_type DT = f32, bool Bias = true>
 struct TransformerDecoderLayer {
-  using attn_t = MultiheadAttention<D, H, BatchFirst, DT>;
-  using linear1_t = Linear<D, FF, true, DT>;
-  using linear2_t = Linear<FF, D, true, DT>;
-  using norm_t = LayerNorm<D, DT>;
+  using attn_t = MultiheadAttention<D, H, BatchFirst, DT, Bias>;
+  using linear1_t = Linear<D, FF, Bias, DT>;
+  using linear2_t = Linear<FF, D, Bias, DT>;
+  using norm_t = LayerNorm<D, DT, true, Bias>;
   BOOST_HANA_DEFINE_STRUCT(TransformerDecoderLayer, (attn_t, self_attn), (attn_t, multihead_attn), (linear1_t, linear1),
                            (Dropout, dropout), (linear2_t, linear2), (norm_t, norm1), (norm_t, norm2), (norm_t, norm3),
                            (Dropout, dropout1), (Dropout, dropout2), (Dropout, dropout3));

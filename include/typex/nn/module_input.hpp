@@ -32,6 +32,12 @@
 #include <utility>
 
 namespace typex::nn {
+// A member a module's configuration leaves out (torch's bias=False, elementwise_affine=False): an
+// empty type that reflection skips (not a tensor, not a module), so the state dict has no key for it.
+struct absent {};
+}  // namespace typex::nn
+
+namespace typex::nn {
 
 // What a module takes: its input's dim `dim` (negative: from the end) is `extent`, the value of the
 // module's `parameter`. `layout` shows such an input, '#' standing for the extent.

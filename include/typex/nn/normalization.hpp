@@ -32,10 +32,13 @@
 
 namespace typex::nn {
 
-template <index_t D, dtype_tag_type DT = f32>
+// (ElementwiseAffine = false: no weight and no bias; Bias = false: the weight alone, torch's
+// LayerNorm(d, bias=False))
+template <index_t D, dtype_tag_type DT = f32, bool ElementwiseAffine = true, bool Bias = true>
 struct LayerNorm {
-  using param_t = parameter<DT, fix<D>>;
-  BOOST_HANA_DEFINE_STRUCT(LayerNorm, (param_t, weight), (param_t, bias));
+  using weight_t = std::conditional_t<ElementwiseAffine, parameter<DT, fix<D>>, absent>;
+  using bias_t = std::conditional_t<ElementwiseAffine && Bias, parameter<DT, fix<D>>, absent>;
+  BOOST_HANA_DEFINE_STRUCT(LayerNorm, (weight_t, weight), (bias_t, bias));
   double eps = 1e-5;
   static constexpr nn::input_rule input_rule{.module = "nn::LayerNorm", .parameter = "normalized_shape", .dim = -1,
                                              .extent = D, .layout = "[..., #]"};
@@ -45,12 +48,14 @@ struct LayerNorm {
     return checked_call(*this, x, [&](const auto& in) {
       const library_call site(loc);
       const module_scope scope(*this, in);
-      return scope.returns(typex::layer_norm(in, weight, bias, eps));
+      if constexpr (!ElementwiseAffine) return scope.returns(typex::layer_norm(in, eps));
+      else if constexpr (!Bias) return scope.returns(typex::layer_norm(in, weight, nullptr, eps));
+      else return scope.returns(typex::layer_norm(in, weight, bias, eps));
     });
   }
   void reset_parameters(init::generator&) const {
-    init::ones_(weight);
-    init::zeros_(bias);
+    if constexpr (ElementwiseAffine) init::ones_(weight);
+    if constexpr (ElementwiseAffine && Bias) init::zeros_(bias);
   }
 };
 

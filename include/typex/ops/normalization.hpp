@@ -262,6 +262,22 @@ auto layer_norm(const X& x, const W& weight, const B& bias, double eps = 1e-5,
   return apply_op(op, &loc, x, weight, bias, eps);
 }
 
+// Without a bias (torch's LayerNorm(bias=False)), and with neither weight nor bias
+// (elementwise_affine=False: over the last dim).
+template <tensor_like X, tensor_like W>
+auto layer_norm(const X& x, const W& weight, std::nullptr_t, double eps = 1e-5,
+                const std::source_location& loc = std::source_location::current()) {
+  static_assert(W::shape_type::rank == 1, "typex::layer_norm: the weight must be 1-d (normalizing over the last dim)");
+  const layer_norm_op op{.normalized = {weight.shape().template get<0>().get()}};
+  return apply_op(op, &loc, x, weight, nullptr, eps);
+}
+template <tensor_like X>
+auto layer_norm(const X& x, double eps = 1e-5, const std::source_location& loc = std::source_location::current()) {
+  static_assert(X::shape_type::rank >= 1, "typex::layer_norm: the input must have a dim to normalize");
+  const layer_norm_op op{.normalized = {x.shape().template get<X::shape_type::rank - 1>().get()}};
+  return apply_op(op, &loc, x, nullptr, nullptr, eps);
+}
+
 template <tensor_like X, tensor_like W, tensor_like B, tensor_like M, tensor_like V>
 auto batch_norm(const X& x, const W& weight, const B& bias, const M& running_mean, const V& running_var,
                 double momentum = 0.1, double eps = 1e-5,

@@ -313,7 +313,20 @@ struct seq2seq {
     return head(decoder(x, memory, slice<1>(slice<0>(causal, 0_c, t), 0_c, t)));  // tgt_mask=causal[:T, :T]
   }
 };
+
+// ---- layers without biases (torch >= 2.1's bias=False; LayerNorm without affine) -------------------
+struct no_bias {
+  nn::TransformerEncoderLayer<16, 2, 32, nn::activation::gelu, true, true, f32, false> layer;
+  nn::MultiheadAttention<16, 2, true, f32, false> attn;
+  nn::LayerNorm<16, f32, false> norm;  // elementwise_affine=False
+  template <class X>
+  auto operator()(const X& x) const {
+    const auto h = layer(x);
+    return norm(add(h, attn(h, h, h)));
+  }
+};
 }  // namespace zoo
+BOOST_HANA_ADAPT_STRUCT(zoo::no_bias, layer, attn, norm);
 BOOST_HANA_ADAPT_STRUCT(zoo::seq2seq, embed, encoder, decoder, head, causal);
 BOOST_HANA_ADAPT_STRUCT(zoo::gpt2_attention, c_attn, c_proj, bias);
 BOOST_HANA_ADAPT_STRUCT(zoo::gpt2_mlp, c_fc, act, c_proj);

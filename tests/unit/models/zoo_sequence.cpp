@@ -25,3 +25,11 @@ TEST_CASE("zoo: an encoder-decoder transformer (TransformerEncoder, TransformerD
   zoo::seq2seq m;
   zoo::check_model<tokens>(m, "seq2seq");
 }
+
+TEST_CASE("zoo: layers without biases (TransformerEncoderLayer and MultiheadAttention bias=False, LayerNorm without affine) equal PyTorch") {
+  zoo::no_bias m;
+  CHECK(zoo::state_dict(m).find("layer.linear1.bias") == nullptr);
+  CHECK(zoo::state_dict(m).find("attn.in_proj_bias") == nullptr);
+  CHECK(zoo::state_dict(m).find("norm.weight") == nullptr);
+  zoo::check_model<zoo::tensor<zoo::f32, zoo::batch, zoo::seq, zoo::fix<16>>>(m, "no_bias");
+}
