@@ -6,7 +6,8 @@
 #                       sanitizer stages build with it)
 set -euo pipefail
 
-pkgs=(cmake make g++ libeigen3-dev libboost-dev nlohmann-json3-dev doctest-dev libbenchmark-dev ccache time)
+# (graphviz: `dot`, with which the program_picture example renders its DOT pictures as SVG)
+pkgs=(cmake make g++ libeigen3-dev libboost-dev nlohmann-json3-dev doctest-dev libbenchmark-dev ccache time graphviz)
 if [ "${TYPEX_WITH_CLANG:-0}" = 1 ]; then
   pkgs+=(clang-16 libclang-rt-16-dev)  # (the sanitizer and libFuzzer runtimes)
 fi

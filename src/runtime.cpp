@@ -7,3 +7,11 @@
 #include <typex/passes/partition.hpp>  // (training: the partitioner)
 #include <typex/export/partitioned_module.hpp>  // (and its runner)
 #include <typex/export/archive.hpp>  // (files: safetensors, program archives)
+#include <typex/export/decompositions.hpp>  // (transforming programs: decompositions)
+#include <typex/ir/dot.hpp>  // (pictures: a graph as Graphviz DOT)
+#include <typex/export/dot.hpp>  // (and a program, coloured by its signature)
+#include <typex/passes/pass.hpp>  // (graph passes: the pipeline, and the passes beside dce)
+#include <typex/passes/argument_hash.hpp>
+#include <typex/passes/cse.hpp>
+#include <typex/passes/fold.hpp>
+#include <typex/passes/replace_pattern.hpp>

@@ -72,6 +72,23 @@ class exported_program {
     return *this;
   }
 
+  // The ops the program may call (ir/dialect.hpp): ir::export_dialect for what tracing records,
+  // ir::core_dialect after passes::run_decompositions to the core set. The verifier holds the
+  // graph to it. set_dialect verifies the graph in the new dialect (a graph_error naming the
+  // first node outside it).
+  const ir::dialect& dialect() const noexcept { return *dialect_; }
+  exported_program& set_dialect(const ir::dialect& d) {
+    const ir::dialect* before = dialect_;
+    dialect_ = &d;
+    try {
+      verify();
+    } catch (...) {
+      dialect_ = before;
+      throw;
+    }
+    return *this;
+  }
+
   // The calling convention (torch: call_spec): the root entry's in/out specs.
   const tree_spec& in_spec() const { return root_signature().in_spec; }
   const tree_spec& out_spec() const { return root_signature().out_spec; }
@@ -149,6 +166,7 @@ class exported_program {
   std::vector<module_call_entry> module_call_graph_;
   std::vector<any_tensor> example_inputs_;
   bool trusted_shapes_ = true;
+  const ir::dialect* dialect_ = &ir::export_dialect;
 };
 
 }  // namespace typex
@@ -389,7 +407,7 @@ TYPEX_API auto typex::exported_program::check_inputs_bind_symbols() const -> voi
 }
 
 TYPEX_API auto typex::exported_program::verify() const -> void {
-  ir::verify(graph_);
+  ir::verify(graph_, {.in_dialect = dialect_});
   const auto placeholders = graph_.placeholders();
   const auto& ins = signature_.input_specs();
   if (placeholders.size() != ins.size()) {

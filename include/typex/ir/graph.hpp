@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <variant>
@@ -97,6 +98,9 @@ struct node {
 struct assert_shape_op {
   static constexpr std::string_view target = "typex._assert_shape.default";
   static constexpr std::string_view schema = "typex::_assert_shape(SymInt lhs, str relation, SymInt rhs, str message) -> ()";
+  static constexpr bool side_effects = true;  // (never removed, never merged: it checks the inputs)
+  static constexpr bool differentiable = false;
+  template <class R> static void infer(R&) {}  // (no value)
 };
 
 // What add_call needs; designated initializers name the parts.
@@ -166,6 +170,9 @@ class graph {
   // A name not used yet, from a hint, as torch.fx makes them: linear, linear_1, linear_2, ...
   TYPEX_API std::string unique_name(std::string_view hint);
 
+  // Gives node `id` the name `name` (an identifier no other node has: a graph_error otherwise).
+  TYPEX_API void rename(node_id id, const std::string& name);
+
   // Puts the nodes in the order `order` (a permutation of the node ids), renumbering references.
   // The result must still read every value after it is produced.
   TYPEX_API void reorder(const std::vector<node_id>& order);
@@ -199,6 +206,9 @@ class graph {
 
   std::vector<node> nodes_;
   std::unordered_set<std::string> names_;  // for unique_name: graphs reach thousands of nodes
+  // per hint, the first suffix unique_name has not tried yet (so that naming the n-th `linear`
+  // costs one look-up, not n)
+  std::unordered_map<std::string, int> next_suffix_;
 };
 
 }  // namespace typex::ir
@@ -287,10 +297,27 @@ TYPEX_API auto typex::ir::graph::users() const -> std::vector<std::vector<node_i
 TYPEX_API auto typex::ir::graph::unique_name(std::string_view hint) -> std::string {
   std::string base = sanitize(hint);
   if (!taken(base)) return base;
-  for (int k = 1;; ++k) {
+  int& next = next_suffix_[base];
+  for (int k = next > 0 ? next : 1;; ++k) {
     std::string candidate = typex::detail::with_number(base + "_", k);
-    if (!taken(candidate)) return candidate;
+    if (!taken(candidate)) {
+      next = k;  // (not k + 1: the name is only proposed; the caller may not take it)
+      return candidate;
+    }
   }
+}
+
+TYPEX_API auto typex::ir::graph::rename(node_id id, const std::string& name) -> void {
+  node& n = nodes_.at(id);
+  if (n.name == name) return;
+  if (taken(name) || sanitize(name) != name) {
+    detail::raise<graph_error>([&](auto& w) {
+      w.put("typex::ir::graph::rename: '"); w.put(name); w.put("' is not an identifier no other node has");
+    });
+  }
+  names_.erase(n.name);
+  n.name = name;
+  names_.insert(n.name);
 }
 
 TYPEX_API auto typex::ir::graph::reorder(const std::vector<node_id>& order) -> void {

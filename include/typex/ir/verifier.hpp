@@ -2,12 +2,16 @@
 //
 // Placeholders first, then calls, then exactly one output node, last; names unique identifiers;
 // every argument reads an earlier node's existing value; every placeholder and call has the
-// metadata of its values; no in-place op (an ATen name whose op ends in '_': exported graphs are
-// functional); the output returns values only; every call's arguments fit its op's schema
-// (ops/schema.hpp: how many, and of which kind each is).
+// metadata of its values; no in-place op (an ATen name whose op ends in '_', or a schema that
+// writes an argument: exported graphs are functional); the output returns values only; every
+// call's arguments fit its op's schema (ops/schema.hpp: how many, and of which kind each is);
+// every call's op is in the program's dialect (ir/dialect.hpp); and every call's recorded dtype
+// and shape are what its op's run-time rule gives (ir/describe.hpp), symbolic dims included. An
+// error names the node, the op, and what differs (the rule's metadata and the record's).
 #pragma once
 
 #include <typex/core/requirement.hpp>
+#include <typex/ir/dialect.hpp>
 #include <typex/ir/graph.hpp>
 
 #include <span>
@@ -56,7 +60,13 @@ inline bool accepts(const arg_spec& spec, const argument& a) noexcept {
 // declares no schema: a user op may leave its arguments unchecked).
 TYPEX_API std::string argument_mismatch(op_id op, std::span<const argument> args);
 
-TYPEX_API void verify(const graph& g);
+struct verify_options {
+  const dialect* in_dialect = &export_dialect;  // the ops a call may name (nullptr: any)
+  bool shapes = true;                           // each call's metadata against its op's rule
+};
+
+TYPEX_API void verify(const graph& g, const verify_options& options);
+inline void verify(const graph& g) { verify(g, verify_options{}); }
 
 }  // namespace typex::ir
 
@@ -68,6 +78,37 @@ TYPEX_API auto typex::ir::detail::is_inplace_target(std::string_view target) -> 
   const std::string_view op = target.substr(0, target.find('.'));
   return op.size() > 1 && op.back() == '_' && op.substr(0, 2) != "__";
 }
+
+namespace typex::ir::detail {
+// The node's metadata against its op's rule.
+template <class Fail>
+void check_rule(const graph& g, const node& n, Fail& fail) {
+  std::vector<tensor_meta> rule;
+  try {
+    rule = infer_meta(g, n.target, n.args);
+  } catch (const typex::error& e) {
+    std::string what(n.target.name());
+    what += ": its rule refuses the call: ";
+    what += e.what();
+    fail(what, &n);
+  }
+  if (rule.size() != n.vals.size()) {
+    std::string what(n.target.name());
+    what += ": the op's rule gives " + std::to_string(rule.size()) + " results, the node records " + std::to_string(n.vals.size());
+    fail(what, &n);
+  }
+  for (std::size_t k = 0; k < rule.size(); ++k) {
+    if (rule[k] == n.vals[k]) continue;
+    std::string what(n.target.name());
+    what += ": the node records ";
+    what += n.vals[k].to_string();
+    what += " where the op's rule gives ";
+    what += rule[k].to_string();
+    if (rule.size() > 1) what += " (result " + std::to_string(k) + ")";
+    fail(what, &n);
+  }
+}
+}  // namespace typex::ir::detail
 
 TYPEX_API auto typex::ir::argument_mismatch(op_id op, std::span<const argument> args) -> std::string {
   const op_schema s = op.schema();
@@ -103,7 +144,7 @@ TYPEX_API auto typex::ir::argument_mismatch(op_id op, std::span<const argument> 
   return out;
 }
 
-TYPEX_API void typex::ir::verify(const graph& g) {
+TYPEX_API void typex::ir::verify(const graph& g, const verify_options& options) {
   auto fail = [&](std::string_view what, const node* n) {
     typex::detail::raise<graph_error>([&](auto& w) {
       w.put("typex::ir::verify: ");
@@ -132,13 +173,25 @@ TYPEX_API void typex::ir::verify(const graph& g) {
       } else if (n.vals.empty()) {
         fail("a call without metadata for its values", &n);
       }
-      if (detail::is_inplace_target(n.target.name())) fail("an in-place op; exported graphs are functional", &n);
+      const op_description* d = find_description(n.target);
+      if (detail::is_inplace_target(n.target.name()) || (d != nullptr && d->traits.writes_state))
+        fail("an in-place op; exported graphs are functional", &n);
+      if (options.in_dialect != nullptr && !options.in_dialect->allows(n.target)) {
+        std::string what(n.target.name());
+        what += " is not an op of the program's dialect '";
+        what += options.in_dialect->name();
+        what += options.in_dialect == &core_dialect ? "' (passes::run_decompositions lowers a program to the core set)" : "'";
+        fail(what, &n);
+      }
       if (const std::string why = argument_mismatch(n.target, n.args); !why.empty()) {
         std::string what(n.target.name());
         what += ": ";
         what += why;
         fail(what, &n);
       }
+      bool refs_ok = true;
+      graph::for_each_ref(n, [&](value_ref r) { refs_ok = refs_ok && r.node < i && r.index < g[r.node].vals.size(); });
+      if (options.shapes && refs_ok && d != nullptr && d->infer != nullptr) detail::check_rule(g, n, fail);
     } else {
       if (i + 1 != g.size()) fail("the output node must be the last node", &n);
       for (const argument& a : n.args)

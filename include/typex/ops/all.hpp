@@ -37,6 +37,12 @@
 
 namespace typex {
 
+namespace ir {  // (ir/describe.hpp defines them: an op's run-time description, made where it is registered)
+struct op_description;
+template <class Op>
+const op_description& description_of();
+}  // namespace ir
+
 // Every op typex defines: each op header lists its own (unary_ops in unary.hpp, ...), so an op is
 // defined, and joins the registry, in its header alone.
 using builtin_ops = op_list_cat_t<unary_ops, binary_ops, reduce_ops, linear_ops, shape_ops, indexing_ops, normalization_ops,
@@ -67,6 +73,7 @@ inline constexpr bool builtin_names_unique = names_unique(builtin_op_ids<List>);
 struct user_op_table {
   std::mutex mutex;
   std::vector<op_id> ops;
+  std::vector<const ir::op_description& (*)()> descriptions;  // (one per op, in the same order)
 };
 inline user_op_table& user_ops() {
   static user_op_table t;
@@ -98,8 +105,11 @@ std::vector<op_id> registered_ops() {
   return out;
 }
 
-// Makes a user-defined op known by its name (find_op, and whatever reads programs from text).
-// Idempotent; thread-safe. Its id needs no registration (op_id_of<Op>).
+// Makes a user-defined op known by its name (find_op, and whatever reads programs from text) and
+// by its run-time description (ir/describe.hpp: its traits and its shape rule, for the verifier,
+// the passes and the archive loader). Idempotent; thread-safe. Its id needs no registration
+// (op_id_of<Op>). (The description is defined in <typex/ir/describe.hpp>, which <typex/typex.hpp>
+// includes: a unit that registers an op includes it.)
 template <op_type Op>
 op_id register_op() {
   constexpr op_id id = op_id_of<Op>;
@@ -107,8 +117,10 @@ op_id register_op() {
   auto& t = detail::user_ops();
   const std::lock_guard lock(t.mutex);
   if (std::find(t.ops.begin(), t.ops.end(), id) == t.ops.end() &&
-      std::find(detail::builtin_op_ids<>.begin(), detail::builtin_op_ids<>.end(), id) == detail::builtin_op_ids<>.end())
+      std::find(detail::builtin_op_ids<>.begin(), detail::builtin_op_ids<>.end(), id) == detail::builtin_op_ids<>.end()) {
     t.ops.push_back(id);
+    t.descriptions.push_back(&ir::description_of<Op>);
+  }
   return id;
 }
 

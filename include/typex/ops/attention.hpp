@@ -17,6 +17,7 @@
 #include <typex/core/random.hpp>
 #include <typex/core/rules/permute.hpp>
 #include <typex/ops/apply.hpp>
+#include <typex/ops/linear.hpp>
 #include <typex/ops/tensor_like.hpp>
 
 #include <optional>
@@ -38,6 +39,43 @@ struct scaled_dot_product_attention_op {
   static constexpr std::string_view target = "aten.scaled_dot_product_attention.default";
   static constexpr std::string_view schema =
       "aten::scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor";
+  // the math path: softmax(q k^T scale + mask) v, with the causal mask, a boolean mask (false:
+  // -inf) or an additive one, grouped-query heads repeated, and dropout on the weights
+  template <class C> static void decompose(C& c);  // (defined after dropout_mask_op, which it writes)
+  // dropout on the attention weights takes a draw (dropout_p > 0)
+  static constexpr bool random = true;
+  template <class A> static bool draws(const A& a) { return a.real_or_default("dropout_p") > 0; }
+  // q [..., L, E], k [..., S, E], v [..., S, Ev] -> [..., L, Ev] in the query's dtype, the batch
+  // dims broadcast as matmul's (with enable_gqa, key and value heads, dim -3, repeated to the
+  // query's: their count divides it); a mask (bool or floating) broadcasts to the scores
+  // [..., L, S], and is not given with is_causal
+  template <class R> static void infer(R& r) {
+    const auto& q = r.input("query");
+    auto k = r.input("key").shape;
+    auto v = r.input("value").shape;
+    if (!is_floating_point(q.scalar_type)) r.fail("the query must be floating-point");
+    if (q.rank() < 2 || k.size() < 2 || v.size() < 2) r.fail("query, key and value must be at least 2-d ([..., L, E])");
+    if (r.args().flag_or_default("enable_gqa") && q.rank() >= 3 && k.size() >= 3 && v.size() >= 3) {
+      const auto& hq = q.shape[q.rank() - 3];
+      for (auto* s : {&k, &v}) {
+        auto& h = (*s)[s->size() - 3];
+        if (hq.is_constant() && h.is_constant() && (*h.value() == 0 || *hq.value() % *h.value() != 0))
+          r.fail("grouped-query attention: " + hq.to_string() + " query heads are not a multiple of " + h.to_string());
+        h = hq;
+      }
+    }
+    std::swap(k[k.size() - 1], k[k.size() - 2]);
+    const auto scores = detail::matmul_meta_shape(r, q.shape, k);
+    if (r.is_tensor("attn_mask")) {
+      const auto& m = r.input("attn_mask");
+      if (m.scalar_type != dtype::b8 && !is_floating_point(m.scalar_type))
+        r.fail("the mask must be bool (true attends) or floating-point (added)");
+      if (r.args().flag_or_default("is_causal"))
+        r.fail("an attention mask and is_causal are both given; give one or the other, as PyTorch");
+      detail::require_expands(r, "attn_mask", m.shape, scores);
+    }
+    r.result(q.scalar_type, detail::matmul_meta_shape(r, scores, v));
+  }
   // the attention recomputed (s = q k^T scale, masked; p = softmax(s)), then
   // dv = p^T g, dp = g v^T, ds = p (dp - sum(dp p)), dq = ds k scale, dk = ds^T q scale
   template <class C> static void vjp(C& c) {
@@ -119,6 +157,19 @@ struct dropout_op {
   static constexpr std::string_view target = "aten.dropout.default";
   static constexpr std::string_view schema =
       "aten::dropout(Tensor input, float p, bool train) -> Tensor";
+  // input where it does not train (or p is 0); else input * typex.dropout_mask(input, p): the
+  // same draw, the same numbers (passes::expose_dropout_masks writes it so for make_joint)
+  template <class C> static void decompose(C& c);  // (defined after dropout_mask_op, which it writes)
+
+  // a draw in training mode with p > 0 (eval mode, or p == 0, is the identity)
+  static constexpr bool random = true;
+  template <class A> static bool draws(const A& a) { return a.flag("train") && a.real("p") > 0; }
+  // the input's dtype and shape (floating-point)
+  template <class R> static void infer(R& r) {
+    const auto& x = r.input("input");
+    if (!is_floating_point(x.scalar_type)) r.fail("the input must be floating-point");
+    r.result(x);
+  }
   // identity in eval mode (or p == 0); in training the mask is needed: make_joint first rewrites
   // each training-mode dropout as input * typex.dropout_mask(input, p) (passes::expose_dropout_masks),
   // whose product's derivative reads the mask it drew
@@ -165,6 +216,13 @@ auto dropout(const X& x, double p, bool train, const std::source_location& loc =
 struct dropout_mask_op {
   static constexpr std::string_view target = "typex.dropout_mask.default";
   static constexpr std::string_view schema = "typex::dropout_mask(Tensor input, float p) -> Tensor";
+  static constexpr bool random = true;  // (every call takes a draw)
+  // the input's dtype and shape (floating-point)
+  template <class R> static void infer(R& r) {
+    const auto& x = r.input("input");
+    if (!is_floating_point(x.scalar_type)) r.fail("the input must be floating-point");
+    r.result(x);
+  }
   static constexpr bool differentiable = false;  // (random: a constant of the input)
   double p = 0.5;
   constexpr bool draws() const noexcept { return true; }
@@ -178,6 +236,71 @@ struct dropout_mask_op {
     w(p);
   }
 };
+
+namespace detail {
+// each key/value head repeated for its group of query heads (dim -3): [.., Hk, S, E] -> [.., Hk rep, S, E]
+template <class C, class V>
+V repeat_heads(C& c, V k, index_t rep) {
+  auto s = c.shape(k);
+  const std::size_t r = s.size();
+  auto wide = s;
+  wide.insert(wide.begin() + static_cast<std::ptrdiff_t>(r - 2), decltype(s[0])(rep));
+  const auto expanded = c.expand(c.unsqueeze(k, static_cast<std::int64_t>(r) - 2), wide);
+  s[r - 3] = s[r - 3] * decltype(s[0])(rep);
+  return c.reshape(expanded, s);
+}
+// scaled_dot_product_attention's math path
+template <class C>
+auto attention_math(C& c) {
+  auto q = c.input("query");
+  auto k = c.input("key");
+  auto v = c.input("value");
+  if (c.args().flag_or_default("enable_gqa")) {
+    const auto hq = c.size(q, -3), hk = c.size(k, -3);
+    if (!hq.is_constant() || !hk.is_constant()) c.unsupported("grouped-query attention over a symbolic number of heads");
+    const index_t rep = *hq.value() / *hk.value();
+    if (rep > 1) {
+      k = repeat_heads(c, k, rep);
+      v = repeat_heads(c, v, rep);
+    }
+  }
+  double scale = 0;
+  if (c.args().has("scale")) {
+    scale = c.args().real("scale");
+  } else {
+    const auto e = c.size(q, -1);
+    if (!e.is_constant()) c.unsupported("a symbolic head size without an explicit scale");
+    scale = 1.0 / std::sqrt(static_cast<double>(*e.value()));
+  }
+  auto w = c.mul(c.matmul(q, c.transpose(k, -2, -1)), scale);
+  const double minus_inf = -std::numeric_limits<double>::infinity();
+  if (c.args().flag_or_default("is_causal")) {  // key position <= query position
+    const auto key_minus_query = c.sub(c.unsqueeze(c.arange(c.size(k, -2)), 0), c.unsqueeze(c.arange(c.size(q, -2)), 1));
+    w = c.masked_fill(w, c.gt(key_minus_query, 0.0), minus_inf);
+  }
+  if (c.is_tensor("attn_mask")) {
+    const auto m = c.input("attn_mask");
+    w = c.scalar_type(m) == dtype::b8 ? c.masked_fill(w, c.logical_not(m), minus_inf) : c.add(w, m);
+  }
+  w = c.softmax(w, -1);
+  const double p = c.args().real_or_default("dropout_p");
+  if (p > 0) w = c.mul(w, c.emit(op_id_of<dropout_mask_op>, {w, p}));
+  return c.matmul(w, v);
+}
+}  // namespace detail
+
+template <class C>
+void dropout_op::decompose(C& c) {
+  const auto x = c.input("input");
+  const double p = c.args().real("p");
+  if (!c.args().flag("train") || p == 0.0) {
+    c.produce(x);
+    return;
+  }
+  c.produce(c.mul(x, c.emit(op_id_of<dropout_mask_op>, {x, p})));
+}
+template <class C>
+void scaled_dot_product_attention_op::decompose(C& c) { c.produce(detail::attention_math(c)); }
 template <tensor_like X>
 auto dropout_mask(const X& x, double p, const std::source_location& loc = std::source_location::current()) {
   detail::check_probability("typex::dropout_mask", p);

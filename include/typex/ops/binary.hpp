@@ -17,6 +17,7 @@
 #include <typex/ops/tensor_like.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <source_location>
 #include <string_view>
 #include <type_traits>
@@ -28,6 +29,49 @@ template <class T>
 constexpr operand_dtype operand_of() noexcept {
   if constexpr (scalar_like<T>) return scalar_operand<T>();
   else return {T::dtype_type::value};
+}
+
+// Argument `Arg` of a pointwise call at run time as the dtype rules see it: a tensor's dtype, or
+// the kind of a number (a bool, an integer or a symbolic size, a float).
+template <fixed_string Arg, class R>
+operand_dtype run_time_operand(const R& r) {
+  if (r.is_tensor(Arg.data)) return {r.input(Arg.data).scalar_type};
+  if (r.is_real(Arg.data)) return scalar_operand<double>();
+  if (r.args().is_integer(Arg.data)) return scalar_operand<std::int64_t>();
+  (void)r.args().flag(Arg.data);  // (refuses anything else: a bool is the last kind a Scalar has)
+  return scalar_operand<bool>();
+}
+
+// The run-time form of binary_pointwise's rule for self and argument `Other` (each a tensor or a
+// number, at least one a tensor): Rule's dtype, refused in PyTorch's words where Rule refuses it,
+// and the tensors' shapes broadcast.
+template <dtype_verdict (*Rule)(operand_dtype, operand_dtype), fixed_string Other, class R>
+auto binary_meta(const R& r) {
+  const operand_dtype a = run_time_operand<"self">(r), b = run_time_operand<Other>(r);
+  if (a.is_scalar() && b.is_scalar()) r.fail("one of the operands must be a tensor");
+  const dtype_verdict v = Rule(a, b);
+  if (!v.ok()) r.fail(to_string_with([&](auto& w) { put_dtype_refusal(w, v); }));
+  auto m = a.is_scalar() ? r.input(Other.data) : r.input("self");
+  if (!a.is_scalar() && !b.is_scalar()) m.shape = r.broadcast(m.shape, r.input(Other.data).shape);
+  m.scalar_type = v.result;
+  return m;
+}
+
+// Refuses a call where shape `from` does not expand to `to` (torch.Tensor.expand's rule: aligned
+// to the right, each dim of `from` 1 or `to`'s); what: "the mask", "src", for the message.
+template <class R, class S>
+void require_expands(const R& r, const S& from, const S& to, std::string_view what) {
+  if (from.size() > to.size()) r.fail(to_string_with([&](auto& w) { w.put(what); w.put(" has more dims than the tensor it expands to"); }));
+  const S b = r.broadcast(from, to);
+  for (std::size_t k = 0; k < to.size(); ++k) {
+    if (!(b[k] == to[k]) && b[k].is_constant() && to[k].is_constant()) {
+      r.fail(to_string_with([&](auto& w) {
+        w.put(what); w.put(" cannot expand to the shape it must take: at dim "); w.put_int(static_cast<long long>(k));
+        w.put(" its extent "); w.put_int(*b[k].value()); w.put(" is neither 1 nor the target's ("); w.put_int(*to[k].value());
+        w.put("): expand only repeats dims of extent 1");
+      }));
+    }
+  }
 }
 
 // TrueDivide: an integer or bool result becomes f32 (torch's div.Tensor, the default dtype).
@@ -52,6 +96,13 @@ struct binary_pointwise {
       }
     }
   }
+  static constexpr bool pointwise = true;
+  // the dtype the operands promote to (Rule's; f32 for an integer true division), the shape they broadcast to
+  template <class R> static void infer(R& r) {
+    auto m = binary_meta<Rule, "other">(r);
+    if (TrueDivide && !is_floating_point(m.scalar_type)) m.scalar_type = dtype::f32;
+    r.result(std::move(m));
+  }
 };
 
 // Comparisons: the operands promote for the comparison; the result is bool.
@@ -61,6 +112,13 @@ struct comparison {
   static constexpr auto result(const A& a, const B& b) {
     const auto r = binary_pointwise<Name>::result(a, b);
     return tensor_spec<b8, typename std::remove_cvref_t<decltype(r)>::shape_type>(r.shape);
+  }
+  static constexpr bool pointwise = true;
+  // bool, in the shape the operands broadcast to
+  template <class R> static void infer(R& r) {
+    auto m = binary_meta<promoting_dtypes, "other">(r);
+    m.scalar_type = dtype::b8;
+    r.result(std::move(m));
   }
 };
 // maximum's (minimum's) derivative: the gradient to the larger (smaller) side, half to each on
@@ -196,6 +254,8 @@ struct pow_op : detail::binary_pointwise<"pow", false, pow_dtypes> {
   static constexpr std::string_view target = "aten.pow.Tensor_Tensor";
   static constexpr std::string_view schema =
       "aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor";
+  // (the second operand is `exponent`)
+  template <class R> static void infer(R& r) { r.result(detail::binary_meta<pow_dtypes, "exponent">(r)); }
   // d/dx = e x^(e-1) (0 where e == 0); d/de = y log(x) (0 where x == 0 and e >= 0): torch's
   template <class C> static void vjp(C& c) {
     const auto x = c.input("self");

@@ -17,12 +17,59 @@
 #include <typex/ops/apply.hpp>
 #include <typex/ops/shape_ops.hpp>
 #include <typex/ops/tensor_like.hpp>
+#include <typex/ir/sym_expr.hpp>
 
 #include <source_location>
 #include <string_view>
 #include <tuple>
 
 namespace typex {
+
+namespace detail {
+// The run-time rule of cat (stack false) and stack (true): the tensors promote to one dtype; cat
+// joins shapes of one rank that agree off `dim`, summing its extents; stack needs one shape and
+// inserts the count at `dim`. A pair of constant extents that differ is refused, as PyTorch
+// refuses it; a symbolic one meets the other (the constant, where one is).
+template <class R>
+void join_meta(R& r, bool stack) {
+  const auto xs = r.inputs("tensors");
+  if (xs.empty()) r.fail("expected a non-empty list of Tensors");
+  const std::size_t rank = xs.front().rank();
+  if (!stack && rank == 0) r.fail("zero-dimensional tensor (at position 0) cannot be concatenated");
+  const std::size_t at = r.wrap(r.args().integer_or_default("dim"), stack ? rank + 1 : rank);
+  dtype d = xs.front().scalar_type;
+  std::vector<ir::sym_expr> shape = xs.front().shape;
+  for (std::size_t i = 1; i < xs.size(); ++i) {
+    d = promote_types(d, xs[i].scalar_type);
+    if (xs[i].rank() != rank) {
+      r.fail(to_string_with([&](auto& w) {
+        w.put(stack ? "stack expects each tensor to be equal size" : "Tensors must have same number of dimensions");
+        w.put(": got "); w.put_int(static_cast<long long>(rank)); w.put(" and "); w.put_int(static_cast<long long>(xs[i].rank()));
+        w.put(" dims (tensors 0 and "); w.put_int(static_cast<long long>(i)); w.put(")");
+      }));
+    }
+    for (std::size_t k = 0; k < rank; ++k) {
+      const ir::sym_expr& e = xs[i].shape[k];
+      if (!stack && k == at) {  // (seq + seq is 2*seq, as the typed cat spells it)
+        shape[k] = shape[k].is_symbol() && shape[k] == e ? ir::sym_expr(index_t{2}) * e : shape[k] + e;
+      } else if (!(shape[k] == e)) {
+        if (shape[k].is_constant() && e.is_constant()) {
+          r.fail(to_string_with([&](auto& w) {
+            if (stack) w.put("stack expects each tensor to be equal size");
+            else { w.put("Sizes of tensors must match except in dimension "); w.put_int(static_cast<long long>(at)); }
+            w.put(". Expected size "); w.put_int(*shape[k].value()); w.put(" but got size "); w.put_int(*e.value());
+            w.put(" for tensor number "); w.put_int(static_cast<long long>(i)); w.put(" in the list (dim ");
+            w.put_int(static_cast<long long>(k)); w.put(")");
+          }));
+        }
+        if (e.is_constant()) shape[k] = e;
+      }
+    }
+  }
+  if (stack) shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(at), ir::sym_expr(static_cast<index_t>(xs.size())));
+  r.result(d, std::move(shape));
+}
+}  // namespace detail
 
 // The registry's tags for this header's ATen overloads (torch.ops.aten.<op>.<overload>): the op
 // types below are templates over static attributes, and every instantiation records one of these.
@@ -31,6 +78,7 @@ struct cat {
   static constexpr std::string_view target = "aten.cat.default";
   static constexpr std::string_view schema =
       "aten::cat(Tensor[] tensors, int dim=0) -> Tensor";
+  template <class R> static void infer(R& r) { detail::join_meta(r, false); }
   // each input's range of the gradient along dim
   template <class C> static void vjp(C& c) {
     const auto xs = c.inputs("tensors");
@@ -48,6 +96,15 @@ struct stack {
   static constexpr std::string_view target = "aten.stack.default";
   static constexpr std::string_view schema =
       "aten::stack(Tensor[] tensors, int dim=0) -> Tensor";
+  // cat of the tensors, each with a new dim of extent 1 at dim
+  template <class C> static void decompose(C& c) {
+    const auto xs = c.inputs("tensors");
+    const auto d = static_cast<std::int64_t>(c.wrap(c.args().integer_or_default("dim"), c.rank(xs.front()) + 1));
+    std::vector<std::remove_cvref_t<decltype(xs.front())>> parts;
+    for (const auto& x : xs) parts.push_back(c.unsqueeze(x, d));
+    c.produce(parts.size() == 1 ? parts.front() : c.emit(op_id_of<cat>, {parts, d}));
+  }
+  template <class R> static void infer(R& r) { detail::join_meta(r, true); }
   template <class C> static void vjp(C& c) {
     const auto xs = c.inputs("tensors");
     const auto g = c.grad();

@@ -8,9 +8,11 @@
 #include <typex/ops/op.hpp>
 #include <typex/core/rules/broadcast.hpp>
 #include <typex/ops/apply.hpp>
+#include <typex/ops/shape_ops.hpp>
 #include <typex/ops/tensor_like.hpp>
 
 #include <source_location>
+#include <string>
 #include <string_view>
 
 namespace typex {
@@ -23,6 +25,14 @@ struct embedding_dense_backward {
   static constexpr std::string_view target = "aten.embedding_dense_backward.default";
   static constexpr std::string_view schema =
       "aten::embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor";
+  // the table's gradient: [num_weights, grad_output's last dim], grad_output's dtype
+  template <class R> static void infer(R& r) {
+    const auto& g = r.input("grad_output");
+    const auto& idx = r.input("indices");
+    if (idx.scalar_type != dtype::i64 && idx.scalar_type != dtype::i32) r.fail("the indices must be an i64 or i32 tensor");
+    if (g.rank() == 0) r.fail("grad_output must have the embedding dim last");
+    r.result(g.scalar_type, {r.sym("num_weights"), g.shape.back()});
+  }
   // linear in grad_output: its derivative looks the rows up again (0 for padding_idx's)
   template <class C, class Embedding = embedding_op>
   static void vjp(C& c) {
@@ -52,6 +62,25 @@ struct embedding_op {
   static constexpr std::string_view target = "aten.embedding.default";
   static constexpr std::string_view schema =
       "aten::embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor";
+  // the rows of weight that indices name: index_select over the flattened indices, reshaped
+  template <class C> static void decompose(C& c) {
+    const auto idx = c.input("indices");
+    std::remove_cvref_t<decltype(c.size(idx, 0))> n(index_t{1});
+    for (const auto& e : c.shape(idx)) n = n * e;
+    const auto rows = c.index_select(c.input("weight"), 0, c.reshape(idx, {n}));
+    c.produce(c.reshape(rows, c.result_meta().shape));
+  }
+  // weight [num_embeddings, dim] at integer indices of any shape: [indices..., dim], weight's dtype
+  template <class R> static void infer(R& r) {
+    const auto& w = r.input("weight");
+    const auto& idx = r.input("indices");
+    if (w.rank() != 2)
+      r.fail("the weight " + detail::shape_meta::text(w.shape) + " must be 2-d: [num_embeddings, embedding_dim]");
+    if (idx.scalar_type != dtype::i64 && idx.scalar_type != dtype::i32) r.fail("the indices must be an i64 or i32 tensor");
+    auto s = idx.shape;
+    s.push_back(w.shape[1]);
+    r.result(w.scalar_type, std::move(s));
+  }
   template <class C> static void vjp(C& c) {
     const auto w = c.input("weight");
     c.accumulate("weight", c.emit(op_id_of<aten::embedding_dense_backward>,

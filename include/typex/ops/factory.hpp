@@ -29,6 +29,7 @@
 #include <typex/ops/apply.hpp>
 #include <typex/ops/shape_ops.hpp>
 #include <typex/ops/tensor_like.hpp>
+#include <typex/ir/sym_expr.hpp>
 
 #include <cmath>
 #include <source_location>
@@ -38,6 +39,68 @@
 
 namespace typex {
 
+namespace detail {
+// A factory's result at run time: argument `size`'s extents (none negative), in `dtype` or
+// `fallback` where the call gives none.
+template <class R>
+void sized_meta(R& r, dtype fallback) {
+  std::vector<ir::sym_expr> shape = r.sizes("size");
+  for (const ir::sym_expr& e : shape)
+    if (e.is_constant() && *e.value() < 0)
+      r.fail(to_string_with([&](auto& w) { w.put("Trying to create tensor with negative dimension "); w.put_int(*e.value()); }));
+  r.result(r.args().has("dtype") ? r.args().scalar_type("dtype") : fallback, std::move(shape));
+}
+// zeros_like / ones_like / full_like: self's shape, in `dtype` or self's.
+template <class R>
+void like_meta(R& r) {
+  auto m = r.input("self");
+  if (r.args().has("dtype")) m.scalar_type = r.args().scalar_type("dtype");
+  r.result(std::move(m));
+}
+
+// One of arange's bounds: a number (a float, or an integer) or a symbolic size.
+struct arange_bound {
+  bool real = false;
+  double number = 0;
+  ir::sym_expr size;
+};
+template <fixed_string Name, class R>
+arange_bound read_arange_bound(const R& r) {
+  if (r.is_real(Name.data)) return {true, r.args().real(Name.data), {}};
+  return {false, 0, r.sym(Name.data)};
+}
+// arange's result: [its length], in `dtype`, else f32 where a bound is a float and i64 otherwise
+// (torch.arange's). The length is ceil((end - start) / step), computed where the bounds are
+// numbers, and end - start (or (end - start) ceildiv step) over symbolic sizes, as the typed
+// arange spells it.
+template <class R>
+void arange_meta(R& r, const arange_bound& start, const arange_bound& end, const arange_bound& step) {
+  const bool real = start.real || end.real || step.real;
+  const dtype d = r.args().has("dtype") ? r.args().scalar_type("dtype") : (real ? dtype::f32 : dtype::i64);
+  const auto constant = [](const arange_bound& b) { return b.real || b.size.is_constant(); };
+  const auto number = [](const arange_bound& b) { return b.real ? b.number : static_cast<double>(*b.size.value()); };
+  if (constant(start) && constant(end) && constant(step)) {
+    const double s = number(start), e = number(end), p = number(step);
+    if (p == 0) r.fail("step must be nonzero");
+    if (!std::isfinite(s) || !std::isfinite(e)) r.fail("unsupported range: the bounds must be finite");
+    if ((p > 0 && e < s) || (p < 0 && e > s)) r.fail("upper bound and larger bound inconsistent with step sign");
+    index_t n = 0;
+    if (real) {
+      n = static_cast<index_t>(std::ceil((e - s) / p));
+    } else {  // (in integers: exact for any extent)
+      const index_t di = *end.size.value() - *start.size.value(), pi = *step.size.value();
+      n = di / pi + ((di % pi != 0 && (di < 0) == (pi < 0)) ? 1 : 0);
+    }
+    r.result(d, {ir::sym_expr(n)});
+    return;
+  }
+  if (real) r.fail("the bounds mix symbolic sizes and floating-point numbers");
+  if (step.size.is_constant() && *step.size.value() <= 0) r.fail("a step over symbolic bounds must be positive");
+  const ir::sym_expr length = end.size - start.size;
+  r.result(d, {step.size.is_constant() && *step.size.value() == 1 ? length : ir::sym_expr::apply(dim_op::ceildiv, length, step.size)});
+}
+}  // namespace detail
+
 // The registry's tags for this header's ATen overloads (torch.ops.aten.<op>.<overload>): the op
 // types below are templates over static attributes, and every instantiation records one of these.
 namespace aten {
@@ -45,55 +108,108 @@ struct zeros {
   static constexpr std::string_view target = "aten.zeros.default";
   static constexpr std::string_view schema =
       "aten::zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+  // full(size, 0)
+  template <class C> static void decompose(C& c) { c.produce(c.full(c.sizes("size"), 0.0, c.result_meta().scalar_type)); }
   static constexpr bool differentiable = false;
+  // [size...], in `dtype` (the default dtype, f32, where None)
+  template <class R> static void infer(R& r) { detail::sized_meta(r, dtype::f32); }
 };
 struct ones {
   static constexpr std::string_view target = "aten.ones.default";
   static constexpr std::string_view schema =
       "aten::ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+  // full(size, 1)
+  template <class C> static void decompose(C& c) { c.produce(c.full(c.sizes("size"), 1.0, c.result_meta().scalar_type)); }
   static constexpr bool differentiable = false;
+  template <class R> static void infer(R& r) { detail::sized_meta(r, dtype::f32); }
 };
 struct full {
   static constexpr std::string_view target = "aten.full.default";
   static constexpr std::string_view schema =
       "aten::full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
   static constexpr bool differentiable = false;
+  // [size...], in `dtype`, else the fill value's: bool for a bool, i64 for an integer, f32 for a float
+  template <class R> static void infer(R& r) {
+    const dtype of_value = r.is_real("fill_value") ? dtype::f32 : r.args().is_integer("fill_value") ? dtype::i64 : dtype::b8;
+    detail::sized_meta(r, of_value);
+  }
 };
 struct arange {
   static constexpr std::string_view target = "aten.arange.default";
   static constexpr std::string_view schema =
       "aten::arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+  // arange.start_step(0, end, 1)
+  template <class C> static void decompose(C& c);  // (defined after arange_start_step, which it writes)
   static constexpr bool differentiable = false;
+  // [end] (from 0 by 1)
+  template <class R> static void infer(R& r) {
+    detail::arange_meta(r, {false, 0, index_t{0}}, detail::read_arange_bound<"end">(r), {false, 0, index_t{1}});
+  }
 };
 struct arange_start {
   static constexpr std::string_view target = "aten.arange.start";
   static constexpr std::string_view schema =
       "aten::arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
+  // arange.start_step(start, end, 1)
+  template <class C> static void decompose(C& c);  // (defined after arange_start_step, which it writes)
   static constexpr bool differentiable = false;
+  // [end - start]
+  template <class R> static void infer(R& r) {
+    detail::arange_meta(r, detail::read_arange_bound<"start">(r), detail::read_arange_bound<"end">(r), {false, 0, index_t{1}});
+  }
 };
 struct arange_start_step {
   static constexpr std::string_view target = "aten.arange.start_step";
   static constexpr std::string_view schema =
       "aten::arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor";
   static constexpr bool differentiable = false;
+  // [ceil((end - start) / step)]
+  template <class R> static void infer(R& r) {
+    const detail::arange_bound step =
+        r.args().has("step") ? detail::read_arange_bound<"step">(r) : detail::arange_bound{false, 0, index_t{1}};
+    detail::arange_meta(r, detail::read_arange_bound<"start">(r), detail::read_arange_bound<"end">(r), step);
+  }
 };
+
+template <class C>
+void arange::decompose(C& c) {
+  const auto& a = c.node().args;
+  c.produce(c.emit(op_id_of<arange_start_step>, {std::int64_t{0}, a.at(0), std::int64_t{1}, c.result_meta().scalar_type}));
+}
+
+template <class C>
+void arange_start::decompose(C& c) {
+  const auto& a = c.node().args;
+  c.produce(c.emit(op_id_of<arange_start_step>, {a.at(0), a.at(1), std::int64_t{1}, c.result_meta().scalar_type}));
+}
 struct zeros_like {
   static constexpr std::string_view target = "aten.zeros_like.default";
   static constexpr std::string_view schema =
       "aten::zeros_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+  // full(self's size, 0)
+  template <class C> static void decompose(C& c) { c.produce(c.full(c.result_meta().shape, 0.0, c.result_meta().scalar_type)); }
   static constexpr bool differentiable = false;
+  template <class R> static void infer(R& r) { detail::like_meta(r); }  // self's meta, in `dtype` if given
 };
 struct ones_like {
   static constexpr std::string_view target = "aten.ones_like.default";
   static constexpr std::string_view schema =
       "aten::ones_like(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+  // full(self's size, 1)
+  template <class C> static void decompose(C& c) { c.produce(c.full(c.result_meta().shape, 1.0, c.result_meta().scalar_type)); }
   static constexpr bool differentiable = false;
+  template <class R> static void infer(R& r) { detail::like_meta(r); }  // self's meta, in `dtype` if given
 };
 struct full_like {
   static constexpr std::string_view target = "aten.full_like.default";
   static constexpr std::string_view schema =
       "aten::full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor";
+  // full(self's size, fill_value)
+  template <class C> static void decompose(C& c) {
+    c.produce(c.full(c.result_meta().shape, c.args().real("fill_value"), c.result_meta().scalar_type));
+  }
   static constexpr bool differentiable = false;
+  template <class R> static void infer(R& r) { detail::like_meta(r); }  // self's meta, in `dtype` if given
 };
 }  // namespace aten
 

@@ -13,15 +13,77 @@
 #include <typex/ops/op.hpp>
 #include <typex/core/rules/expand.hpp>
 #include <typex/ops/apply.hpp>
+#include <typex/ops/binary.hpp>
 #include <typex/ops/tensor_like.hpp>
+#include <typex/ir/sym_expr.hpp>
 
 #include <source_location>
 #include <string_view>
 
 namespace typex {
 
+// The run-time rules' checks, in PyTorch's words.
+namespace detail {
+// Refuses an index tensor of another dtype than i64 (or i32, where `i32_too`).
+template <class R>
+void require_index_dtype(const R& r, dtype d, bool i32_too) {
+  if (d != dtype::i64 && !(i32_too && d == dtype::i32))
+    r.fail(to_string_with([&](auto& w) { w.put(i32_too ? "expected dtype int32 or int64 for index, not " : "expected dtype int64 for index, not "); w.put(name(d)); }));
+}
+// Refuses a mask (or condition) that is not bool.
+template <class R>
+void require_bool(const R& r, dtype d, std::string_view what) {
+  if (d != dtype::b8)
+    r.fail(to_string_with([&](auto& w) { w.put("expected a bool tensor for "); w.put(what); w.put(", not "); w.put(name(d)); }));
+}
+// Refuses two tensors of different dtypes (a source written into self).
+template <class R>
+void require_same_dtype(const R& r, dtype self, dtype source, std::string_view what) {
+  if (self != source)
+    r.fail(to_string_with([&](auto& w) {
+      w.put("self ("); w.put(name(self)); w.put(") and "); w.put(what); w.put(" ("); w.put(name(source)); w.put(") must have the same dtype");
+    }));
+}
+// Refuses tensors of different ranks.
+template <class R>
+void require_rank(const R& r, std::size_t rank, std::size_t want, std::string_view what) {
+  if (rank != want)
+    r.fail(to_string_with([&](auto& w) {
+      w.put(what); w.put(" must have the same number of dimensions as self ("); w.put_int(static_cast<long long>(want));
+      w.put("), not "); w.put_int(static_cast<long long>(rank));
+    }));
+}
+// Refuses a constant extent a that is larger than b (or, with `equal`, other than b) at dim k.
+template <class R>
+void require_extent(const R& r, const ir::sym_expr& a, const ir::sym_expr& b, std::size_t k, bool equal, std::string_view what) {
+  if (a.is_constant() && b.is_constant() && (equal ? *a.value() != *b.value() : *a.value() > *b.value()))
+    r.fail(to_string_with([&](auto& w) {
+      w.put("size does not match at dimension "); w.put_int(static_cast<long long>(k)); w.put(": "); w.put(what); w.put(" (");
+      w.put_int(*a.value()); w.put(equal ? " vs " : " > "); w.put_int(*b.value()); w.put(")");
+    }));
+}
+// The number of indices a 0-d or 1-d index holds (index_select's, index_add's).
+template <class R>
+ir::sym_expr index_count(const R& r, const std::vector<ir::sym_expr>& index_shape) {
+  if (index_shape.size() > 1) r.fail("index is supposed to be a vector (0-d or 1-d)");
+  return index_shape.empty() ? ir::sym_expr(index_t{1}) : index_shape.front();
+}
+}  // namespace detail
+
 // The registry's tags for this header's ATen overloads (torch.ops.aten.<op>.<overload>): the op
 // types below are templates over static attributes, and every instantiation records one of these.
+namespace detail {
+// tril / triu's decomposition: x where column - row <= (>=) diagonal, else 0
+template <class C>
+auto triangle(C& c, bool lower) {
+  const auto x = c.input("self");
+  const auto column_minus_row = c.sub(c.unsqueeze(c.arange(c.size(x, -1)), 0), c.unsqueeze(c.arange(c.size(x, -2)), 1));
+  const auto k = static_cast<double>(c.args().integer_or_default("diagonal"));
+  const auto keep = lower ? c.le(column_minus_row, k) : c.ge(column_minus_row, k);
+  return c.where(keep, x, c.full({}, 0.0, c.scalar_type(x)));
+}
+}  // namespace detail
+
 namespace aten {
 struct index_add;  // (the gradients, below: their derivatives refer to each other)
 struct scatter_add;
@@ -30,6 +92,16 @@ struct index_select {
   static constexpr std::string_view target = "aten.index_select.default";
   static constexpr std::string_view schema =
       "aten::index_select(Tensor self, int dim, Tensor index) -> Tensor";
+  // self with extent `dim` replaced by the number of indices
+  template <class R> static void infer(R& r) {
+    auto m = r.input("self");
+    const auto& index = r.input("index");
+    detail::require_index_dtype(r, index.scalar_type, true);
+    const ir::sym_expr n = detail::index_count(r, index.shape);
+    const std::size_t at = r.wrap(r.args().integer("dim"), m.rank());
+    if (m.rank() > 0) m.shape[at] = n;
+    r.result(std::move(m));
+  }
   template <class C, class IndexAdd = index_add>
   static void vjp(C& c) {
     const auto x = c.input("self");
@@ -40,6 +112,17 @@ struct gather {
   static constexpr std::string_view target = "aten.gather.default";
   static constexpr std::string_view schema =
       "aten::gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor";
+  // self's dtype, index's shape (of self's rank, no larger than self off `dim`)
+  template <class R> static void infer(R& r) {
+    const auto& self = r.input("self");
+    const auto& index = r.input("index");
+    detail::require_index_dtype(r, index.scalar_type, false);
+    detail::require_rank(r, index.rank(), self.rank(), "index");
+    const std::size_t at = r.wrap(r.args().integer("dim"), self.rank());
+    for (std::size_t k = 0; k < self.rank(); ++k)
+      if (k != at) detail::require_extent(r, index.shape[k], self.shape[k], k, false, "index larger than self");
+    r.result(self.scalar_type, index.shape);
+  }
   template <class C, class ScatterAdd = scatter_add>
   static void vjp(C& c) {
     const auto x = c.input("self");
@@ -50,12 +133,28 @@ struct tril {
   static constexpr std::string_view target = "aten.tril.default";
   static constexpr std::string_view schema =
       "aten::tril(Tensor self, int diagonal=0) -> Tensor";
+  // x where column - row <= diagonal, else 0
+  template <class C> static void decompose(C& c) { c.produce(detail::triangle(c, true)); }
+  // self's meta (at least 2 dims)
+  template <class R> static void infer(R& r) {
+    const auto& self = r.input("self");
+    if (self.rank() < 2) r.fail("input tensor must have at least 2 dimensions");
+    r.result(self);
+  }
   template <class C> static void vjp(C& c) { c.accumulate("self", c.tril(c.grad(), c.args().integer_or_default("diagonal"))); }
 };
 struct triu {
   static constexpr std::string_view target = "aten.triu.default";
   static constexpr std::string_view schema =
       "aten::triu(Tensor self, int diagonal=0) -> Tensor";
+  // x where column - row >= diagonal, else 0
+  template <class C> static void decompose(C& c) { c.produce(detail::triangle(c, false)); }
+  // self's meta (at least 2 dims)
+  template <class R> static void infer(R& r) {
+    const auto& self = r.input("self");
+    if (self.rank() < 2) r.fail("input tensor must have at least 2 dimensions");
+    r.result(self);
+  }
   template <class C> static void vjp(C& c) { c.accumulate("self", c.triu(c.grad(), c.args().integer_or_default("diagonal"))); }
 };
 struct nonzero {
@@ -63,11 +162,25 @@ struct nonzero {
   static constexpr std::string_view schema =
       "aten::nonzero(Tensor self) -> Tensor";
   static constexpr bool differentiable = false;
+  // i64 [n, rank]: n, the count of nonzero elements, only the data gives. The typed nonzero<"hits">
+  // names it after the caller's symbol, which its call does not record; the rule names it u_nonzero.
+  template <class R> static void infer(R& r) {
+    r.result(dtype::i64, {ir::sym_expr::symbol("u_nonzero"), ir::sym_expr(static_cast<index_t>(r.input("self").rank()))});
+  }
 };
 struct masked_select {
   static constexpr std::string_view target = "aten.masked_select.default";
   static constexpr std::string_view schema =
       "aten::masked_select(Tensor self, Tensor mask) -> Tensor";
+  // self's dtype, [n]: n, the count of selected elements, only the data gives (u_masked_select, as
+  // nonzero's); the bool mask expands to self's shape
+  template <class R> static void infer(R& r) {
+    const auto& self = r.input("self");
+    const auto& mask = r.input("mask");
+    detail::require_bool(r, mask.scalar_type, "the mask");
+    detail::require_expands(r, mask.shape, self.shape, "the mask");
+    r.result(self.scalar_type, {ir::sym_expr::symbol("u_masked_select")});
+  }
   // the gradient back at the selected positions of self broadcast with the mask (summed to self's
   // shape by accumulate)
   template <class C, class MaskedScatter = masked_scatter>
@@ -83,6 +196,21 @@ struct index_add {
   static constexpr std::string_view target = "aten.index_add.default";
   static constexpr std::string_view schema =
       "aten::index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor";
+  // self's meta; source has self's dtype and shape but at `dim`, where it has one row per index
+  template <class R> static void infer(R& r) {
+    const auto& self = r.input("self");
+    const auto& index = r.input("index");
+    const auto& source = r.input("source");
+    detail::require_index_dtype(r, index.scalar_type, true);
+    const ir::sym_expr n = detail::index_count(r, index.shape);
+    detail::require_same_dtype(r, self.scalar_type, source.scalar_type, "source");
+    const std::size_t at = r.wrap(r.args().integer("dim"), self.rank());
+    if (self.rank() > 1 || source.rank() > 1) detail::require_rank(r, source.rank(), self.rank(), "source");
+    if (source.rank() == self.rank())
+      for (std::size_t k = 0; k < self.rank(); ++k)
+        detail::require_extent(r, source.shape[k], k == at ? n : self.shape[k], k, true, k == at ? "source rows and indices" : "source and self");
+    r.result(self);
+  }
   template <class C> static void vjp(C& c) {
     c.accumulate("self", c.grad());
     if (c.wants("source")) {
@@ -96,6 +224,22 @@ struct scatter_add {
   static constexpr std::string_view target = "aten.scatter_add.default";
   static constexpr std::string_view schema =
       "aten::scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor";
+  // self's meta; index (i64) and src of self's rank, index no larger than src, nor than self off `dim`
+  template <class R> static void infer(R& r) {
+    const auto& self = r.input("self");
+    const auto& index = r.input("index");
+    const auto& src = r.input("src");
+    detail::require_index_dtype(r, index.scalar_type, false);
+    detail::require_same_dtype(r, self.scalar_type, src.scalar_type, "src");
+    detail::require_rank(r, index.rank(), self.rank(), "index");
+    detail::require_rank(r, src.rank(), self.rank(), "src");
+    const std::size_t at = r.wrap(r.args().integer("dim"), self.rank());
+    for (std::size_t k = 0; k < self.rank(); ++k) {
+      detail::require_extent(r, index.shape[k], src.shape[k], k, false, "index larger than src");
+      if (k != at) detail::require_extent(r, index.shape[k], self.shape[k], k, false, "index larger than self");
+    }
+    r.result(self);
+  }
   template <class C, class Gather = gather>
   static void vjp(C& c) {
     c.accumulate("self", c.grad());
@@ -115,6 +259,14 @@ struct masked_scatter {
   static constexpr std::string_view target = "aten.masked_scatter.default";
   static constexpr std::string_view schema =
       "aten::masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor";
+  // self's dtype (source's too), in the shape self and the bool mask broadcast to
+  template <class R> static void infer(R& r) {
+    const auto& self = r.input("self");
+    const auto& mask = r.input("mask");
+    detail::require_bool(r, mask.scalar_type, "the mask");
+    detail::require_same_dtype(r, self.scalar_type, r.input("source").scalar_type, "source");
+    r.result(self.scalar_type, r.broadcast(self.shape, mask.shape));
+  }
   template <class C> static void vjp(C& c) {
     c.accumulate("self", c.masked_fill(c.grad(), c.input("mask"), 0.0));
     if (c.wants("source")) c.unsupported("the gradient of source (as many of its elements as the mask selects: a size only the data gives)");
@@ -143,6 +295,15 @@ struct where_op {
     const auto s = broadcast_shapes(c.shape, broadcast_shapes(x.shape, y.shape, op_name<"where">), op_name<"where">);
     return tensor_spec<promote_t<typename X::dtype_type, typename Y::dtype_type>, std::remove_cvref_t<decltype(s)>>(s);
   }
+  static constexpr bool pointwise = true;
+  // self and other promote; the bool condition, self and other broadcast together
+  template <class R> static void infer(R& r) {
+    const auto& c = r.input("condition");
+    const auto& x = r.input("self");
+    const auto& y = r.input("other");
+    detail::require_bool(r, c.scalar_type, "the condition");
+    r.result(promote_types(x.scalar_type, y.scalar_type), r.broadcast(c.shape, r.broadcast(x.shape, y.shape)));
+  }
 };
 
 // x with `value` where mask is true; the mask broadcasts to x's shape (not beyond it).
@@ -150,6 +311,12 @@ struct masked_fill_op {
   static constexpr std::string_view target = "aten.masked_fill.Scalar";
   static constexpr std::string_view schema =
       "aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor";
+  // where(mask, value, self)
+  template <class C> static void decompose(C& c) {
+    const auto x = c.input("self");
+    const auto v = c.full({}, c.args().real("value"), c.scalar_type(x));
+    c.produce(c.where(c.input("mask"), v, c.expand(x, c.result_meta().shape)));
+  }
   template <class C> static void vjp(C& c) { c.accumulate("self", c.masked_fill(c.grad(), c.input("mask"), 0.0)); }
   double value = 0;
   template <class X, class M>
@@ -157,6 +324,15 @@ struct masked_fill_op {
     static_assert(M::dtype_type::value == dtype::b8, "typex::masked_fill: the mask must be a bool tensor");
     (void)expand_shape(mask.shape, x.shape, op_name<"masked_fill">);  // the mask must expand to x's shape
     return x;
+  }
+  static constexpr bool pointwise = true;
+  // self's meta; the bool mask expands to self's shape
+  template <class R> static void infer(R& r) {
+    const auto& self = r.input("self");
+    const auto& mask = r.input("mask");
+    detail::require_bool(r, mask.scalar_type, "the mask");
+    detail::require_expands(r, mask.shape, self.shape, "the mask");
+    r.result(self);
   }
   template <class V>
   void attributes(V&& v) const {

@@ -10,13 +10,75 @@
 #include <typex/core/rules/matmul.hpp>
 #include <typex/core/rules/permute.hpp>
 #include <typex/ops/apply.hpp>
+#include <typex/ops/shape_ops.hpp>
 #include <typex/ops/tensor_like.hpp>
 
 #include <source_location>
+#include <string>
 #include <string_view>
 #include <cstdint>
 
 namespace typex {
+
+// The run-time rules' parts (each op's `infer`, ir/describe.hpp), over symbolic shapes S
+// (std::vector<ir::sym_expr>).
+namespace detail {
+// A dtype rule's refusal (core/rules/dtypes.hpp), as the op's shape_error in PyTorch's words.
+template <class R>
+void require_dtypes(const R& r, const dtype_verdict& v) {
+  if (v.ok()) return;
+  std::string why;
+  string_writer w{why};
+  put_dtype_refusal(w, v);
+  r.fail(why);
+}
+
+// torch.matmul's shape (matmul_shape): a 1-d lhs or rhs loses its dim, the inner extents agree
+// (two different constants are refused), the batch dims broadcast.
+template <class R, class S>
+S matmul_meta_shape(const R& r, const S& a, const S& b) {
+  if (a.empty() || b.empty())
+    r.fail("both arguments need at least one dimension (lhs " + shape_meta::text(a) + ", rhs " + shape_meta::text(b) + ")");
+  const auto& ka = a.back();
+  const auto& kb = b.size() == 1 ? b[0] : b[b.size() - 2];
+  if (ka.is_constant() && kb.is_constant() && *ka.value() != *kb.value())
+    r.fail("inner extents differ (lhs " + shape_meta::text(a) + ", rhs " + shape_meta::text(b) + "): " + ka.to_string() + " vs " +
+           kb.to_string());
+  const std::size_t ba = a.size() >= 2 ? a.size() - 2 : 0, bb = b.size() >= 2 ? b.size() - 2 : 0;
+  S out = r.broadcast(S(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(ba)),
+                      S(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(bb)));
+  if (a.size() >= 2) out.push_back(a[a.size() - 2]);
+  if (b.size() >= 2) out.push_back(b.back());
+  return out;
+}
+
+// `from` expands to `to` (an addend broadcast to a result it may not enlarge): aligned to the
+// right, each dim 1 or the result's; two different constants otherwise are refused.
+template <class R, class S>
+void require_expands(const R& r, std::string_view what, const S& from, const S& to) {
+  bool fits = from.size() <= to.size();
+  for (std::size_t i = 0; fits && i < from.size(); ++i) {
+    const auto& f = from[from.size() - 1 - i];
+    const auto& t = to[to.size() - 1 - i];
+    fits = !(f.is_constant() && t.is_constant() && *f.value() != 1 && *f.value() != *t.value());
+  }
+  if (!fits)
+    r.fail(std::string(what) + " " + shape_meta::text(from) + " does not broadcast to the result " + shape_meta::text(to));
+}
+
+// mm (Rank 2) and bmm (Rank 3): matmul of two matrices or two batches of them.
+template <std::size_t Rank, class R>
+void mm_meta(R& r) {
+  const auto& a = r.input("self");
+  const auto& b = r.input("mat2");
+  if (a.rank() != Rank || b.rank() != Rank)
+    r.fail(Rank == 2 ? "mm takes two matrices (use matmul to broadcast)"
+                     : "bmm takes two batches of matrices (use matmul to broadcast)");
+  const dtype_verdict v = Rank == 2 ? matmul_dtypes(a.scalar_type, b.scalar_type) : bmm_dtypes(a.scalar_type, b.scalar_type);
+  require_dtypes(r, v);
+  r.result(v.result, matmul_meta_shape(r, a.shape, b.shape));
+}
+}  // namespace detail
 
 // The registry's tags for this header's ATen overloads (torch.ops.aten.<op>.<overload>): the op
 // types below are templates over static attributes, and every instantiation records one of these.
@@ -25,6 +87,8 @@ struct mm {
   static constexpr std::string_view target = "aten.mm.default";
   static constexpr std::string_view schema =
       "aten::mm(Tensor self, Tensor mat2) -> Tensor";
+  // [n, k] @ [k, m] -> [n, m], one dtype
+  template <class R> static void infer(R& r) { detail::mm_meta<2>(r); }
   template <class C> static void vjp(C& c) {
     const auto a = c.input("self");
     const auto b = c.input("mat2");
@@ -36,6 +100,8 @@ struct bmm {
   static constexpr std::string_view target = "aten.bmm.default";
   static constexpr std::string_view schema =
       "aten::bmm(Tensor self, Tensor mat2) -> Tensor";
+  // [b, n, k] @ [b, k, m] -> [b, n, m], one dtype
+  template <class R> static void infer(R& r) { detail::mm_meta<3>(r); }
   template <class C> static void vjp(C& c) {
     const auto a = c.input("self");
     const auto b = c.input("mat2");
@@ -49,6 +115,31 @@ struct linear_op {
   static constexpr std::string_view target = "aten.linear.default";
   static constexpr std::string_view schema =
       "aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor";
+  // matmul(x, weight^T) + bias
+  template <class C> static void decompose(C& c) {
+    const auto x = c.input("input");
+    const auto wt = c.permute(c.input("weight"), {1, 0});
+    auto y = c.rank(x) == 1 ? c.squeeze(c.matmul(c.unsqueeze(x, 0), wt), 0) : c.matmul(x, wt);
+    if (c.is_tensor("bias")) y = c.add(y, c.input("bias"));
+    c.produce(y);
+  }
+  // input @ weight^T: [..., in] -> [..., out]; the bias [out] broadcasts to the result; dtypes as
+  // matmul's, or addmm(bias, input, weight^T)'s with a bias
+  template <class R> static void infer(R& r) {
+    const auto& x = r.input("input");
+    const auto& w = r.input("weight");
+    if (w.rank() != 2) r.fail("the weight must be 2-d: [out_features, in_features], not " + detail::shape_meta::text(w.shape));
+    const auto s = detail::matmul_meta_shape(r, x.shape, decltype(w.shape){w.shape[1], w.shape[0]});
+    dtype_verdict v = matmul_dtypes(x.scalar_type, w.scalar_type);
+    if (r.is_tensor("bias")) {
+      const auto& b = r.input("bias");
+      if (b.rank() != 1) r.fail("the bias must be 1-d: [out_features], not " + detail::shape_meta::text(b.shape));
+      detail::require_expands(r, "the bias", b.shape, s);
+      v = addmm_dtypes(b.scalar_type, x.scalar_type, w.scalar_type);
+    }
+    detail::require_dtypes(r, v);
+    r.result(v.result, s);
+  }
   // y = x W^T + b: dx = g W, dW = g^T x over every leading dim, db = g summed over them
   template <class C> static void vjp(C& c) {
     const auto x = c.input("input");
@@ -101,6 +192,14 @@ struct matmul_op {
   static constexpr std::string_view target = "aten.matmul.default";
   static constexpr std::string_view schema =
       "aten::matmul(Tensor self, Tensor other) -> Tensor";
+  // torch.matmul: 1-d operands lose their dim, batch dims broadcast; one dtype
+  template <class R> static void infer(R& r) {
+    const auto& a = r.input("self");
+    const auto& b = r.input("other");
+    const dtype_verdict v = matmul_dtypes(a.scalar_type, b.scalar_type);
+    detail::require_dtypes(r, v);
+    r.result(v.result, detail::matmul_meta_shape(r, a.shape, b.shape));
+  }
   // vectors become matrices ([k] -> [1, k] on the left, [k, 1] on the right), the batch dims
   // broadcast; accumulate sums the gradients back over them
   template <class C> static void vjp(C& c) {
@@ -180,6 +279,29 @@ struct addmm_op {
   static constexpr std::string_view target = "aten.addmm.default";
   static constexpr std::string_view schema =
       "aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor";
+  // beta self + alpha mm(mat1, mat2) (self not read when beta is 0, as torch)
+  template <class C> static void decompose(C& c) {
+    const double alpha = c.args().real_or_default("alpha"), beta = c.args().real_or_default("beta");
+    auto p = c.mm(c.input("mat1"), c.input("mat2"));
+    if (alpha != 1.0) p = c.mul(p, alpha);
+    if (beta == 0.0) {
+      c.produce(c.to(p, c.result_meta().scalar_type));
+      return;
+    }
+    c.produce(c.add(beta == 1.0 ? c.input("self") : c.mul(c.input("self"), beta), p));
+  }
+  // mat1 @ mat2: [n, m]; self broadcasts to it; one dtype for the three
+  template <class R> static void infer(R& r) {
+    const auto& c = r.input("self");
+    const auto& a = r.input("mat1");
+    const auto& b = r.input("mat2");
+    if (a.rank() != 2 || b.rank() != 2) r.fail("addmm takes two matrices");
+    const auto s = detail::matmul_meta_shape(r, a.shape, b.shape);
+    detail::require_expands(r, "self", c.shape, s);
+    const dtype_verdict v = addmm_dtypes(c.scalar_type, a.scalar_type, b.scalar_type);
+    detail::require_dtypes(r, v);
+    r.result(v.result, s);
+  }
   // beta self + alpha mat1 mat2
   template <class C> static void vjp(C& c) {
     const auto g = c.grad();

@@ -16,9 +16,12 @@
 #include <typex/ops/op.hpp>
 #include <typex/core/rules/broadcast.hpp>
 #include <typex/ops/apply.hpp>
+#include <typex/ops/shape_ops.hpp>
 #include <typex/ops/tensor_like.hpp>
 
+#include <cstdint>
 #include <source_location>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
@@ -83,13 +86,117 @@ auto class_loss_logp_grad(C& c, bool cross_entropy) {
 }
 }  // namespace detail
 
+// The run-time rules' parts (each op's `infer`, ir/describe.hpp).
+namespace detail {
+// The loss of per-element shape `per`, reduced: reduction 0 (none) keeps it, 1 (mean, the
+// default) and 2 (sum) give a 0-d result.
+template <class R, class S>
+void reduced_loss_meta(R& r, dtype d, S per) {
+  const std::int64_t reduction = r.args().has("reduction") ? r.args().integer("reduction") : 1;
+  if (reduction < 0 || reduction > 2) r.fail("reduction must be 0 (none), 1 (mean) or 2 (sum)");
+  if (reduction != 0) per.clear();
+  r.result(d, std::move(per));
+}
+
+// The per-element shape of class scores x ([C], [N, C] or [N, C, d...]) against class indices t:
+// x without its class dim (dim 1), which t must have (0-d for a 1-d x).
+template <class R, class S>
+S class_target_meta_shape(const R& r, const S& x, const S& t) {
+  if (x.empty()) r.fail("the input must be [C], [N, C] or [N, C, d...]");
+  if (x.size() == 1) {
+    if (!t.empty()) r.fail("with a 1-d input [C] the target is a single class index (0-d)");
+    return {};
+  }
+  S per = x;
+  per.erase(per.begin() + 1);
+  if (t.size() != per.size())
+    r.fail("the class-index target " + shape_meta::text(t) + " must have the input's shape without its class dim (dim 1), " +
+           shape_meta::text(per));
+  return r.broadcast(per, t);
+}
+
+// nll_loss and cross_entropy: the class weights (where given) are [C].
+template <class R, class M>
+void require_class_weights(const R& r, const M& x) {
+  if (!r.is_tensor("weight")) return;
+  const auto& w = r.input("weight");
+  if (w.rank() != 1 || shape_meta::differ(w.shape[0], x.shape[x.rank() == 1 ? 0 : 1]))
+    r.fail("the class weights " + shape_meta::text(w.shape) + " must be 1-d, one per class");
+}
+}  // namespace detail
+
 // The registry's tags for this header's ATen overloads (torch.ops.aten.<op>.<overload>): the op
 // types below are templates over static attributes, and every instantiation records one of these.
+namespace detail {
+// cross_entropy's decomposition (torch's formulas). Class indices: nll_loss(log_softmax(x)), with
+// label smoothing (1 - eps) nll + eps/C * smooth, smooth the weighted sum of -log p over the
+// classes, ignored targets left out, and for mean divided as nll divides (by the targets' weights,
+// or their count). Class probabilities: -sum(target' w log p) over the classes, target' the
+// smoothed target, mean over the batch.
+template <class NllLoss, class C>
+auto cross_entropy_decomposition(C& c) {
+  const auto x = c.input("self");
+  const auto t = c.input("target");
+  const std::size_t r = c.rank(x);
+  const std::int64_t cls = r == 1 ? 0 : 1;
+  const auto lp = c.log_softmax(x, cls);
+  const std::int64_t reduction = c.args().integer_or_default("reduction");
+  const double eps = c.args().real_or_default("label_smoothing");
+  const bool weighted = c.is_tensor("weight");
+  const auto classes = c.size(x, cls);
+  if (eps > 0 && !classes.is_constant()) c.unsupported("label smoothing over a symbolic number of classes");
+  const double n_classes = eps > 0 ? static_cast<double>(*classes.value()) : 1.0;
+  const auto along = [&](auto w) { return r == 1 ? w : c.along_channels(w, r); };
+  const auto reduce = [&](auto per_sample) {
+    if (reduction == 0) return per_sample;
+    return reduction == 2 ? c.sum_all(per_sample) : c.mean(per_sample, c.all_dims_but(c.rank(per_sample), -1));
+  };
+  if (is_floating_point(c.scalar_type(t))) {  // class probabilities
+    auto target = eps > 0 ? c.add(c.mul(t, 1.0 - eps), eps / n_classes) : t;
+    auto per = c.mul(lp, target);
+    if (weighted) per = c.mul(per, along(c.input("weight")));
+    return reduce(c.neg(c.sum(per, {cls})));
+  }
+  const std::int64_t ignore = c.args().integer_or_default("ignore_index");
+  const auto nll = c.emit(op_id_of<NllLoss>, {lp, t, weighted ? c.input("weight") : c.none(), reduction, ignore});
+  if (eps == 0) return nll;
+  auto per = weighted ? c.mul(lp, along(c.input("weight"))) : lp;
+  const auto ignored = c.eq(t, static_cast<double>(ignore));
+  const auto smooth = c.masked_fill(c.neg(c.sum(per, {cls})), ignored, 0.0);
+  auto smooth_reduced = smooth;
+  if (reduction == 2) {
+    smooth_reduced = c.sum_all(smooth);
+  } else if (reduction == 1) {
+    auto counted = c.to(c.logical_not(ignored), c.scalar_type(lp));
+    if (weighted) {  // the targets' weights (an ignored target reads class 0, then counts 0)
+      const auto safe = c.masked_fill(t, ignored, 0.0);
+      std::remove_cvref_t<decltype(c.size(x, 0))> n(index_t{1});
+      for (std::size_t k = 0; k < c.rank(t); ++k) n = n * c.size(t, static_cast<std::int64_t>(k));
+      const auto picked = c.index_select(c.input("weight"), 0, c.reshape(safe, {n}));
+      counted = c.mul(counted, c.reshape(picked, c.shape(t)));
+    }
+    smooth_reduced = c.div(c.sum_all(smooth), c.sum_all(counted));
+  }
+  return c.add(c.mul(nll, 1.0 - eps), c.mul(smooth_reduced, eps / n_classes));
+}
+}  // namespace detail
+
 namespace aten {
 struct nll_loss {
   static constexpr std::string_view target = "aten.nll_loss.default";
   static constexpr std::string_view schema =
       "aten::nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100) -> Tensor";
+  // log-probabilities [C], [N, C] or [N, C, d...] against i64 class indices: one loss per target
+  // element (reduction none) or a 0-d loss, in the input's dtype
+  template <class R> static void infer(R& r) {
+    const auto& x = r.input("self");
+    const auto& t = r.input("target");
+    if (!is_floating_point(x.scalar_type)) r.fail("the input (log-probabilities) must be floating-point");
+    if (t.scalar_type != dtype::i64) r.fail("the target must hold i64 class indices");
+    const auto per = detail::class_target_meta_shape(r, x.shape, t.shape);
+    detail::require_class_weights(r, x);
+    detail::reduced_loss_meta(r, x.scalar_type, per);
+  }
   // -w[t] at the target class of each row (0 for ignore_index), times g (none, sum) or g over the
   // weight of the counted rows (mean)
   template <class C> static void vjp(C& c) {
@@ -100,6 +207,31 @@ struct cross_entropy_loss {
   static constexpr std::string_view target = "aten.cross_entropy_loss.default";
   static constexpr std::string_view schema =
       "aten::cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=Mean, SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor";
+  // class indices: nll_loss(log_softmax(x, class dim)) (label smoothing mixed in as torch does);
+  // class probabilities: -sum(target log_softmax(x)) over the class dim, weighted, reduced
+  template <class C> static void decompose(C& c) { c.produce(detail::cross_entropy_decomposition<nll_loss>(c)); }
+  // logits [C], [N, C] or [N, C, d...] against i64 class indices (the input's shape without the
+  // class dim) or class probabilities (a floating target of the input's shape): one loss per
+  // element without the class dim (reduction none) or a 0-d loss, in the input's dtype
+  template <class R> static void infer(R& r) {
+    const auto& x = r.input("self");
+    const auto& t = r.input("target");
+    if (!is_floating_point(x.scalar_type)) r.fail("the input (logits) must be floating-point");
+    auto per = x.shape;
+    if (is_floating_point(t.scalar_type)) {
+      if (t.rank() != x.rank() || x.rank() == 0)
+        r.fail("the target " + detail::shape_meta::text(t.shape) +
+               " holds floating-point values, so it is read as class probabilities, which must have the shape of the input " +
+               detail::shape_meta::text(x.shape));
+      per = r.broadcast(x.shape, t.shape);
+      per.erase(per.begin() + (x.rank() == 1 ? 0 : 1));
+    } else {
+      if (t.scalar_type != dtype::i64) r.fail("the target must hold i64 class indices or floating-point class probabilities");
+      per = detail::class_target_meta_shape(r, x.shape, t.shape);
+    }
+    detail::require_class_weights(r, x);
+    detail::reduced_loss_meta(r, x.scalar_type, std::move(per));
+  }
   // through log_softmax: dx = G - softmax(x) sum_c G, G the gradient of the log-probabilities
   // (class indices with label smoothing and weights, or class probabilities: torch's definitions)
   template <class C> static void vjp(C& c) {
@@ -124,6 +256,26 @@ struct mse_loss {
   static constexpr std::string_view target = "aten.mse_loss.default";
   static constexpr std::string_view schema =
       "aten::mse_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor";
+  // (self - target)^2, reduced: none, mean or sum
+  template <class C> static void decompose(C& c) {
+    const auto d = c.sub(c.input("self"), c.input("target"));
+    const auto sq = c.mul(d, d);
+    const std::int64_t reduction = c.args().integer_or_default("reduction");
+    if (reduction == 0) c.produce(sq);
+    else if (reduction == 2) c.produce(c.sum_all(sq));
+    else c.produce(c.mean(sq, c.all_dims_but(c.rank(sq), -1)));
+  }
+  // (x - target)^2 over their broadcast shape (one rank: typex refuses PyTorch's broadcast of
+  // another), reduced, in the promoted dtype
+  template <class R> static void infer(R& r) {
+    const auto& x = r.input("self");
+    const auto& t = r.input("target");
+    if (!is_floating_point(x.scalar_type)) r.fail("the input must be floating-point");
+    if (x.rank() != t.rank())
+      r.fail("the input " + detail::shape_meta::text(x.shape) + " and the target " + detail::shape_meta::text(t.shape) +
+             " must have one shape (PyTorch warns and broadcasts; typex refuses)");
+    detail::reduced_loss_meta(r, promote_types(x.scalar_type, t.scalar_type), r.broadcast(x.shape, t.shape));
+  }
   // 2 (x - t), times g (none), g (sum) or g / N (mean)
   template <class C> static void vjp(C& c) {
     const auto x = c.input("self");

@@ -54,6 +54,12 @@ struct copy_op {
     (void)expand_shape(src.shape, dst.shape, op_name<"copy_">);
     return dst;
   }
+  // self's dtype and shape; src must expand to that shape
+  template <class R> static void infer(R& r) {
+    const auto& self = r.input("self");
+    detail::require_expands(r, r.input("src").shape, self.shape, "src");
+    r.result(self);
+  }
 };
 
 namespace detail {

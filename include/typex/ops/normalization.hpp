@@ -12,23 +12,66 @@
 #include <typex/ops/op.hpp>
 #include <typex/core/rules/broadcast.hpp>
 #include <typex/ops/apply.hpp>
+#include <typex/ops/reduce.hpp>
+#include <typex/ops/shape_ops.hpp>
 #include <typex/ops/tensor_like.hpp>
 
 #include <array>
+#include <cstdint>
 #include <source_location>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <vector>
 
 namespace typex {
 
+// The run-time rules' parts (each op's `infer`, ir/describe.hpp).
+namespace detail {
+// softmax and log_softmax: the input's shape, in `dtype` where the call gives one (the input is
+// converted first), a floating dtype; dim in range.
+template <class R>
+void softmax_meta(R& r) {
+  auto m = r.input("self");
+  (void)r.wrap(r.args().integer("dim"), m.rank());
+  if (r.args().has("dtype")) m.scalar_type = r.args().scalar_type("dtype");
+  if (!is_floating_point(m.scalar_type)) r.fail("the input must be a floating-point tensor (or dtype a floating one)");
+  r.result(std::move(m));
+}
+
+// A per-channel (or per-element) parameter `t` of a normalization must hold n elements.
+template <class R, class M, class E>
+void require_elements(const R& r, std::string_view what, const M& t, const E& n) {
+  const auto count = shape_meta::product(t.shape.begin(), t.shape.end());
+  if (shape_meta::differ(count, n))
+    r.fail(std::string(what) + " " + shape_meta::text(t.shape) + " should hold " + n.to_string() + " elements");
+}
+}  // namespace detail
+
 // The registry's tags for this header's ATen overloads (torch.ops.aten.<op>.<overload>): the op
 // types below are templates over static attributes, and every instantiation records one of these.
+namespace detail {
+// softmax / log_softmax's decomposition over dim, shifted by the max (torch's own trick)
+template <class C>
+auto softmax_decomposition(C& c, bool log) {
+  auto x = c.input("self");
+  if (c.scalar_type(x) != c.result_meta().scalar_type) x = c.to(x, c.result_meta().scalar_type);
+  const std::vector<std::int64_t> dims{static_cast<std::int64_t>(c.wrap(c.args().integer("dim"), c.rank(x)))};
+  const auto shifted = c.sub(x, c.emit(op_id_of<aten::amax>, {x, dims, true}));
+  const auto e = c.exp(shifted);
+  const auto s = c.sum(e, dims, true);
+  return log ? c.sub(shifted, c.log(s)) : c.div(e, s);
+}
+}  // namespace detail
+
 namespace aten {
 struct softmax_int {
   static constexpr std::string_view target = "aten.softmax.int";
   static constexpr std::string_view schema =
       "aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor";
+  // exp(x - max) / sum(exp(x - max)) over dim
+  template <class C> static void decompose(C& c) { c.produce(detail::softmax_decomposition(c, false)); }
+  template <class R> static void infer(R& r) { detail::softmax_meta(r); }
   // y (g - sum(g y))
   template <class C> static void vjp(C& c) {
     const auto y = c.result();
@@ -41,6 +84,9 @@ struct log_softmax_int {
   static constexpr std::string_view target = "aten.log_softmax.int";
   static constexpr std::string_view schema =
       "aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor";
+  // x - max - log(sum(exp(x - max))) over dim
+  template <class C> static void decompose(C& c) { c.produce(detail::softmax_decomposition(c, true)); }
+  template <class R> static void infer(R& r) { detail::softmax_meta(r); }
   // g - exp(y) sum(g)
   template <class C> static void vjp(C& c) {
     const auto g = c.grad();
@@ -52,6 +98,33 @@ struct group_norm {
   static constexpr std::string_view target = "aten.group_norm.default";
   static constexpr std::string_view schema =
       "aten::group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor";
+  // [N, C, *] as [N, G, C/G * prod(*)], normalized over the last dim, back, then * weight + bias
+  template <class C> static void decompose(C& c) {
+    const auto x = c.input("input");
+    const auto shape = c.shape(x);
+    const std::int64_t groups = c.args().integer("num_groups");
+    using E = std::remove_cvref_t<decltype(shape[0])>;
+    E per_group = E::apply(dim_op::floordiv, shape[1], E(index_t{groups}));
+    for (std::size_t i = 2; i < shape.size(); ++i) per_group = per_group * shape[i];
+    const auto grouped = c.reshape(x, {shape[0], E(index_t{groups}), per_group});
+    auto y = c.reshape(c.normalized(grouped, {2}, c.args().real_or_default("eps")).first, shape);
+    if (c.is_tensor("weight")) y = c.mul(y, c.along_channels(c.input("weight"), shape.size()));
+    if (c.is_tensor("bias")) y = c.add(y, c.along_channels(c.input("bias"), shape.size()));
+    c.produce(y);
+  }
+  // the input's dtype and shape, [N, C, ...] with C split into num_groups; weight and bias [C]
+  template <class R> static void infer(R& r) {
+    const auto& x = r.input("input");
+    if (!is_floating_point(x.scalar_type)) r.fail("the input must be a floating-point tensor");
+    if (x.rank() < 2) r.fail("the input must be [N, C, ...], not " + detail::shape_meta::text(x.shape));
+    const std::int64_t groups = r.args().integer("num_groups");
+    const auto& c = x.shape[1];
+    if (groups < 1 || (c.is_constant() && *c.value() % groups != 0))
+      r.fail(c.to_string() + " channels do not split into " + std::to_string(groups) + " groups");
+    if (r.is_tensor("weight")) detail::require_elements(r, "weight", r.input("weight"), c);
+    if (r.is_tensor("bias")) detail::require_elements(r, "bias", r.input("bias"), c);
+    r.result(x);
+  }
   // [N, C, *] seen as [N, G, C/G * prod(*)], normalized over the last dim
   template <class C> static void vjp(C& c) {
     const auto x = c.input("input");
@@ -120,6 +193,34 @@ struct layer_norm_op {
   static constexpr std::string_view target = "aten.layer_norm.default";
   static constexpr std::string_view schema =
       "aten::layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor";
+  // (x - mean) / sqrt(var + eps) over the normalized dims, then * weight + bias
+  template <class C> static void decompose(C& c) {
+    const auto x = c.input("input");
+    const std::size_t k = c.sizes("normalized_shape").size();
+    std::vector<std::int64_t> dims;
+    for (std::size_t i = c.rank(x) - k; i < c.rank(x); ++i) dims.push_back(static_cast<std::int64_t>(i));
+    auto y = c.normalized(x, dims, c.args().real_or_default("eps")).first;
+    if (c.is_tensor("weight")) y = c.mul(y, c.input("weight"));
+    if (c.is_tensor("bias")) y = c.add(y, c.input("bias"));
+    c.produce(y);
+  }
+  // the input's dtype and shape; normalized_shape is its trailing dims, weight and bias hold as
+  // many elements
+  template <class R> static void infer(R& r) {
+    const auto& x = r.input("input");
+    if (!is_floating_point(x.scalar_type)) r.fail("the input must be a floating-point tensor");
+    const auto normalized = r.sizes("normalized_shape");
+    bool trailing = !normalized.empty() && normalized.size() <= x.rank();
+    for (std::size_t k = 0; trailing && k < normalized.size(); ++k)
+      trailing = !detail::shape_meta::differ(x.shape[x.rank() - normalized.size() + k], normalized[k]);
+    if (!trailing)
+      r.fail("the normalized shape " + detail::shape_meta::text(normalized) + " is not the trailing dims of input " +
+             detail::shape_meta::text(x.shape));
+    const auto n = detail::shape_meta::product(normalized.begin(), normalized.end());
+    if (r.is_tensor("weight")) detail::require_elements(r, "weight", r.input("weight"), n);
+    if (r.is_tensor("bias")) detail::require_elements(r, "bias", r.input("bias"), n);
+    r.result(x);
+  }
   // over the last len(normalized_shape) dims, statistics recomputed:
   // dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), dxhat = g w
   template <class C> static void vjp(C& c) {
@@ -155,6 +256,34 @@ struct batch_norm_op {
   static constexpr std::string_view target = "aten.batch_norm.default";
   static constexpr std::string_view schema =
       "aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor";
+  // per channel (dim 1): with the batch's statistics in training (or without running ones), else
+  // with the running ones; then * weight + bias
+  template <class C> static void decompose(C& c) {
+    const auto x = c.input("input");
+    const std::size_t r = c.rank(x);
+    const double eps = c.args().real("eps");
+    const auto channels = [&](auto v) { return c.along_channels(v, r); };
+    auto y = x;
+    if (c.args().flag("training") || !c.is_tensor("running_mean")) {
+      y = c.normalized(x, c.all_dims_but(r, 1), eps).first;
+    } else {
+      y = c.mul(c.sub(x, channels(c.input("running_mean"))), channels(c.rsqrt(c.add(c.input("running_var"), eps))));
+    }
+    if (c.is_tensor("weight")) y = c.mul(y, channels(c.input("weight")));
+    if (c.is_tensor("bias")) y = c.add(y, channels(c.input("bias")));
+    c.produce(y);
+  }
+  // the input's dtype and shape, [N, C, ...]; weight, bias and the running statistics [C]
+  template <class R> static void infer(R& r) {
+    const auto& x = r.input("input");
+    if (!is_floating_point(x.scalar_type)) r.fail("the input must be a floating-point tensor");
+    if (x.rank() < 2) r.fail("the input must be [N, C, ...], not " + detail::shape_meta::text(x.shape));
+    if (r.is_tensor("weight")) detail::require_elements(r, "weight", r.input("weight"), x.shape[1]);
+    if (r.is_tensor("bias")) detail::require_elements(r, "bias", r.input("bias"), x.shape[1]);
+    if (r.is_tensor("running_mean")) detail::require_elements(r, "running_mean", r.input("running_mean"), x.shape[1]);
+    if (r.is_tensor("running_var")) detail::require_elements(r, "running_var", r.input("running_var"), x.shape[1]);
+    r.result(x);
+  }
   // per channel (dim 1): with the batch's statistics in training (or without running ones), else
   // with the running statistics (constants here)
   template <class C> static void vjp(C& c) {

@@ -19,6 +19,7 @@
 #include <typex/core/rules/reduce.hpp>
 #include <typex/ops/apply.hpp>
 #include <typex/ops/tensor_like.hpp>
+#include <typex/ir/sym_expr.hpp>
 
 #include <array>
 #include <source_location>
@@ -58,15 +59,73 @@ void variance_vjp(C& c, bool std_dev) {
     c.accumulate("self", c.div(scaled, c.sub(n, correction)));
   }
 }
+
+// A reduction's result at run time: self's shape without the dims `dim` names (None or []: every
+// dim; kept as 1 with keepdim), in dtype d. A dim named twice is refused, as PyTorch refuses it.
+template <class R>
+void reduction_meta(R& r, dtype d) {
+  const auto& x = r.input("self");
+  std::vector<bool> reduced(x.rank() + 1, false);
+  for (const std::int64_t k : r.reduced_dims("dim", x.rank())) {
+    if (reduced[static_cast<std::size_t>(k)])
+      r.fail(to_string_with([&](auto& w) { w.put("dim "); w.put_int(k); w.put(" appears multiple times in the list of dims"); }));
+    reduced[static_cast<std::size_t>(k)] = true;
+  }
+  const bool keep = r.args().flag_or_default("keepdim");
+  std::vector<ir::sym_expr> shape;
+  for (std::size_t k = 0; k < x.rank(); ++k) {
+    if (!reduced[k]) shape.push_back(x.shape[k]);
+    else if (keep) shape.emplace_back(index_t{1});
+  }
+  r.result(d, std::move(shape));
+}
+// Refuses an integer or bool dtype d (mean, var, std, logsumexp).
+template <class R>
+void require_floating(const R& r, dtype d) {
+  if (!is_floating_point(d))
+    r.fail(to_string_with([&](auto& w) { w.put("needs a floating-point input, not "); w.put(name(d)); w.put(" (convert it first)"); }));
+}
+// The dtype a call asks for (its `dtype` argument), or `fallback` where it gives none.
+template <class R>
+dtype requested_dtype(const R& r, dtype fallback) {
+  return r.args().has("dtype") ? r.args().scalar_type("dtype") : fallback;
+}
 }  // namespace detail
 
 // The registry's tags for this header's ATen overloads (torch.ops.aten.<op>.<overload>): the op
 // types below are templates over static attributes, and every instantiation records one of these.
+namespace detail {
+// var.correction's decomposition: sum((x - mean)^2) / (N - correction) over the reduced dims
+// (N a number when their extents are static, a count in the graph when they are symbolic)
+template <class C>
+auto variance(C& c) {
+  const auto x = c.input("self");
+  const auto dims = c.reduced_dims("dim", c.rank(x));
+  const double correction = c.args().has("correction") ? c.args().real("correction") : 1.0;
+  const auto d = c.sub(x, c.mean(x, dims, true));
+  const auto s = c.sum(c.mul(d, d), dims, c.args().flag_or_default("keepdim"));
+  double n = 1;
+  std::vector<std::remove_cvref_t<decltype(c.size(x, 0))>> symbolic;
+  for (const std::int64_t k : dims) {
+    const auto& e = c.shape(x)[static_cast<std::size_t>(k)];
+    if (e.is_constant()) n *= static_cast<double>(*e.value());
+    else symbolic.push_back(e);
+  }
+  if (symbolic.empty()) return c.mul(s, 1.0 / (n - correction));
+  return c.div(s, c.sub(c.sum_all(c.full(std::move(symbolic), n, c.scalar_type(s))), correction));
+}
+}  // namespace detail
+
 namespace aten {
 struct sum_dim_IntList {
   static constexpr std::string_view target = "aten.sum.dim_IntList";
   static constexpr std::string_view schema =
       "aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor";
+  // in `dtype`, else self's if floating, else i64 (a sum of integers or bools)
+  template <class R> static void infer(R& r) {
+    const dtype in = r.input("self").scalar_type;
+    detail::reduction_meta(r, detail::requested_dtype(r, is_floating_point(in) ? in : dtype::i64));
+  }
   template <class C> static void vjp(C& c) {
     const auto x = c.input("self");
     c.accumulate("self", c.expand_reduced(c.grad(), c.shape(x), c.reduced_dims("dim", c.rank(x)), c.args().flag_or_default("keepdim")));
@@ -76,6 +135,12 @@ struct mean_dim {
   static constexpr std::string_view target = "aten.mean.dim";
   static constexpr std::string_view schema =
       "aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor";
+  // in `dtype`, else self's; a floating one (PyTorch: "mean(): could not infer output dtype")
+  template <class R> static void infer(R& r) {
+    const dtype d = detail::requested_dtype(r, r.input("self").scalar_type);
+    detail::require_floating(r, d);
+    detail::reduction_meta(r, d);
+  }
   template <class C> static void vjp(C& c) {
     const auto x = c.input("self");
     const auto dims = c.reduced_dims("dim", c.rank(x));
@@ -87,18 +152,36 @@ struct amax {
   static constexpr std::string_view target = "aten.amax.default";
   static constexpr std::string_view schema =
       "aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor";
+  template <class R> static void infer(R& r) { detail::reduction_meta(r, r.input("self").scalar_type); }
   template <class C> static void vjp(C& c) { detail::extremum_vjp(c); }
 };
 struct amin {
   static constexpr std::string_view target = "aten.amin.default";
   static constexpr std::string_view schema =
       "aten::amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor";
+  template <class R> static void infer(R& r) { detail::reduction_meta(r, r.input("self").scalar_type); }
   template <class C> static void vjp(C& c) { detail::extremum_vjp(c); }
 };
 struct logsumexp {
   static constexpr std::string_view target = "aten.logsumexp.default";
   static constexpr std::string_view schema =
       "aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor";
+  // m + log(sum(exp(x - m))), m the max over dim (0 where it is infinite, as torch)
+  template <class C> static void decompose(C& c) {
+    auto x = c.input("self");
+    if (!is_floating_point(c.scalar_type(x))) x = c.to(x, c.result_meta().scalar_type);
+    const auto dims = c.reduced_dims("dim", c.rank(x));
+    const auto m0 = c.emit(op_id_of<amax>, {x, dims, true});
+    const auto m = c.masked_fill(m0, c.eq(c.abs(m0), std::numeric_limits<double>::infinity()), 0.0);
+    const auto r = c.add(c.log(c.sum(c.exp(c.sub(x, m)), dims, true)), m);
+    c.produce(c.reshape(r, c.result_meta().shape));
+  }
+  // self's dtype, a floating one (typex's typed rule and kernels refuse integers, which PyTorch
+  // would compute in f32)
+  template <class R> static void infer(R& r) {
+    detail::require_floating(r, r.input("self").scalar_type);
+    detail::reduction_meta(r, r.input("self").scalar_type);
+  }
   // softmax(x) along the dims
   template <class C> static void vjp(C& c) {
     const auto x = c.input("self");
@@ -113,17 +196,33 @@ struct argmax {
   static constexpr std::string_view schema =
       "aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor";
   static constexpr bool differentiable = false;
+  // i64 indices, dim reduced (None: every dim, the flattened input's index)
+  template <class R> static void infer(R& r) { detail::reduction_meta(r, dtype::i64); }
 };
 struct var_correction {
   static constexpr std::string_view target = "aten.var.correction";
   static constexpr std::string_view schema =
       "aten::var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor";
+  // sum((x - mean)^2) / (N - correction) over dim (correction 1 by default)
+  template <class C> static void decompose(C& c) { c.produce(detail::variance(c)); }
+  // self's dtype, a floating one (PyTorch: "std and var only support floating point and complex dtypes")
+  template <class R> static void infer(R& r) {
+    detail::require_floating(r, r.input("self").scalar_type);
+    detail::reduction_meta(r, r.input("self").scalar_type);
+  }
   template <class C> static void vjp(C& c) { detail::variance_vjp(c, false); }
 };
 struct std_correction {
   static constexpr std::string_view target = "aten.std.correction";
   static constexpr std::string_view schema =
       "aten::std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor";
+  // sqrt(var(x))
+  template <class C> static void decompose(C& c) { c.produce(c.sqrt(detail::variance(c))); }
+  // as var
+  template <class R> static void infer(R& r) {
+    detail::require_floating(r, r.input("self").scalar_type);
+    detail::reduction_meta(r, r.input("self").scalar_type);
+  }
   template <class C> static void vjp(C& c) { detail::variance_vjp(c, true); }
 };
 }  // namespace aten

@@ -29,10 +29,21 @@ struct threshold_backward {
   static constexpr std::string_view target = "aten.threshold_backward.default";
   static constexpr std::string_view schema =
       "aten::threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor";
+  // grad_output, 0 where self <= threshold (a NaN self passes the gradient, as the kernel)
+  template <class C> static void decompose(C& c) {
+    c.produce(c.masked_fill(c.input("grad_output"), c.le(c.input("self"), c.args().real("threshold")), 0.0));
+  }
   // linear in grad_output; piecewise constant in self (its derivative is 0 where it exists)
   template <class C> static void vjp(C& c) {
     c.accumulate("grad_output", c.emit(op_id_of<threshold_backward>, {c.grad(), c.input("self"), c.args().real("threshold")},
                                        c.meta(c.input("grad_output"))));
+  }
+  static constexpr bool pointwise = true;
+  // a binary pointwise op in PyTorch: grad_output and self broadcast, their dtypes promote
+  template <class R> static void infer(R& r) {
+    const auto& g = r.input("grad_output");
+    const auto& x = r.input("self");
+    r.result(promote_types(g.scalar_type, x.scalar_type), r.broadcast(g.shape, x.shape));
   }
 };
 struct _to_copy {
@@ -41,6 +52,13 @@ struct _to_copy {
       "aten::_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor";
   // the gradient in the input's dtype (accumulate converts it)
   template <class C> static void vjp(C& c) { c.accumulate("self", c.grad()); }
+  static constexpr bool pointwise = true;
+  // self's shape, in `dtype` (self's own where None)
+  template <class R> static void infer(R& r) {
+    auto m = r.input("self");
+    if (r.args().has("dtype")) m.scalar_type = r.args().scalar_type("dtype");
+    r.result(std::move(m));
+  }
 };
 }  // namespace aten
 
@@ -73,6 +91,7 @@ struct unary_pointwise {
   static constexpr A result(const A& a) {
     return a;
   }
+  template <class R> static void infer(R& r) { r.result(r.input("self")); }
 };
 
 // PyTorch's rule for the ops whose values are not integers (exp, sin, sigmoid, ...): an integer
@@ -82,6 +101,11 @@ struct unary_floating_result {
   static constexpr auto result(const A& a) {
     if constexpr (is_floating_point(A::dtype_type::value)) return a;
     else return tensor_spec<f32, typename A::shape_type>(a.shape);
+  }
+  template <class R> static void infer(R& r) {
+    auto m = r.input("self");
+    if (!is_floating_point(m.scalar_type)) m.scalar_type = dtype::f32;
+    r.result(std::move(m));
   }
 };
 
@@ -96,6 +120,11 @@ struct unary_floating_only {
                   "PyTorch: convert the input first (typex::to<typex::f32>(x))");
     return a;
   }
+  template <class R> static void infer(R& r) {
+    const auto& m = r.input("self");
+    if (!is_floating_point(m.scalar_type)) r.fail("defined on floating-point tensors only, as in PyTorch");
+    r.result(m);
+  }
 };
 }  // namespace detail
 
@@ -108,6 +137,13 @@ struct neg_op {
   static constexpr auto result(const A& a) {
     constexpr dtype_verdict verdict = neg_dtypes(A::dtype_type::value);
     return tensor_spec<decltype(checked_dtype<"neg", verdict>()), typename A::shape_type>(a.shape);
+  }
+  // self's dtype and shape; not on bool (PyTorch's words)
+  template <class R> static void infer(R& r) {
+    const auto& m = r.input("self");
+    if (const dtype_verdict v = neg_dtypes(m.scalar_type); !v.ok())
+      r.fail(detail::to_string_with([&](auto& w) { put_dtype_refusal(w, v); }));
+    r.result(m);
   }
   template <class M, class X, class Y> void math(M, const X& x, Y& y) const { y = -x; }
 };
@@ -234,6 +270,11 @@ struct silu_op : detail::unary_floating_only {
   static constexpr std::string_view target = "aten.silu.default";
   static constexpr std::string_view schema =
       "aten::silu(Tensor self) -> Tensor";
+  // x sigmoid(x)
+  template <class C> static void decompose(C& c) {
+    const auto x = c.input("self");
+    c.produce(c.mul(x, c.sigmoid(x)));
+  }
   // s (1 + x (1 - s)), s = sigmoid(x)
   template <class C> static void vjp(C& c) {
     const auto x = c.input("self");
@@ -248,6 +289,8 @@ struct hardswish_op : detail::unary_floating_only {
   static constexpr std::string_view target = "aten.hardswish.default";
   static constexpr std::string_view schema =
       "aten::hardswish(Tensor self) -> Tensor";
+  // x clamp(x + 3, 0, 6) / 6
+  template <class C> static void decompose(C& c);  // (defined after clamp_op, which it writes)
   // 0 below -3, x/3 + 1/2 on [-3, 3], 1 above (torch's hardswish_backward)
   template <class C> static void vjp(C& c) {
     const auto x = c.input("self");
@@ -266,6 +309,16 @@ struct gelu_op : detail::unary_floating_only {
   static constexpr std::string_view target = "aten.gelu.default";
   static constexpr std::string_view schema =
       "aten::gelu(Tensor self, *, str approximate='none') -> Tensor";
+  // exact: x/2 (1 + erf(x / sqrt 2)); tanh form: x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+  template <class C> static void decompose(C& c) {
+    const auto x = c.input("self");
+    if (c.args().text("approximate", "none") == "tanh") {
+      const auto inner = c.mul(c.add(x, c.mul(c.mul(c.mul(x, x), x), 0.044715)), 0.7978845608028654);
+      c.produce(c.mul(c.mul(x, 0.5), c.add(c.tanh(inner), 1.0)));
+    } else {
+      c.produce(c.mul(c.mul(x, 0.5), c.add(c.erf(c.mul(x, 0.7071067811865476)), 1.0)));
+    }
+  }
   // exact: Phi(x) + x phi(x); tanh form: torch's gelu_backward formula
   template <class C> static void vjp(C& c) {
     const auto x = c.input("self");
@@ -313,6 +366,8 @@ struct hardtanh_op : detail::unary_pointwise {
   static constexpr std::string_view target = "aten.hardtanh.default";
   static constexpr std::string_view schema =
       "aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor";
+  // clamp(x, min_val, max_val), as two wheres
+  template <class C> static void decompose(C& c);  // (defined after clamp_op, which it writes)
   // g strictly between the bounds, 0 at and beyond them and for a NaN x (torch's hardtanh_backward
   // as its vectorized loop computes it, which every tensor but a few elements takes; its scalar
   // loop passes g for a NaN x)
@@ -350,6 +405,11 @@ struct leaky_relu_op : detail::unary_floating_only {
   static constexpr std::string_view target = "aten.leaky_relu.default";
   static constexpr std::string_view schema =
       "aten::leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor";
+  // x where x > 0, else negative_slope x
+  template <class C> static void decompose(C& c) {
+    const auto x = c.input("self");
+    c.produce(c.where(c.gt(x, 0.0), x, c.mul(x, c.args().real_or_default("negative_slope"))));
+  }
   // g where x > 0, negative_slope * g elsewhere (at 0 and for a NaN x too: torch's leaky_relu_backward)
   template <class C> static void vjp(C& c) {
     const auto x = c.input("self");
@@ -382,6 +442,13 @@ struct elu_op : detail::unary_floating_only {
   static constexpr std::string_view target = "aten.elu.default";
   static constexpr std::string_view schema =
       "aten::elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor";
+  // scale x where x > 0, else scale alpha (exp(input_scale x) - 1)
+  template <class C> static void decompose(C& c) {
+    const auto x = c.input("self");
+    const double alpha = c.args().real_or_default("alpha"), scale = c.args().real_or_default("scale");
+    const auto negative = c.mul(c.sub(c.exp(c.mul(x, c.args().real_or_default("input_scale"))), 1.0), scale * alpha);
+    c.produce(c.where(c.gt(x, 0.0), c.mul(x, scale), negative));
+  }
   // scale g where x > 0, alpha scale input_scale exp(input_scale x) g at and below 0, NaN for a NaN
   // x (torch's elu_backward of the input, as its vectorized loop computes it, which every tensor but
   // a few elements takes; its scalar loop gives scale g there)
@@ -426,6 +493,8 @@ struct hardsigmoid_op : detail::unary_floating_only {
   static constexpr std::string_view target = "aten.hardsigmoid.default";
   static constexpr std::string_view schema =
       "aten::hardsigmoid(Tensor self) -> Tensor";
+  // 0 at and below -3, 1 at and above 3, x / 6 + 1/2 between
+  template <class C> static void decompose(C& c);  // (defined after clamp_op, which it writes)
   // g / 6 strictly between -3 and 3, 0 elsewhere (at the kinks and for a NaN x too: torch's
   // hardsigmoid_backward)
   template <class C> static void vjp(C& c) {
@@ -453,6 +522,14 @@ struct softplus_op : detail::unary_floating_only {
   static constexpr std::string_view target = "aten.softplus.default";
   static constexpr std::string_view schema =
       "aten::softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor";
+  // x where beta x > threshold, else log1p(exp(beta x)) / beta
+  template <class C> static void decompose(C& c) {
+    const auto x = c.input("self");
+    const double beta = c.args().real_or_default("beta");
+    const auto bx = c.mul(x, beta);
+    const auto soft = c.div(c.emit(op_id_of<log1p_op>, {c.exp(bx)}), beta);
+    c.produce(c.where(c.gt(bx, c.args().real_or_default("threshold")), x, soft));
+  }
   // sigmoid(beta x) g, or g where beta x > threshold (torch's softplus_backward: z / (z + 1) with
   // z = exp(beta x), which is that sigmoid)
   template <class C> static void vjp(C& c) {
@@ -502,6 +579,11 @@ struct mish_op : detail::unary_floating_only {
   static constexpr std::string_view target = "aten.mish.default";
   static constexpr std::string_view schema =
       "aten::mish(Tensor self) -> Tensor";
+  // x tanh(softplus(x))
+  template <class C> static void decompose(C& c) {
+    const auto x = c.input("self");
+    c.produce(c.mul(x, c.tanh(c.emit(op_id_of<softplus_op>, {x}))));
+  }
   // t + x sigmoid(x) (1 - t^2), t = tanh(softplus(x)) (torch's mish_backward)
   template <class C> static void vjp(C& c) {
     const auto x = c.input("self");
@@ -605,6 +687,7 @@ struct pow_scalar_op : detail::unary_pointwise {
   static constexpr std::string_view target = "aten.pow.Tensor_Scalar";
   static constexpr std::string_view schema =
       "aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor";
+  static constexpr bool pointwise = true;
   // e x^(e-1); zero for e == 0 (torch's pow_backward)
   template <class C> static void vjp(C& c) {
     const double e = c.args().real("exponent");
@@ -636,6 +719,7 @@ struct clamp_op : detail::unary_pointwise {
   static constexpr std::string_view target = "aten.clamp.default";
   static constexpr std::string_view schema =
       "aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor";
+  static constexpr bool pointwise = true;
   // g where min <= x <= max (NaN x: 0, as torch's clamp_backward)
   template <class C> static void vjp(C& c) {
     const auto x = c.input("self");
@@ -653,6 +737,34 @@ struct clamp_op : detail::unary_pointwise {
     else v(nullptr);
   }
 };
+
+template <class C>
+void hardswish_op::decompose(C& c) {
+  const auto x = c.input("self");
+  c.produce(c.div(c.mul(x, c.emit(op_id_of<clamp_op>, {c.add(x, 3.0), 0.0, 6.0})), 6.0));
+}
+
+template <class C>
+void hardtanh_op::decompose(C& c) {
+  // (min_val at and below it, max_val at and above it: the gradient is 0 at the bounds, as torch's)
+  const auto x = c.input("self");
+  const double lo = c.args().real_or_default("min_val"), hi = c.args().real_or_default("max_val");
+  const auto bound = [&](double v) { return c.full({}, v, c.scalar_type(x)); };
+  // (a NaN x: x * 0, NaN with no gradient, as torch's hardtanh_backward gives it none)
+  const auto nan = is_floating_point(c.scalar_type(x)) ? c.mul(x, 0.0) : x;
+  const auto outside = c.where(c.le(x, lo), bound(lo), c.where(c.ge(x, hi), bound(hi), nan));
+  c.produce(c.where(c.logical_and(c.gt(x, lo), c.lt(x, hi)), x, outside));
+}
+
+template <class C>
+void hardsigmoid_op::decompose(C& c) {
+  // (0 at and below -3, 1 at and above 3, x / 6 + 1/2 between: the gradient is 0 at the bounds, as torch's)
+  const auto x = c.input("self");
+  const auto bound = [&](double v) { return c.full({}, v, c.scalar_type(x)); };
+  // (a NaN x: x * 0, NaN with no gradient, as torch's hardsigmoid_backward gives it none)
+  const auto outside = c.where(c.le(x, -3.0), bound(0.0), c.where(c.ge(x, 3.0), bound(1.0), c.mul(x, 0.0)));
+  c.produce(c.where(c.logical_and(c.gt(x, -3.0), c.lt(x, 3.0)), c.add(c.div(x, 6.0), 0.5), outside));
+}
 template <tensor_like X>
 auto clamp(const X& x, std::optional<double> lo, std::optional<double> hi,
            const std::source_location& loc = std::source_location::current()) {
@@ -669,10 +781,13 @@ struct logical_not_op {
   static constexpr std::string_view schema =
       "aten::logical_not(Tensor self) -> Tensor";
   static constexpr bool differentiable = false;
+  static constexpr bool pointwise = true;
   template <class A>
   static constexpr auto result(const A& a) {
     return tensor_spec<b8, typename A::shape_type>(a.shape);
   }
+  // self's shape, bool
+  template <class R> static void infer(R& r) { r.result(dtype::b8, r.input("self").shape); }
   template <class T> static constexpr bool scalar(T x) { return x == T(0); }
 };
 template <tensor_like X>

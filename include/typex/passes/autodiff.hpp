@@ -33,6 +33,7 @@
 #include <typex/core/dtype.hpp>
 #include <typex/core/error.hpp>
 #include <typex/ir/call.hpp>
+#include <typex/ir/describe.hpp>
 #include <typex/ir/graph.hpp>
 #include <typex/ops/all.hpp>
 
@@ -56,8 +57,10 @@ struct gradient_request {
   std::vector<ir::node_id> wrt = {};
 };
 
-// The ops a derivative is written with: each records one node in the graph being built, with the
-// metadata (dtype, symbolic shape) its result has. Values are the graph's value_refs.
+// The ops a derivative or a decomposition is written with: each records one node in the graph
+// being built, with the metadata (dtype, symbolic shape) its op's run-time rule gives
+// (ir/describe.hpp: the rule in the op's own header; the builder has none of its own). Values are
+// the graph's value_refs.
 class graph_builder {
  public:
   explicit graph_builder(ir::graph& g) : g_(&g) {}
@@ -198,12 +201,13 @@ class graph_builder {
   static ir::argument none() { return ir::none_t{}; }
   // One node: the op, its arguments in schema order, its result's metadata.
   TYPEX_API value_ref emit(op_id op, std::vector<ir::argument> args, ir::tensor_meta meta);
+  // One node, its result's metadata given by the op's run-time rule (ir/describe.hpp).
+  TYPEX_API value_ref emit(op_id op, std::vector<ir::argument> args);
 
  protected:
-  TYPEX_API value_ref pointwise(op_id op, value_ref a, value_ref b, std::optional<dtype> result = {});
-  TYPEX_API value_ref pointwise(op_id op, value_ref a, double b, std::optional<dtype> result = {});
-  value_ref unary(op_id op, value_ref a) { return emit(op, {a}, meta(a)); }
-  TYPEX_API ir::tensor_meta reduced(value_ref x, const std::vector<std::int64_t>& dims, bool keepdim) const;
+  TYPEX_API value_ref pointwise(op_id op, value_ref a, value_ref b);
+  TYPEX_API value_ref pointwise(op_id op, value_ref a, double b);
+  value_ref unary(op_id op, value_ref a) { return emit(op, {a}); }
 
  public:
   // the shape two shapes broadcast to
@@ -216,10 +220,10 @@ class graph_builder {
   std::string trace_;
 };
 
-// What an op's derivative (`template <class C> static void vjp(C& c)`) is handed: the forward node,
-// the gradient of its output, and the ops to write the derivative with. Arguments are named as the
-// op's schema names them.
-class vjp_context : public graph_builder {
+// A node of a graph, with the ops to write nodes in its place or after it: what an op's
+// derivative (vjp_context) and its decomposition (passes/decompose.hpp: decompose_context) are
+// handed. Arguments are named as the op's schema names them.
+class node_context : public graph_builder {
  public:
   using graph_builder::graph_builder;
 
@@ -228,9 +232,9 @@ class vjp_context : public graph_builder {
   const ir::call_args& args() const noexcept { return *args_; }
   // argument `name` is a tensor (a graph value), not a number or None
   TYPEX_API bool is_tensor(ir::arg_name name) const;
-  // the forward value of tensor argument `name`
+  // the value of tensor argument `name`
   TYPEX_API value_ref input(ir::arg_name name) const;
-  // the forward values of tensor-list argument `name` (cat's tensors)
+  // the values of tensor-list argument `name` (cat's tensors)
   TYPEX_API std::vector<value_ref> inputs(ir::arg_name name) const;
   // argument `name` as a symbolic integer (slice's start, select's index)
   TYPEX_API ir::sym_expr sym(ir::arg_name name) const;
@@ -239,6 +243,33 @@ class vjp_context : public graph_builder {
   // the dims a reduction's argument `name` names, wrapped, for an input of rank `rank` (None or
   // an empty list: every dim, as the reductions read it)
   TYPEX_API std::vector<std::int64_t> reduced_dims(ir::arg_name name, std::size_t rank) const;
+  // this op cannot be handled for these arguments: an unsupported_error naming the op, the node
+  // and the user's line
+  [[noreturn]] TYPEX_API void unsupported(std::string_view why) const;
+
+ protected:
+  void bind_node(ir::node_id id, const ir::node& node, const ir::call_args& a) {
+    id_ = id;
+    node_ = &node;
+    args_ = &a;
+  }
+  TYPEX_API std::optional<value_ref> arg_value(ir::arg_name name, std::size_t k) const;
+  std::string_view who() const noexcept { return who_; }
+
+  std::string_view who_ = "typex::passes";      // (the pass, in messages)
+  std::string_view lacks_ = "cannot be handled";  // ("has no derivative")
+
+  ir::node_id id_ = 0;
+  const ir::node* node_ = nullptr;
+  const ir::call_args* args_ = nullptr;
+};
+
+// What an op's derivative (`template <class C> static void vjp(C& c)`) is handed: the forward node,
+// the gradient of its output, and the ops to write the derivative with.
+class vjp_context : public node_context {
+ public:
+  using node_context::node_context;
+
   // the node's output k, and the gradient flowing into it (zeros where none flows)
   value_ref result(std::uint32_t k = 0) const { return value_ref{id_, k}; }
   TYPEX_API value_ref grad(std::uint32_t k = 0);
@@ -246,27 +277,19 @@ class vjp_context : public graph_builder {
   TYPEX_API bool wants(ir::arg_name name, std::size_t k = 0) const;
   // adds g to the gradient of tensor argument `name` (list element k)
   TYPEX_API void accumulate(ir::arg_name name, value_ref g, std::size_t k = 0);
-  // a derivative this op cannot give for these arguments: an unsupported_error naming the op,
-  // the node and the user's line
-  [[noreturn]] TYPEX_API void unsupported(std::string_view why) const;
 
   // (the pass's side)
   // (node: the forward graph's, which does not grow while the derivative adds nodes)
   void bind(ir::node_id id, const ir::node& node, const ir::call_args& a, std::vector<std::vector<std::optional<value_ref>>>& grads,
             const std::vector<bool>& wanted) {
-    id_ = id;
-    node_ = &node;
-    args_ = &a;
+    bind_node(id, node, a);
+    who_ = "typex::passes::differentiate";
+    lacks_ = "has no derivative";
     grads_ = &grads;
     wanted_ = &wanted;
   }
 
  private:
-  TYPEX_API std::optional<value_ref> arg_value(ir::arg_name name, std::size_t k) const;
-
-  ir::node_id id_ = 0;
-  const ir::node* node_ = nullptr;
-  const ir::call_args* args_ = nullptr;
   std::vector<std::vector<std::optional<value_ref>>>* grads_ = nullptr;  // per node, per output
   const std::vector<bool>* wanted_ = nullptr;                             // per node
 };

@@ -77,6 +77,19 @@ TYPEX_API auto graph_builder::emit(op_id op, std::vector<ir::argument> args, ir:
   return value_ref{id, 0};
 }
 
+TYPEX_API auto graph_builder::emit(op_id op, std::vector<ir::argument> args) -> value_ref {
+  std::vector<ir::tensor_meta> vals = ir::infer_meta(*g_, op, args);
+  if (vals.size() != 1) {
+    typex::detail::raise<ir::graph_error>([&](auto& w) {
+      w.put("typex::passes::graph_builder::emit: "); w.put(op.name()); w.put(" gives "); w.put_int(static_cast<long long>(vals.size()));
+      w.put(" results; emit takes one");
+    });
+  }
+  const ir::node_id id = g_->add_call({.target = op, .args = std::move(args), .vals = std::move(vals),
+                                       .nn_module_stack = stack_, .stack_trace = trace_});
+  return value_ref{id, 0};
+}
+
 TYPEX_API auto graph_builder::broadcast(const std::vector<ir::sym_expr>& a, const std::vector<ir::sym_expr>& b)
     -> std::vector<ir::sym_expr> {
   const std::size_t n = std::max(a.size(), b.size());
@@ -95,18 +108,9 @@ TYPEX_API auto graph_builder::broadcast(const std::vector<ir::sym_expr>& a, cons
   return out;
 }
 
-TYPEX_API auto graph_builder::pointwise(op_id op, value_ref a, value_ref b, std::optional<dtype> result) -> value_ref {
-  const ir::tensor_meta& ma = meta(a);
-  const ir::tensor_meta& mb = meta(b);
-  ir::tensor_meta m{result.value_or(promote_types(ma.scalar_type, mb.scalar_type)), broadcast(ma.shape, mb.shape)};
-  return emit(op, {a, b}, std::move(m));
-}
+TYPEX_API auto graph_builder::pointwise(op_id op, value_ref a, value_ref b) -> value_ref { return emit(op, {a, b}); }
 
-TYPEX_API auto graph_builder::pointwise(op_id op, value_ref a, double b, std::optional<dtype> result) -> value_ref {
-  ir::tensor_meta m = meta(a);
-  if (result) m.scalar_type = *result;
-  return emit(op, {a, b}, std::move(m));
-}
+TYPEX_API auto graph_builder::pointwise(op_id op, value_ref a, double b) -> value_ref { return emit(op, {a, b}); }
 
 TYPEX_API auto graph_builder::add(value_ref a, value_ref b) -> value_ref { return pointwise(op_id_of<add_op>, a, b); }
 TYPEX_API auto graph_builder::add(value_ref a, double b) -> value_ref { return pointwise(op_id_of<add_op>, a, b); }
@@ -131,63 +135,40 @@ TYPEX_API auto graph_builder::cos(value_ref a) -> value_ref { return unary(op_id
 TYPEX_API auto graph_builder::erf(value_ref a) -> value_ref { return unary(op_id_of<erf_op>, a); }
 TYPEX_API auto graph_builder::abs(value_ref a) -> value_ref { return unary(op_id_of<abs_op>, a); }
 
-TYPEX_API auto graph_builder::gt(value_ref a, double b) -> value_ref { return pointwise(op_id_of<gt_op>, a, b, dtype::b8); }
-TYPEX_API auto graph_builder::lt(value_ref a, double b) -> value_ref { return pointwise(op_id_of<lt_op>, a, b, dtype::b8); }
-TYPEX_API auto graph_builder::ge(value_ref a, double b) -> value_ref { return pointwise(op_id_of<ge_op>, a, b, dtype::b8); }
-TYPEX_API auto graph_builder::le(value_ref a, double b) -> value_ref { return pointwise(op_id_of<le_op>, a, b, dtype::b8); }
-TYPEX_API auto graph_builder::ne(value_ref a, double b) -> value_ref { return pointwise(op_id_of<ne_op>, a, b, dtype::b8); }
-TYPEX_API auto graph_builder::eq(value_ref a, double b) -> value_ref { return pointwise(op_id_of<eq_op>, a, b, dtype::b8); }
-TYPEX_API auto graph_builder::gt(value_ref a, value_ref b) -> value_ref { return pointwise(op_id_of<gt_op>, a, b, dtype::b8); }
-TYPEX_API auto graph_builder::lt(value_ref a, value_ref b) -> value_ref { return pointwise(op_id_of<lt_op>, a, b, dtype::b8); }
-TYPEX_API auto graph_builder::ge(value_ref a, value_ref b) -> value_ref { return pointwise(op_id_of<ge_op>, a, b, dtype::b8); }
-TYPEX_API auto graph_builder::le(value_ref a, value_ref b) -> value_ref { return pointwise(op_id_of<le_op>, a, b, dtype::b8); }
-TYPEX_API auto graph_builder::eq(value_ref a, value_ref b) -> value_ref { return pointwise(op_id_of<eq_op>, a, b, dtype::b8); }
-TYPEX_API auto graph_builder::logical_not(value_ref a) -> value_ref {
-  ir::tensor_meta m = meta(a);
-  m.scalar_type = dtype::b8;
-  return emit(op_id_of<logical_not_op>, {a}, std::move(m));
-}
+TYPEX_API auto graph_builder::gt(value_ref a, double b) -> value_ref { return pointwise(op_id_of<gt_op>, a, b); }
+TYPEX_API auto graph_builder::lt(value_ref a, double b) -> value_ref { return pointwise(op_id_of<lt_op>, a, b); }
+TYPEX_API auto graph_builder::ge(value_ref a, double b) -> value_ref { return pointwise(op_id_of<ge_op>, a, b); }
+TYPEX_API auto graph_builder::le(value_ref a, double b) -> value_ref { return pointwise(op_id_of<le_op>, a, b); }
+TYPEX_API auto graph_builder::ne(value_ref a, double b) -> value_ref { return pointwise(op_id_of<ne_op>, a, b); }
+TYPEX_API auto graph_builder::eq(value_ref a, double b) -> value_ref { return pointwise(op_id_of<eq_op>, a, b); }
+TYPEX_API auto graph_builder::gt(value_ref a, value_ref b) -> value_ref { return pointwise(op_id_of<gt_op>, a, b); }
+TYPEX_API auto graph_builder::lt(value_ref a, value_ref b) -> value_ref { return pointwise(op_id_of<lt_op>, a, b); }
+TYPEX_API auto graph_builder::ge(value_ref a, value_ref b) -> value_ref { return pointwise(op_id_of<ge_op>, a, b); }
+TYPEX_API auto graph_builder::le(value_ref a, value_ref b) -> value_ref { return pointwise(op_id_of<le_op>, a, b); }
+TYPEX_API auto graph_builder::eq(value_ref a, value_ref b) -> value_ref { return pointwise(op_id_of<eq_op>, a, b); }
+TYPEX_API auto graph_builder::logical_not(value_ref a) -> value_ref { return emit(op_id_of<logical_not_op>, {a}); }
 TYPEX_API auto graph_builder::logical_or(value_ref a, value_ref b) -> value_ref {
-  return pointwise(op_id_of<logical_or_op>, a, b, dtype::b8);
+  return pointwise(op_id_of<logical_or_op>, a, b);
 }
 
 TYPEX_API auto graph_builder::logical_and(value_ref a, value_ref b) -> value_ref {
-  return pointwise(op_id_of<logical_and_op>, a, b, dtype::b8);
+  return pointwise(op_id_of<logical_and_op>, a, b);
 }
 
 TYPEX_API auto graph_builder::masked_fill(value_ref x, value_ref mask, double value) -> value_ref {
-  ir::tensor_meta m = meta(x);
-  m.shape = broadcast(m.shape, shape(mask));
-  return emit(op_id_of<masked_fill_op>, {x, mask, value}, std::move(m));
+  return emit(op_id_of<masked_fill_op>, {x, mask, value});
 }
 
-TYPEX_API auto graph_builder::where(value_ref c, value_ref a, value_ref b) -> value_ref {
-  ir::tensor_meta m{promote_types(scalar_type(a), scalar_type(b)), broadcast(broadcast(shape(c), shape(a)), shape(b))};
-  return emit(op_id_of<where_op>, {c, a, b}, std::move(m));
-}
-
-TYPEX_API auto graph_builder::reduced(value_ref x, const std::vector<std::int64_t>& dims, bool keepdim) const -> ir::tensor_meta {
-  const ir::tensor_meta& mx = meta(x);
-  std::vector<bool> gone(mx.rank(), false);
-  for (std::int64_t d : dims) gone[wrap(d, mx.rank())] = true;
-  ir::tensor_meta m{mx.scalar_type, {}};
-  for (std::size_t i = 0; i < mx.rank(); ++i) {
-    if (!gone[i]) m.shape.push_back(mx.shape[i]);
-    else if (keepdim) m.shape.emplace_back(index_t{1});
-  }
-  return m;
-}
+TYPEX_API auto graph_builder::where(value_ref c, value_ref a, value_ref b) -> value_ref { return emit(op_id_of<where_op>, {c, a, b}); }
 
 TYPEX_API auto graph_builder::sum(value_ref x, std::vector<std::int64_t> dims, bool keepdim) -> value_ref {
   if (dims.empty()) return x;  // (nothing to sum: torch's sum(x, []) would sum everything)
-  ir::tensor_meta m = reduced(x, dims, keepdim);
-  return emit(op_id_of<aten::sum_dim_IntList>, {x, std::move(dims), keepdim}, std::move(m));
+  return emit(op_id_of<aten::sum_dim_IntList>, {x, std::move(dims), keepdim});
 }
 
 TYPEX_API auto graph_builder::mean(value_ref x, std::vector<std::int64_t> dims, bool keepdim) -> value_ref {
   if (dims.empty()) return x;
-  ir::tensor_meta m = reduced(x, dims, keepdim);
-  return emit(op_id_of<aten::mean_dim>, {x, std::move(dims), keepdim}, std::move(m));
+  return emit(op_id_of<aten::mean_dim>, {x, std::move(dims), keepdim});
 }
 
 TYPEX_API auto graph_builder::sum_all(value_ref x) -> value_ref {
@@ -197,81 +178,56 @@ TYPEX_API auto graph_builder::sum_all(value_ref x) -> value_ref {
 }
 
 TYPEX_API auto graph_builder::softmax(value_ref x, std::int64_t dim) -> value_ref {
-  return emit(op_id_of<aten::softmax_int>, {x, dim}, meta(x));
+  return emit(op_id_of<aten::softmax_int>, {x, dim});
 }
 TYPEX_API auto graph_builder::log_softmax(value_ref x, std::int64_t dim) -> value_ref {
-  return emit(op_id_of<aten::log_softmax_int>, {x, dim}, meta(x));
+  return emit(op_id_of<aten::log_softmax_int>, {x, dim});
 }
 
 TYPEX_API auto graph_builder::reshape(value_ref x, std::vector<ir::sym_expr> sizes) -> value_ref {
   if (sizes == shape(x)) return x;
-  ir::tensor_meta m{scalar_type(x), sizes};
-  return emit(op_id_of<aten::reshape>, {x, std::move(sizes)}, std::move(m));
+  return emit(op_id_of<aten::reshape>, {x, std::move(sizes)});
 }
 
 TYPEX_API auto graph_builder::expand(value_ref x, std::vector<ir::sym_expr> sizes) -> value_ref {
   if (sizes == shape(x)) return x;
-  ir::tensor_meta m{scalar_type(x), sizes};
-  return emit(op_id_of<aten::expand>, {x, std::move(sizes)}, std::move(m));
+  return emit(op_id_of<aten::expand>, {x, std::move(sizes)});
 }
 
 TYPEX_API auto graph_builder::permute(value_ref x, std::vector<std::int64_t> dims) -> value_ref {
-  const ir::tensor_meta& mx = meta(x);
-  ir::tensor_meta m{mx.scalar_type, {}};
-  for (std::int64_t d : dims) m.shape.push_back(mx.shape[wrap(d, mx.rank())]);
-  return emit(op_id_of<aten::permute>, {x, std::move(dims)}, std::move(m));
+  return emit(op_id_of<aten::permute>, {x, std::move(dims)});
 }
 
 TYPEX_API auto graph_builder::transpose(value_ref x, std::int64_t d0, std::int64_t d1) -> value_ref {
-  ir::tensor_meta m = meta(x);
-  std::swap(m.shape[wrap(d0, m.rank())], m.shape[wrap(d1, m.rank())]);
-  return emit(op_id_of<aten::transpose_int>, {x, d0, d1}, std::move(m));
+  return emit(op_id_of<aten::transpose_int>, {x, d0, d1});
 }
 
-TYPEX_API auto graph_builder::unsqueeze(value_ref x, std::int64_t d) -> value_ref {
-  ir::tensor_meta m = meta(x);
-  const std::size_t at = wrap(d, m.rank() + 1);
-  m.shape.insert(m.shape.begin() + static_cast<std::ptrdiff_t>(at), ir::sym_expr(index_t{1}));
-  return emit(op_id_of<aten::unsqueeze>, {x, d}, std::move(m));
-}
+TYPEX_API auto graph_builder::unsqueeze(value_ref x, std::int64_t d) -> value_ref { return emit(op_id_of<aten::unsqueeze>, {x, d}); }
 
-TYPEX_API auto graph_builder::squeeze(value_ref x, std::int64_t d) -> value_ref {
-  ir::tensor_meta m = meta(x);
-  m.shape.erase(m.shape.begin() + static_cast<std::ptrdiff_t>(wrap(d, m.rank())));
-  return emit(op_id_of<aten::squeeze_dim>, {x, d}, std::move(m));
-}
+TYPEX_API auto graph_builder::squeeze(value_ref x, std::int64_t d) -> value_ref { return emit(op_id_of<aten::squeeze_dim>, {x, d}); }
 
 TYPEX_API auto graph_builder::cat(const std::vector<value_ref>& xs, std::int64_t dim) -> value_ref {
   if (xs.size() == 1) return xs.front();
-  ir::tensor_meta m = meta(xs.front());
-  const std::size_t at = wrap(dim, m.rank());
-  for (std::size_t i = 1; i < xs.size(); ++i) m.shape[at] = m.shape[at] + shape(xs[i])[at];
-  return emit(op_id_of<aten::cat>, {xs, dim}, std::move(m));
+  return emit(op_id_of<aten::cat>, {xs, dim});
 }
 
 TYPEX_API auto graph_builder::slice(value_ref x, std::int64_t dim, ir::sym_expr start, ir::sym_expr end) -> value_ref {
-  ir::tensor_meta m = meta(x);
-  m.shape[wrap(dim, m.rank())] = end - start;
-  return emit(op_id_of<aten::slice_Tensor>, {x, dim, std::move(start), std::move(end), std::int64_t{1}}, std::move(m));
+  return emit(op_id_of<aten::slice_Tensor>, {x, dim, std::move(start), std::move(end), std::int64_t{1}});
 }
 
 TYPEX_API auto graph_builder::select(value_ref x, std::int64_t dim, ir::sym_expr index) -> value_ref {
-  ir::tensor_meta m = meta(x);
-  m.shape.erase(m.shape.begin() + static_cast<std::ptrdiff_t>(wrap(dim, m.rank())));
-  return emit(op_id_of<aten::select_int>, {x, dim, std::move(index)}, std::move(m));
+  return emit(op_id_of<aten::select_int>, {x, dim, std::move(index)});
 }
 
 TYPEX_API auto graph_builder::triu(value_ref x, std::int64_t diagonal) -> value_ref {
-  return emit(op_id_of<aten::triu>, {x, diagonal}, meta(x));
+  return emit(op_id_of<aten::triu>, {x, diagonal});
 }
 TYPEX_API auto graph_builder::tril(value_ref x, std::int64_t diagonal) -> value_ref {
-  return emit(op_id_of<aten::tril>, {x, diagonal}, meta(x));
+  return emit(op_id_of<aten::tril>, {x, diagonal});
 }
 
 TYPEX_API auto graph_builder::index_select(value_ref x, std::int64_t dim, value_ref index) -> value_ref {
-  ir::tensor_meta m = meta(x);
-  m.shape[wrap(dim, m.rank())] = shape(index)[0];
-  return emit(op_id_of<aten::index_select>, {x, dim, index}, std::move(m));
+  return emit(op_id_of<aten::index_select>, {x, dim, index});
 }
 
 TYPEX_API auto graph_builder::flip(value_ref x, std::int64_t dim) -> value_ref {
@@ -298,69 +254,40 @@ TYPEX_API auto graph_builder::spread(value_ref x, std::int64_t dim, std::int64_t
 
 TYPEX_API auto graph_builder::conv2d(value_ref x, value_ref w, std::array<std::int64_t, 2> stride, std::array<std::int64_t, 2> padding,
                                      std::array<std::int64_t, 2> dilation, std::int64_t groups) -> value_ref {
-  const auto& sx = shape(x);
-  const auto& sw = shape(w);
-  ir::tensor_meta m{promote_types(scalar_type(x), scalar_type(w)), {sx[0], sw[0]}};
-  for (std::size_t i = 0; i < 2; ++i) {  // (L + 2p - d (k - 1) - 1) // s + 1
-    const ir::sym_expr span = sx[2 + i] + ir::sym_expr(index_t{2 * padding[i]}) -
-                              ir::sym_expr(index_t{dilation[i]}) * (sw[2 + i] - ir::sym_expr(index_t{1})) - ir::sym_expr(index_t{1});
-    m.shape.push_back(ir::sym_expr::apply(dim_op::floordiv, span, ir::sym_expr(index_t{stride[i]})) + ir::sym_expr(index_t{1}));
-  }
   auto ints = [](std::array<std::int64_t, 2> a) { return std::vector<std::int64_t>(a.begin(), a.end()); };
-  return emit(op_id_of<aten::conv2d>, {x, w, ir::none_t{}, ints(stride), ints(padding), ints(dilation), groups}, std::move(m));
+  return emit(op_id_of<aten::conv2d>, {x, w, ir::none_t{}, ints(stride), ints(padding), ints(dilation), groups});
 }
 
-TYPEX_API auto graph_builder::mm(value_ref a, value_ref b) -> value_ref {
-  ir::tensor_meta m{promote_types(scalar_type(a), scalar_type(b)), {shape(a)[0], shape(b)[1]}};
-  return emit(op_id_of<aten::mm>, {a, b}, std::move(m));
-}
+TYPEX_API auto graph_builder::mm(value_ref a, value_ref b) -> value_ref { return emit(op_id_of<aten::mm>, {a, b}); }
 
-TYPEX_API auto graph_builder::bmm(value_ref a, value_ref b) -> value_ref {
-  ir::tensor_meta m{promote_types(scalar_type(a), scalar_type(b)), {shape(a)[0], shape(a)[1], shape(b)[2]}};
-  return emit(op_id_of<aten::bmm>, {a, b}, std::move(m));
-}
+TYPEX_API auto graph_builder::bmm(value_ref a, value_ref b) -> value_ref { return emit(op_id_of<aten::bmm>, {a, b}); }
 
 TYPEX_API auto graph_builder::matmul(value_ref a, value_ref b) -> value_ref {
-  const auto& sa = shape(a);
-  const auto& sb = shape(b);
-  if (sa.size() < 2 || sb.size() < 2)
+  if (rank(a) < 2 || rank(b) < 2)
     typex::detail::raise_message<unsupported_error>("typex::passes::graph_builder::matmul: both operands need rank >= 2 (unsqueeze vectors)");
-  std::vector<ir::sym_expr> batch = broadcast(std::vector<ir::sym_expr>(sa.begin(), sa.end() - 2),
-                                              std::vector<ir::sym_expr>(sb.begin(), sb.end() - 2));
-  batch.push_back(sa[sa.size() - 2]);
-  batch.push_back(sb.back());
-  ir::tensor_meta m{promote_types(scalar_type(a), scalar_type(b)), std::move(batch)};
-  return emit(op_id_of<matmul_op>, {a, b}, std::move(m));
+  return emit(op_id_of<matmul_op>, {a, b});
 }
 
 TYPEX_API auto graph_builder::to(value_ref x, dtype d) -> value_ref {
   if (scalar_type(x) == d) return x;
-  ir::tensor_meta m = meta(x);
-  m.scalar_type = d;
-  return emit(op_id_of<aten::_to_copy>, {x, d}, std::move(m));
+  return emit(op_id_of<aten::_to_copy>, {x, d});
 }
 
-TYPEX_API auto graph_builder::zeros_like(value_ref x) -> value_ref { return emit(op_id_of<aten::zeros_like>, {x}, meta(x)); }
-TYPEX_API auto graph_builder::full_like(value_ref x, double v) -> value_ref {
-  return emit(op_id_of<aten::full_like>, {x, v}, meta(x));
-}
+TYPEX_API auto graph_builder::zeros_like(value_ref x) -> value_ref { return emit(op_id_of<aten::zeros_like>, {x}); }
+TYPEX_API auto graph_builder::full_like(value_ref x, double v) -> value_ref { return emit(op_id_of<aten::full_like>, {x, v}); }
 TYPEX_API auto graph_builder::zeros(std::vector<ir::sym_expr> sizes, dtype d) -> value_ref {
-  ir::tensor_meta m{d, sizes};
-  return emit(op_id_of<aten::zeros>, {std::move(sizes), d}, std::move(m));
+  return emit(op_id_of<aten::zeros>, {std::move(sizes), d});
 }
 TYPEX_API auto graph_builder::full(std::vector<ir::sym_expr> sizes, double v, dtype d) -> value_ref {
-  ir::tensor_meta m{d, sizes};
-  return emit(op_id_of<aten::full>, {std::move(sizes), v, d}, std::move(m));
+  return emit(op_id_of<aten::full>, {std::move(sizes), v, d});
 }
 TYPEX_API auto graph_builder::arange(ir::sym_expr end, dtype d) -> value_ref {
-  ir::tensor_meta m{d, {end}};
-  ir::argument e = end.is_constant() ? ir::argument(std::int64_t{*end.value()}) : ir::argument(end);
-  return emit(op_id_of<aten::arange>, {std::move(e), d}, std::move(m));
+  ir::argument e = end.is_constant() ? ir::argument(std::int64_t{*end.value()}) : ir::argument(std::move(end));
+  return emit(op_id_of<aten::arange>, {std::move(e), d});
 }
 
 TYPEX_API auto graph_builder::arange(std::int64_t start, std::int64_t end, std::int64_t step, dtype d) -> value_ref {
-  const index_t n = typex::detail::arange_length(start, end, step);
-  return emit(op_id_of<aten::arange_start_step>, {start, end, step, d}, {d, {ir::sym_expr(n)}});
+  return emit(op_id_of<aten::arange_start_step>, {start, end, step, d});
 }
 
 TYPEX_API auto graph_builder::sum_to(value_ref g, ir::tensor_meta target) -> value_ref {  // (by value: meta()'s
@@ -436,9 +363,9 @@ TYPEX_API auto graph_builder::along_channels(value_ref v, std::size_t rank) -> v
   return reshape(v, std::move(s));
 }
 
-// ---- vjp_context --------------------------------------------------------------------------
+// ---- node_context, vjp_context --------------------------------------------------------------------------
 
-TYPEX_API auto vjp_context::arg_value(ir::arg_name name, std::size_t k) const -> std::optional<value_ref> {
+TYPEX_API auto node_context::arg_value(ir::arg_name name, std::size_t k) const -> std::optional<value_ref> {
   const std::size_t i = args_->index(name);
   if (i >= node_->args.size()) return std::nullopt;
   const ir::argument& a = node_->args[i];
@@ -448,22 +375,22 @@ TYPEX_API auto vjp_context::arg_value(ir::arg_name name, std::size_t k) const ->
   return std::nullopt;
 }
 
-TYPEX_API auto vjp_context::is_tensor(ir::arg_name name) const -> bool { return arg_value(name, 0).has_value(); }
+TYPEX_API auto node_context::is_tensor(ir::arg_name name) const -> bool { return arg_value(name, 0).has_value(); }
 
-TYPEX_API auto vjp_context::input(ir::arg_name name) const -> value_ref {
+TYPEX_API auto node_context::input(ir::arg_name name) const -> value_ref {
   const auto v = arg_value(name, 0);
   if (!v) args_->fail_text(name, "is not a tensor (its derivative reads it as one)");
   return *v;
 }
 
-TYPEX_API auto vjp_context::inputs(ir::arg_name name) const -> std::vector<value_ref> {
+TYPEX_API auto node_context::inputs(ir::arg_name name) const -> std::vector<value_ref> {
   const std::size_t i = args_->index(name);
   if (i < node_->args.size())
     if (const auto* rs = std::get_if<std::vector<value_ref>>(&node_->args[i])) return *rs;
   args_->fail_text(name, "is not a list of tensors");
 }
 
-TYPEX_API auto vjp_context::sym(ir::arg_name name) const -> ir::sym_expr {
+TYPEX_API auto node_context::sym(ir::arg_name name) const -> ir::sym_expr {
   const std::size_t i = args_->index(name);
   if (i < node_->args.size()) {
     if (const auto* e = std::get_if<ir::sym_expr>(&node_->args[i])) return *e;
@@ -472,7 +399,7 @@ TYPEX_API auto vjp_context::sym(ir::arg_name name) const -> ir::sym_expr {
   args_->fail_text(name, "is not an integer");
 }
 
-TYPEX_API auto vjp_context::sizes(ir::arg_name name) const -> std::vector<ir::sym_expr> {
+TYPEX_API auto node_context::sizes(ir::arg_name name) const -> std::vector<ir::sym_expr> {
   const std::size_t i = args_->index(name);
   if (i < node_->args.size()) {
     if (const auto* e = std::get_if<std::vector<ir::sym_expr>>(&node_->args[i])) return *e;
@@ -485,7 +412,7 @@ TYPEX_API auto vjp_context::sizes(ir::arg_name name) const -> std::vector<ir::sy
   args_->fail_text(name, "is not a list of sizes");
 }
 
-TYPEX_API auto vjp_context::reduced_dims(ir::arg_name name, std::size_t rank) const -> std::vector<std::int64_t> {
+TYPEX_API auto node_context::reduced_dims(ir::arg_name name, std::size_t rank) const -> std::vector<std::int64_t> {
   std::vector<std::int64_t> dims;
   const std::size_t i = args_->index(name);
   if (args_->has(i)) dims = args_->ints(i);
@@ -513,11 +440,11 @@ TYPEX_API auto vjp_context::accumulate(ir::arg_name name, value_ref g, std::size
   s = s ? add(*s, fitted) : fitted;
 }
 
-TYPEX_API auto vjp_context::unsupported(std::string_view why) const -> void {
+TYPEX_API auto node_context::unsupported(std::string_view why) const -> void {
   typex::detail::raise<unsupported_error>([&](auto& w) {
-    w.put("typex::passes::differentiate: "); w.put(node_->target.name()); w.put(" (node '"); w.put(node_->name); w.put('\'');
+    w.put(who()); w.put(": "); w.put(node_->target.name()); w.put(" (node '"); w.put(node_->name); w.put('\'');
     if (!node_->stack_trace.empty()) { w.put(", at "); w.put(node_->stack_trace); }
-    w.put(") has no derivative here: "); w.put(why);
+    w.put(") "); w.put(lacks_); w.put(" here: "); w.put(why);
   });
 }
 

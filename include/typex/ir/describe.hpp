@@ -1,0 +1,189 @@
+// typex/ir/describe.hpp — every op described at run time: its traits and its shape/dtype rule over
+// symbolic dims, read from the op's own header.
+//
+// An op type says what it means as a type (ops/apply.hpp: target, schema, typed result rule, math,
+// vjp). Code that works on programs has op ids, not types; ir::describe(id) is what it asks:
+//
+//   const ir::op_description& d = ir::describe(node.target);
+//   d.traits.pointwise; d.traits.view; d.traits.random; ...
+//   std::vector<ir::tensor_meta> m = ir::infer_meta(g, node.target, node.args);  // the op's rule
+//
+// The rule is written once, in the op's header, as a template over a meta_context:
+//
+//   template <class R> static void infer(R& r) {               // relu: its input's dtype and shape
+//     r.result(r.input("self"));
+//   }
+//
+// r.input("self") is the metadata (dtype, symbolic shape) of tensor argument `self`; r.args()
+// reads the other arguments by the schema's names; r.fail(why) refuses the call (a shape_error
+// naming the op). The rule is the same one the typed front end applies at compile time, evaluated
+// over run-time extents and symbols (sym_expr): the verifier runs it on every node of every
+// program it checks, so a rule that says otherwise than the typed one fails the tests of every
+// program that records the op.
+//
+// Traits, each read from the op type:
+//   pointwise        `static constexpr bool pointwise = true`, or a `math` member (ops/unary.hpp)
+//   view             the schema's alias annotation: `Tensor(a) self ... -> Tensor(a)`
+//   writes_state     the schema writes an argument: `Tensor(a!)`
+//   random           `static constexpr bool random = true` (draws from the thread's stream; a
+//                    `static bool draws(const ir::call_args&)` says when, for an op that only
+//                    sometimes does: dropout in eval mode draws nothing)
+//   side_effects     `static constexpr bool side_effects = true` (assertions), or writes_state or random
+//   differentiable   false where the op declares `differentiable = false`
+// A user's op is described by the same members, and made known by typex::register_op<Op>().
+#pragma once
+
+#include <typex/core/error.hpp>
+#include <typex/ir/call.hpp>
+#include <typex/ir/graph.hpp>
+#include <typex/ops/all.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace typex::ir {
+
+// What a program transformation may assume of an op.
+struct op_traits {
+  bool pointwise = false;
+  bool view = false;
+  bool writes_state = false;
+  bool random = false;
+  bool side_effects = false;
+  bool differentiable = true;
+  friend bool operator==(const op_traits&, const op_traits&) = default;
+};
+
+// What an op's run-time rule reads and writes: the call's arguments (by the schema's names), the
+// metadata of its tensor arguments, and the metadata of its results.
+class meta_context {
+ public:
+  // meta_of(r): the metadata of value r (a graph's values, usually).
+  meta_context(op_id op, std::span<const argument> args, std::function<const tensor_meta&(value_ref)> meta_of)
+      : op_(op), args_(args), reader_(op, args, {}), meta_of_(std::move(meta_of)) {}
+
+  op_id op() const noexcept { return op_; }
+  // the call's non-tensor arguments, by name: r.args().integer("dim"), r.args().flag_or_default("keepdim")
+  const call_args& args() const noexcept { return reader_; }
+  // whether argument `name` is a tensor (not None, not a number)
+  bool is_tensor(arg_name name) const { return value(name) != nullptr; }
+  // the metadata of tensor argument `name`
+  TYPEX_API const tensor_meta& input(arg_name name) const;
+  // the metadata of each tensor of list argument `name` (cat's)
+  TYPEX_API std::vector<tensor_meta> inputs(arg_name name) const;
+  // argument `name` as a symbolic integer (slice's start; a number is a constant)
+  TYPEX_API sym_expr sym(arg_name name) const;
+  // argument `name` as symbolic sizes (view's size)
+  TYPEX_API std::vector<sym_expr> sizes(arg_name name) const;
+  // the dims a reduction's `name` names, wrapped, for a value of rank `rank` (None or []: every dim)
+  TYPEX_API std::vector<std::int64_t> reduced_dims(arg_name name, std::size_t rank) const;
+  // the number argument `name` is (a Python float, not an int or a bool): a wrapped scalar's dtype
+  bool is_real(arg_name name) const { return reader_.is_real(name); }
+  // dim d wrapped into [0, rank) (an argument_error naming the op when out of range)
+  std::size_t wrap(std::int64_t d, std::size_t rank) const { return wrap_dim(op_.name(), d, rank); }
+  // the shape two shapes broadcast to; extents that cannot broadcast fail (two constants, neither 1)
+  TYPEX_API std::vector<sym_expr> broadcast(const std::vector<sym_expr>& a, const std::vector<sym_expr>& b) const;
+  // the dtype of a pointwise op on `a` and argument `name` (a tensor, or a wrapped number)
+  TYPEX_API dtype promote_with(dtype a, arg_name name) const;
+  // refuses the call: a shape_error "aten.x.y: <why>"
+  [[noreturn]] TYPEX_API void fail(std::string_view why) const;
+
+  // adds a result
+  void result(tensor_meta m) { results_.push_back(std::move(m)); }
+  void result(dtype d, std::vector<sym_expr> shape) { results_.push_back(tensor_meta{d, std::move(shape)}); }
+  const std::vector<tensor_meta>& results() const noexcept { return results_; }
+  std::vector<tensor_meta> take_results() noexcept { return std::move(results_); }
+
+ private:
+  TYPEX_API const argument* raw(arg_name name) const;
+  TYPEX_API const value_ref* value(arg_name name) const;
+
+  op_id op_;
+  std::span<const argument> args_;
+  call_args reader_;
+  std::function<const tensor_meta&(value_ref)> meta_of_;
+  std::vector<tensor_meta> results_;
+};
+
+using infer_fn = void (*)(meta_context&);
+using draws_fn = bool (*)(const call_args&);
+
+// One op, described at run time.
+struct op_description {
+  op_id id;
+  op_traits traits;
+  infer_fn infer = nullptr;  // null: the op has no run-time rule (a user op that declares none)
+  draws_fn draws = nullptr;  // null: a random op always draws
+};
+
+namespace detail {
+template <class Op>
+constexpr bool schema_has(std::string_view needle) noexcept {
+  if constexpr (requires { Op::schema; }) return std::string_view(Op::schema).find(needle) != std::string_view::npos;
+  else return false;
+}
+}  // namespace detail
+
+// The traits of op type Op (see above).
+template <class Op>
+constexpr op_traits traits_of() noexcept {
+  op_traits t;
+  if constexpr (requires { Op::pointwise; }) t.pointwise = Op::pointwise;
+  else t.pointwise = requires { &Op::template math<scalar_math<float>, float, float>; };
+  if constexpr (requires { Op::schema; }) t.view = typex::detail::is_view_schema(Op::schema);
+  t.writes_state = detail::schema_has<Op>("!)");
+  if constexpr (requires { Op::random; }) t.random = Op::random;
+  if constexpr (requires { Op::side_effects; }) t.side_effects = Op::side_effects;
+  t.side_effects = t.side_effects || t.writes_state || t.random;
+  if constexpr (requires { Op::differentiable; }) t.differentiable = Op::differentiable;
+  return t;
+}
+
+// An op that draws only for some arguments: `static bool draws(const call_args&)` (a concept at
+// namespace scope: clang 16 crashes on the requires-expression inside description_of's lambda).
+template <class Op>
+concept draws_by_arguments = requires(const call_args& a) {
+  { Op::draws(a) } -> std::convertible_to<bool>;
+};
+
+template <class Op>
+const op_description& description_of() {
+  static const op_description d = [] {
+    op_description out{op_id_of<Op>, traits_of<Op>(), nullptr, nullptr};
+    if constexpr (requires(meta_context& r) { Op::infer(r); }) out.infer = [](meta_context& r) { Op::infer(r); };
+    if constexpr (draws_by_arguments<Op>)
+      out.draws = [](const call_args& a) -> bool { return Op::draws(a); };
+    return out;
+  }();
+  return d;
+}
+
+// What the registry, or register_op, says of op `id`; nullptr for an op neither knows.
+TYPEX_API const op_description* find_description(op_id id);
+// The same, or an unsupported_error naming the op.
+TYPEX_API const op_description& describe(op_id id);
+
+// Whether a call of `id` with `args` takes a draw of the random stream (never folded, never
+// merged with another call).
+TYPEX_API bool draws_randomness(op_id id, std::span<const argument> args);
+
+// The metadata the op's rule gives a call of `op` on `args`, the tensor arguments' metadata read
+// from `g`. An unsupported_error when the op has no rule; the rule's own errors otherwise.
+TYPEX_API std::vector<tensor_meta> infer_meta(const graph& g, op_id op, std::span<const argument> args);
+
+// Whether two extents agree: equal expressions, or equal in every run (the same after the
+// simplifications sym_expr makes).
+inline bool same_extent(const sym_expr& a, const sym_expr& b) { return a == b; }
+
+}  // namespace typex::ir
+
+// ---- definitions: compiled once in typex::runtime, or inline here in header-only builds
+// (config.hpp: TYPEX_SEPARATE_COMPILATION) ----
+#if TYPEX_HEADER_DEFINITIONS
+#include <typex/ir/detail/describe_impl.hpp>
+#endif  // TYPEX_HEADER_DEFINITIONS
