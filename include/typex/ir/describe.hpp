@@ -30,6 +30,8 @@
 //                    sometimes does: dropout in eval mode draws nothing)
 //   side_effects     `static constexpr bool side_effects = true` (assertions), or writes_state or random
 //   differentiable   false where the op declares `differentiable = false`
+//   data_dependent   `static constexpr bool data_dependent = true`: the result's dim 0 is a size
+//                    only the data gives (nonzero, masked_select); the rule cannot name it
 // A user's op is described by the same members, and made known by typex::register_op<Op>().
 #pragma once
 
@@ -56,6 +58,7 @@ struct op_traits {
   bool random = false;
   bool side_effects = false;
   bool differentiable = true;
+  bool data_dependent = false;  // the extent of the result's dim 0 is known only from the data
   friend bool operator==(const op_traits&, const op_traits&) = default;
 };
 
@@ -141,6 +144,7 @@ constexpr op_traits traits_of() noexcept {
   if constexpr (requires { Op::side_effects; }) t.side_effects = Op::side_effects;
   t.side_effects = t.side_effects || t.writes_state || t.random;
   if constexpr (requires { Op::differentiable; }) t.differentiable = Op::differentiable;
+  if constexpr (requires { Op::data_dependent; }) t.data_dependent = Op::data_dependent;
   return t;
 }
 

@@ -81,8 +81,18 @@ TYPEX_API auto typex::ir::detail::is_inplace_target(std::string_view target) -> 
 
 namespace typex::ir::detail {
 // The node's metadata against its op's rule.
+// (a data-dependent op's dim 0 is the symbol its call made, or the count a graph built by hand
+// recorded: any extent)
+inline bool agrees(const tensor_meta& rule, const tensor_meta& record, bool data_dependent) {
+  if (!data_dependent) return rule == record;
+  if (rule.scalar_type != record.scalar_type || rule.rank() != record.rank()) return false;
+  for (std::size_t d = 1; d < rule.rank(); ++d)
+    if (!(rule.shape[d] == record.shape[d])) return false;
+  return true;
+}
+
 template <class Fail>
-void check_rule(const graph& g, const node& n, Fail& fail) {
+void check_rule(const graph& g, const node& n, bool data_dependent, Fail& fail) {
   std::vector<tensor_meta> rule;
   try {
     rule = infer_meta(g, n.target, n.args);
@@ -98,7 +108,7 @@ void check_rule(const graph& g, const node& n, Fail& fail) {
     fail(what, &n);
   }
   for (std::size_t k = 0; k < rule.size(); ++k) {
-    if (rule[k] == n.vals[k]) continue;
+    if (agrees(rule[k], n.vals[k], data_dependent)) continue;
     std::string what(n.target.name());
     what += ": the node records ";
     what += n.vals[k].to_string();
@@ -191,7 +201,7 @@ TYPEX_API void typex::ir::verify(const graph& g, const verify_options& options) 
       }
       bool refs_ok = true;
       graph::for_each_ref(n, [&](value_ref r) { refs_ok = refs_ok && r.node < i && r.index < g[r.node].vals.size(); });
-      if (options.shapes && refs_ok && d != nullptr && d->infer != nullptr) detail::check_rule(g, n, fail);
+      if (options.shapes && refs_ok && d != nullptr && d->infer != nullptr) detail::check_rule(g, n, d->traits.data_dependent, fail);
     } else {
       if (i + 1 != g.size()) fail("the output node must be the last node", &n);
       for (const argument& a : n.args)

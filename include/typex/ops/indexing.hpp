@@ -162,6 +162,7 @@ struct nonzero {
   static constexpr std::string_view schema =
       "aten::nonzero(Tensor self) -> Tensor";
   static constexpr bool differentiable = false;
+  static constexpr bool data_dependent = true;  // (dim 0 of the result, as nonzero_op's)
   // i64 [n, rank]: n, the count of nonzero elements, only the data gives. The typed nonzero<"hits">
   // names it after the caller's symbol, which its call does not record; the rule names it u_nonzero.
   template <class R> static void infer(R& r) {
@@ -172,6 +173,7 @@ struct masked_select {
   static constexpr std::string_view target = "aten.masked_select.default";
   static constexpr std::string_view schema =
       "aten::masked_select(Tensor self, Tensor mask) -> Tensor";
+  static constexpr bool data_dependent = true;  // (dim 0 of the result, as masked_select_op's)
   // self's dtype, [n]: n, the count of selected elements, only the data gives (u_masked_select, as
   // nonzero's); the bool mask expands to self's shape
   template <class R> static void infer(R& r) {

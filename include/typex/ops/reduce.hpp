@@ -79,7 +79,7 @@ void reduction_meta(R& r, dtype d) {
   }
   r.result(d, std::move(shape));
 }
-// Refuses an integer or bool dtype d (mean, var, std, logsumexp).
+// Refuses an integer or bool dtype d (mean, var, std).
 template <class R>
 void require_floating(const R& r, dtype d) {
   if (!is_floating_point(d))
@@ -176,11 +176,11 @@ struct logsumexp {
     const auto r = c.add(c.log(c.sum(c.exp(c.sub(x, m)), dims, true)), m);
     c.produce(c.reshape(r, c.result_meta().shape));
   }
-  // self's dtype, a floating one (typex's typed rule and kernels refuse integers, which PyTorch
-  // would compute in f32)
+  // self's dtype if floating, else f32 (PyTorch computes an integer or bool input in the default
+  // dtype; the typed logsumexp takes floating inputs only)
   template <class R> static void infer(R& r) {
-    detail::require_floating(r, r.input("self").scalar_type);
-    detail::reduction_meta(r, r.input("self").scalar_type);
+    const dtype in = r.input("self").scalar_type;
+    detail::reduction_meta(r, is_floating_point(in) ? in : dtype::f32);
   }
   // softmax(x) along the dims
   template <class C> static void vjp(C& c) {

@@ -23,6 +23,7 @@
 #include <typex/core/error.hpp>
 #include <typex/core/symbol_table.hpp>
 #include <typex/ir/call.hpp>
+#include <typex/ir/describe.hpp>
 #include <typex/ir/graph.hpp>
 #include <typex/ops/all.hpp>
 #include <typex/plan/plan.hpp>
@@ -80,13 +81,10 @@ class target {
 };
 
 // Whether a call takes a draw of the thread's random stream (core/random.hpp): such a call is never
-// folded into a constant, even of constant inputs, and runs once per program call.
-inline bool takes_draw(op_id target, const ir::call_args& a) {
-  if (target == op_id_of<dropout_op>) return a.flag("train") && a.real("p") > 0;
-  if (target == op_id_of<dropout_mask_op>) return true;
-  if (target == op_id_of<scaled_dot_product_attention_op>) return a.real_or_default("dropout_p") > 0;
-  return false;
-}
+// folded into a constant, even of constant inputs, and runs once per program call. The op's own
+// description says so (ir/describe.hpp: `random`, and `draws(args)` for an op that draws only for
+// some arguments), a user's op included.
+inline bool takes_draw(const ir::node& node) { return ir::draws_randomness(node.target, node.args); }
 
 // The output permutation of a transpose / permute call on a value of rank `rank`: the output's dim
 // d reads the input's dim perm[d].
@@ -351,7 +349,7 @@ inline void planner::plan(std::span<const any_tensor> inputs, const symbol_table
               "use nn::BatchNorm2d (whose traced training mode writes them as buffer mutations) or export in eval mode");
       });
     }
-    const bool random = takes_draw(node.target, call);  // (never folded: a new draw per call)
+    const bool random = takes_draw(node);  // (never folded: a new draw per call)
     // 1. constant folding (a folded value that no symbol can change is kept for later plans)
     if (all_constant && !random) {
       if (folded_cache_.size() != g.size()) folded_cache_.assign(g.size(), std::nullopt);

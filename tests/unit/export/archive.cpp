@@ -205,5 +205,5 @@ TEST_CASE("archive: a program with a user op that has no run-time rule is not tr
   const exported_program p = load_from_bytes(edited(ep, "\"target\":\"aten.relu.default\"", "\"target\":\"archive_test.scale.default\""),
                                              "user_op.typex");
   CHECK_FALSE(p.trusted_shapes());
-  CHECK(ir::find_description(op_id_of<archive_models::scale_op>)->infer == nullptr);
+  CHECK((ir::find_description(op_id_of<archive_models::scale_op>)->infer == nullptr));
 }
