@@ -19,7 +19,9 @@
 // — tensors recursively, lists of tensors element by element, everything else exactly
 // (passes::same_argument) unless the pattern marks that argument as any (replace_options::
 // any_arguments: by the pattern node's name and the argument's position) — and its output names
-// the values a match produces. A placeholder used twice matches one value twice. The search starts
+// the values a match produces. A placeholder used twice matches one value twice. (A pattern's calls
+// carry one metadata entry per result of their op, `.vals = {{}}` for most: ir::graph needs it to
+// read their values; what the entries say is not compared.) The search starts
 // at the pattern's last call (the anchor: every other call of the pattern must lead to it, every
 // placeholder be read), tried at every graph node of its op in graph order, and walks the
 // arguments back: O(pattern size) per node tried, O(graph size x pattern size) in all.

@@ -96,7 +96,7 @@ TEST_CASE("dot: placeholders, calls and the output with dtype and shape, an edge
   CHECK_THROWS_AS(to_dot(g, {.rankdir = "sideways"}), typex::argument_error);
 }
 
-TEST_CASE("dot: nested modules are nested clusters; a multi-output producer's edges name the output") {
+TEST_CASE("dot: nested modules are nested clusters, a multi-output producer's edges name the output") {
   graph g;
   const node_id x = g.add_placeholder("x", {dtype::f32, {2, 6}});
   const module_frame layers{"layers", "typex::nn::ModuleList"};
@@ -138,7 +138,7 @@ TEST_CASE("dot: nested modules are nested clusters; a multi-output producer's ed
   CHECK(has(dot, "  n0 -> n1;\n"));
 }
 
-TEST_CASE("dot: labels are escaped for DOT: quotes, backslashes, line breaks, invalid UTF-8; long lines cut") {
+TEST_CASE("dot: labels are escaped for DOT: quotes, backslashes, line breaks, invalid UTF-8, long lines cut") {
   std::string s;
   ir::detail::dot_escape(s, "a\"b\\c\nd\te\rf\x01g <{|}> \xc3\xa9 \xff \xc3 \xed\xa0\x80 end");
   CHECK(s == "a\\\"b\\\\c\\nd ef?g <{|}> \xc3\xa9 ? ? ??? end");
@@ -260,7 +260,7 @@ TEST_CASE("dot: an exported program coloured by its graph signature") {
   CHECK(has(ir::to_dot(g, {}, d), "[label=\"BUFFER_MUTATION bn.running_mean\", color=\"#c2410c\""));
 }
 
-TEST_CASE("dot: every node of an exported transformer stack is drawn; collapsed, its layers are drawn once") {
+TEST_CASE("dot: every node of an exported transformer stack is drawn, collapsed, its layers are drawn once") {
   using batch = sym<"batch", 1, 64>;
   using seq = sym<"seq", 1, 128>;
   using layer = nn::TransformerEncoderLayer<8, 2, 16, nn::activation::gelu, false, true>;

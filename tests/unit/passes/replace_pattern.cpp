@@ -239,7 +239,7 @@ TEST_CASE("replace_pattern: wildcards bind one value each, matches do not overla
   }
 }
 
-TEST_CASE("replace_pattern: arguments that are not tensors match exactly, unless marked any; a filter decides last") {
+TEST_CASE("replace_pattern: arguments that are not tensors match exactly unless marked any, and a filter decides last") {
   ir::graph p;
   const node_id a = p.add_placeholder("a", {});
   const node_id scale = p.add_call({.target = op_id_of<mul_op>, .args = {value_ref{a}, 2.0}, .vals = {{}}, .name_hint = "scale"});

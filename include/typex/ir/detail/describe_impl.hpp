@@ -2,7 +2,7 @@
 // typex::runtime, or inline in header-only builds). Included by describe.hpp only.
 #pragma once
 
-#include <typex/ir/describe.hpp>
+// (included by ir/describe.hpp, after its declarations)
 
 #include <unordered_map>
 
