@@ -69,8 +69,8 @@ struct pattern_argument {
 
 // One match of a pattern in a graph.
 struct pattern_match {
-  const ir::graph* graph = nullptr;    // the graph searched
-  const ir::graph* pattern = nullptr;
+  const ir::graph* graph = nullptr;    // the graph searched (as it was when matched)
+  std::vector<std::string> pattern_names = {};  // per pattern node, its name (a copy: the pattern may be a temporary)
   std::vector<ir::node_id> nodes = {};   // per pattern node: the graph node its call matched (npos for the others)
   std::vector<ir::value_ref> inputs = {};  // per pattern placeholder, in order: the value it matched
   ir::node_id anchor = 0;              // the graph node the pattern's last call matched

@@ -109,7 +109,8 @@ class pattern_matcher {
       if (!attempt(gi)) continue;
       pattern_match m;
       m.graph = &g_;
-      m.pattern = &p_;
+      m.pattern_names.reserve(p_.size());
+      for (const ir::node& pn : p_.nodes()) m.pattern_names.push_back(pn.name);
       m.nodes = bound_;
       m.anchor = gi;
       for (ir::node_id ph : c_.placeholders) m.inputs.push_back(input_[ph]);
@@ -226,9 +227,9 @@ class pattern_matcher {
 }  // namespace typex::passes::detail
 
 TYPEX_API auto typex::passes::pattern_match::node(std::string_view pattern_node) const -> const ir::node& {
-  if (pattern != nullptr && graph != nullptr)
-    for (ir::node_id i = 0; i < pattern->size() && i < nodes.size(); ++i)
-      if ((*pattern)[i].name == pattern_node && nodes[i] != npos) return (*graph)[nodes[i]];
+  if (graph != nullptr)
+    for (std::size_t i = 0; i < pattern_names.size() && i < nodes.size(); ++i)
+      if (pattern_names[i] == pattern_node && nodes[i] != npos) return (*graph)[nodes[i]];
   typex::detail::raise<argument_error>([&](auto& w) {
     w.put("typex::passes::pattern_match::node: the pattern has no call named '"); w.put(pattern_node); w.put("'");
   });
