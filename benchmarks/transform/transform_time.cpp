@@ -107,7 +107,7 @@ void row(const char* program, int layers, const ir::graph& g) {
   const double verify_core = median_ms([&] { ir::verify(lowered, {.in_dialect = &ir::core_dialect}); });
   const double dce = median_ms([&] { ir::graph c = lowered; (void)passes::eliminate_dead_code(c); });
   const double cse = median_ms([&] { ir::graph c = lowered; (void)passes::eliminate_common_subexpressions(c); });
-  const double fold = median_ms([&] { ir::graph c = lowered; (void)passes::fold_constants(c); });
+  const double fold = median_ms([&] { ir::graph c = lowered; (void)passes::fold(c); });
   const double copy = median_ms([&] { ir::graph c = lowered; (void)c.size(); });
   std::string dot_text;
   const double dot = median_ms([&] { dot_text = ir::to_dot(lowered); });

@@ -40,7 +40,7 @@ struct scaled_dot_product_attention_op {
   static constexpr std::string_view schema =
       "aten::scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor";
   // the math path: softmax(q k^T scale + mask) v, with the causal mask, a boolean mask (false:
-  // -inf) or an additive one, grouped-query heads repeated, and dropout on the weights
+  // -inf) or an additive one, and dropout on the weights
   template <class C> static void decompose(C& c);  // (defined after dropout_mask_op, which it writes)
   // dropout on the attention weights takes a draw (dropout_p > 0)
   static constexpr bool random = true;
@@ -55,15 +55,12 @@ struct scaled_dot_product_attention_op {
     auto v = r.input("value").shape;
     if (!is_floating_point(q.scalar_type)) r.fail("the query must be floating-point");
     if (q.rank() < 2 || k.size() < 2 || v.size() < 2) r.fail("query, key and value must be at least 2-d ([..., L, E])");
-    if (r.args().flag_or_default("enable_gqa") && q.rank() >= 3 && k.size() >= 3 && v.size() >= 3) {
-      const auto& hq = q.shape[q.rank() - 3];
-      for (auto* s : {&k, &v}) {
-        auto& h = (*s)[s->size() - 3];
-        if (hq.is_constant() && h.is_constant() && (*h.value() == 0 || *hq.value() % *h.value() != 0))
-          r.fail("grouped-query attention: " + hq.to_string() + " query heads are not a multiple of " + h.to_string());
-        h = hq;
-      }
-    }
+    // (typex records grouped-query attention with the keys and values repeated to the query's heads,
+    // typex::scaled_dot_product_attention(enable_gqa, ...): the op itself, its kernels and its
+    // derivative take equal head counts, so a call that asks the op to repeat them is refused)
+    if (r.args().flag_or_default("enable_gqa"))
+      r.fail("enable_gqa: typex records grouped-query attention with the keys and values repeated to the query's heads "
+             "(typex::scaled_dot_product_attention(typex::enable_gqa, q, k, v)); the op takes equal head counts");
     std::swap(k[k.size() - 1], k[k.size() - 2]);
     const auto scores = detail::matmul_meta_shape(r, q.shape, k);
     if (r.is_tensor("attn_mask")) {
@@ -238,32 +235,12 @@ struct dropout_mask_op {
 };
 
 namespace detail {
-// each key/value head repeated for its group of query heads (dim -3): [.., Hk, S, E] -> [.., Hk rep, S, E]
-template <class C, class V>
-V repeat_heads(C& c, V k, index_t rep) {
-  auto s = c.shape(k);
-  const std::size_t r = s.size();
-  auto wide = s;
-  wide.insert(wide.begin() + static_cast<std::ptrdiff_t>(r - 2), decltype(s[0])(rep));
-  const auto expanded = c.expand(c.unsqueeze(k, static_cast<std::int64_t>(r) - 2), wide);
-  s[r - 3] = s[r - 3] * decltype(s[0])(rep);
-  return c.reshape(expanded, s);
-}
 // scaled_dot_product_attention's math path
 template <class C>
 auto attention_math(C& c) {
   auto q = c.input("query");
   auto k = c.input("key");
   auto v = c.input("value");
-  if (c.args().flag_or_default("enable_gqa")) {
-    const auto hq = c.size(q, -3), hk = c.size(k, -3);
-    if (!hq.is_constant() || !hk.is_constant()) c.unsupported("grouped-query attention over a symbolic number of heads");
-    const index_t rep = *hq.value() / *hk.value();
-    if (rep > 1) {
-      k = repeat_heads(c, k, rep);
-      v = repeat_heads(c, v, rep);
-    }
-  }
   double scale = 0;
   if (c.args().has("scale")) {
     scale = c.args().real("scale");

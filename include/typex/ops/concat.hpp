@@ -17,7 +17,7 @@
 #include <typex/ops/apply.hpp>
 #include <typex/ops/shape_ops.hpp>
 #include <typex/ops/tensor_like.hpp>
-#include <typex/ir/sym_expr.hpp>
+#include <typex/core/sym_expr.hpp>
 
 #include <source_location>
 #include <string_view>

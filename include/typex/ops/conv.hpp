@@ -239,7 +239,7 @@ struct max_pool2d {
   static void vjp(C& c) {
     auto args = c.node().args;
     args.insert(args.begin(), c.grad());
-    c.accumulate("self", c.emit(op_id_of<Backward>, std::move(args), c.meta(c.input("self"))));
+    c.accumulate("self", c.emit(op_id_of<Backward>, std::move(args)));
   }
 };
 struct avg_pool2d {
@@ -250,7 +250,6 @@ struct avg_pool2d {
   // (avg_pool2d_backward takes every argument: the defaults filled in)
   template <class C, class Backward = avg_pool2d_backward>
   static void vjp(C& c) {
-    const auto x = c.input("self");
     auto args = c.node().args;
     const auto kernel = c.args().ints("kernel_size");
     const std::vector<std::int64_t> stride = c.args().has("stride") ? c.args().ints("stride") : std::vector<std::int64_t>{};
@@ -261,7 +260,7 @@ struct avg_pool2d {
     if (args.size() < 6) args.push_back(true);
     if (args.size() < 7) args.push_back(c.none());
     args.insert(args.begin(), c.grad());
-    c.accumulate("self", c.emit(op_id_of<Backward>, std::move(args), c.meta(x)));
+    c.accumulate("self", c.emit(op_id_of<Backward>, std::move(args)));
   }
 };
 struct adaptive_avg_pool2d {
@@ -284,7 +283,7 @@ struct adaptive_avg_pool2d {
   template <class C, class Backward = _adaptive_avg_pool2d_backward>
   static void vjp(C& c) {
     const auto x = c.input("self");
-    c.accumulate("self", c.emit(op_id_of<Backward>, {c.grad(), x}, c.meta(x)));
+    c.accumulate("self", c.emit(op_id_of<Backward>, {c.grad(), x}));
   }
 };
 // The pools' gradients, which their derivatives record (each a kernel of the backends).
@@ -298,7 +297,7 @@ struct avg_pool2d_backward {
     auto args = c.node().args;
     args.erase(args.begin());  // (the pool's arguments: self, kernel_size, ...)
     args[0] = c.grad();
-    c.accumulate("grad_output", c.emit(op_id_of<avg_pool2d>, std::move(args), c.meta(c.input("grad_output"))));
+    c.accumulate("grad_output", c.emit(op_id_of<avg_pool2d>, std::move(args)));
   }
 };
 struct _adaptive_avg_pool2d_backward {
@@ -316,7 +315,7 @@ struct _adaptive_avg_pool2d_backward {
   }
   template <class C> static void vjp(C& c) {
     const auto go = c.input("grad_output");
-    c.accumulate("grad_output", c.emit(op_id_of<adaptive_avg_pool2d>, {c.grad(), std::vector{c.size(go, -2), c.size(go, -1)}}, c.meta(go)));
+    c.accumulate("grad_output", c.emit(op_id_of<adaptive_avg_pool2d>, {c.grad(), std::vector{c.size(go, -2), c.size(go, -1)}}));
   }
 };
 }  // namespace aten

@@ -38,7 +38,7 @@ struct embedding_dense_backward {
   static void vjp(C& c) {
     const auto go = c.input("grad_output");
     const auto idx = c.input("indices");
-    auto rows = c.emit(op_id_of<Embedding>, {c.grad(), idx}, c.meta(go));
+    auto rows = c.emit(op_id_of<Embedding>, {c.grad(), idx});
     const std::int64_t padding = c.args().integer("padding_idx");
     if (padding >= 0) rows = c.masked_fill(rows, c.unsqueeze(c.eq(idx, static_cast<double>(padding)), -1), 0.0);
     if (c.args().flag("scale_grad_by_freq")) {  // each row over its index's count
@@ -85,8 +85,7 @@ struct embedding_op {
     const auto w = c.input("weight");
     c.accumulate("weight", c.emit(op_id_of<aten::embedding_dense_backward>,
                                   {c.grad(), c.input("indices"), c.size(w, 0), c.args().integer_or_default("padding_idx"),
-                                   c.args().flag_or_default("scale_grad_by_freq")},
-                                  c.meta(w)));
+                                   c.args().flag_or_default("scale_grad_by_freq")}));
   }
   template <class W, class I>
   static constexpr auto result(const W& w, const I& indices) {

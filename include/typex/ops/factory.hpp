@@ -29,7 +29,7 @@
 #include <typex/ops/apply.hpp>
 #include <typex/ops/shape_ops.hpp>
 #include <typex/ops/tensor_like.hpp>
-#include <typex/ir/sym_expr.hpp>
+#include <typex/core/sym_expr.hpp>
 
 #include <cmath>
 #include <source_location>

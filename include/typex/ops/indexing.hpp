@@ -15,7 +15,7 @@
 #include <typex/ops/apply.hpp>
 #include <typex/ops/binary.hpp>
 #include <typex/ops/tensor_like.hpp>
-#include <typex/ir/sym_expr.hpp>
+#include <typex/core/sym_expr.hpp>
 
 #include <source_location>
 #include <string_view>
@@ -105,7 +105,7 @@ struct index_select {
   template <class C, class IndexAdd = index_add>
   static void vjp(C& c) {
     const auto x = c.input("self");
-    c.accumulate("self", c.emit(op_id_of<IndexAdd>, {c.zeros_like(x), c.args().integer("dim"), c.input("index"), c.grad()}, c.meta(x)));
+    c.accumulate("self", c.emit(op_id_of<IndexAdd>, {c.zeros_like(x), c.args().integer("dim"), c.input("index"), c.grad()}));
   }
 };
 struct gather {
@@ -126,7 +126,7 @@ struct gather {
   template <class C, class ScatterAdd = scatter_add>
   static void vjp(C& c) {
     const auto x = c.input("self");
-    c.accumulate("self", c.emit(op_id_of<ScatterAdd>, {c.zeros_like(x), c.args().integer("dim"), c.input("index"), c.grad()}, c.meta(x)));
+    c.accumulate("self", c.emit(op_id_of<ScatterAdd>, {c.zeros_like(x), c.args().integer("dim"), c.input("index"), c.grad()}));
   }
 };
 struct tril {
@@ -190,7 +190,7 @@ struct masked_select {
     const auto x = c.input("self");
     const auto mask = c.input("mask");
     const auto zeros = c.zeros(c.broadcast(c.shape(x), c.shape(mask)), c.scalar_type(x));
-    c.accumulate("self", c.emit(op_id_of<MaskedScatter>, {zeros, mask, c.grad()}, c.meta(zeros)));
+    c.accumulate("self", c.emit(op_id_of<MaskedScatter>, {zeros, mask, c.grad()}));
   }
 };
 // The gradients of index_select, gather and masked_select, which their derivatives record.

@@ -19,7 +19,7 @@
 #include <typex/core/rules/reduce.hpp>
 #include <typex/ops/apply.hpp>
 #include <typex/ops/tensor_like.hpp>
-#include <typex/ir/sym_expr.hpp>
+#include <typex/core/sym_expr.hpp>
 
 #include <array>
 #include <source_location>

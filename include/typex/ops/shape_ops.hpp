@@ -444,7 +444,7 @@ struct select_scatter {
     const auto index = c.sym("index");
     const auto src = c.input("src");
     if (c.wants("src")) c.accumulate("src", c.select(g, dim, index));
-    if (c.wants("self")) c.accumulate("self", c.emit(op_id_of<select_scatter>, {g, c.zeros(c.shape(src), c.scalar_type(g)), dim, index}, c.meta(g)));
+    if (c.wants("self")) c.accumulate("self", c.emit(op_id_of<select_scatter>, {g, c.zeros(c.shape(src), c.scalar_type(g)), dim, index}));
   }
 };
 // self with src written into self[start:end:step] along dim (src: that slice's shape):
@@ -465,9 +465,9 @@ struct slice_scatter {
     using argument = decltype(c.none());
     const argument start = c.args().has("start") ? argument(c.sym("start")) : c.none();
     const argument end = c.args().has("end") ? argument(c.sym("end")) : c.none();
-    if (c.wants("src")) c.accumulate("src", c.emit(op_id_of<slice_Tensor>, {g, dim, start, end, step}, c.meta(src)));
+    if (c.wants("src")) c.accumulate("src", c.emit(op_id_of<slice_Tensor>, {g, dim, start, end, step}));
     if (c.wants("self"))
-      c.accumulate("self", c.emit(op_id_of<slice_scatter>, {g, c.zeros(c.shape(src), c.scalar_type(g)), dim, start, end, step}, c.meta(g)));
+      c.accumulate("self", c.emit(op_id_of<slice_scatter>, {g, c.zeros(c.shape(src), c.scalar_type(g)), dim, start, end, step}));
   }
 };
 }  // namespace aten

@@ -35,8 +35,7 @@ struct threshold_backward {
   }
   // linear in grad_output; piecewise constant in self (its derivative is 0 where it exists)
   template <class C> static void vjp(C& c) {
-    c.accumulate("grad_output", c.emit(op_id_of<threshold_backward>, {c.grad(), c.input("self"), c.args().real("threshold")},
-                                       c.meta(c.input("grad_output"))));
+    c.accumulate("grad_output", c.emit(op_id_of<threshold_backward>, {c.grad(), c.input("self"), c.args().real("threshold")}));
   }
   static constexpr bool pointwise = true;
   // a binary pointwise op in PyTorch: grad_output and self broadcast, their dtypes promote
@@ -237,7 +236,7 @@ struct relu_op : detail::unary_pointwise {
       "aten::relu(Tensor self) -> Tensor";
   // g where y > 0 (torch's threshold_backward on the result)
   template <class C> static void vjp(C& c) {
-    c.accumulate("self", c.emit(op_id_of<aten::threshold_backward>, {c.grad(), c.result(), 0.0}, c.meta(c.result())));
+    c.accumulate("self", c.emit(op_id_of<aten::threshold_backward>, {c.grad(), c.result(), 0.0}));
   }
   static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
   template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.max(x, m.k(0)); }
@@ -587,7 +586,7 @@ struct mish_op : detail::unary_floating_only {
   // t + x sigmoid(x) (1 - t^2), t = tanh(softplus(x)) (torch's mish_backward)
   template <class C> static void vjp(C& c) {
     const auto x = c.input("self");
-    const auto t = c.tanh(c.emit(op_id_of<softplus_op>, {x}, c.meta(x)));
+    const auto t = c.tanh(c.emit(op_id_of<softplus_op>, {x}));
     const auto d = c.add(t, c.mul(c.mul(x, c.sigmoid(x)), c.add(c.neg(c.mul(t, t)), 1.0)));
     c.accumulate("self", c.mul(c.grad(), d));
   }

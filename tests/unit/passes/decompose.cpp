@@ -392,3 +392,53 @@ TEST_CASE("run_decompositions: a decomposition that does not give the op's dtype
   });
   CHECK_THROWS_WITH_AS(passes::decompose(g, cycle), doctest::Contains("never reach an op the table keeps"), ir::graph_error);
 }
+
+TEST_CASE("decompose: attention's math path covers the causal mask and boolean and additive masks") {
+  const auto seeded = [](std::vector<index_t> e, int seed) {
+    any_tensor t(dtype::f32, std::move(e));
+    for (index_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = std::sin(0.37f * static_cast<float>(i) + static_cast<float>(seed));
+    return t;
+  };
+  const auto meta_of = [](const any_tensor& t) {
+    return ir::tensor_meta{t.scalar_type(), std::vector<ir::sym_expr>(t.extents().begin(), t.extents().end())};
+  };
+  struct variant {
+    const char* what;
+    bool gqa, causal;
+    int mask;  // 0 none, 1 boolean, 2 additive
+  };
+  for (const variant v : {variant{"no mask", false, false, 0}, variant{"causal", false, true, 0},
+                          variant{"boolean mask", false, false, 1}, variant{"additive mask", false, false, 2}}) {
+    INFO(v.what);
+    std::vector<any_tensor> in{seeded({2, 4, 5, 8}, 1), seeded({2, v.gqa ? 2 : 4, 5, 8}, 2), seeded({2, v.gqa ? 2 : 4, 5, 8}, 3)};
+    ir::graph g;
+    std::vector<ir::argument> args;
+    for (const any_tensor& t : in) args.emplace_back(ir::value_ref{g.add_placeholder("in", meta_of(t))});
+    if (v.mask == 1) {
+      any_tensor m(dtype::b8, {5, 5});
+      for (index_t i = 0; i < 25; ++i) m.data<bool>()[i] = (i % 3) != 1;
+      in.push_back(m);
+    } else if (v.mask == 2) {
+      in.push_back(seeded({5, 5}, 4));
+    }
+    if (v.mask != 0) args.emplace_back(ir::value_ref{g.add_placeholder("mask", meta_of(in.back()))});
+    else args.emplace_back(ir::none_t{});
+    args.insert(args.end(), {0.0, v.causal, ir::none_t{}, v.gqa});
+    passes::graph_builder b(g);
+    g.set_output({b.emit(op_id_of<scaled_dot_product_attention_op>, std::move(args))});
+    const ir::graph d = passes::decompose(g, passes::decomposition_table::core());
+    CHECK_NOTHROW(ir::verify(d, {.in_dialect = &ir::core_dialect}));
+    const auto want = run_graph(g, in).at(0);
+    const auto got = run_graph(d, in).at(0);
+    CHECK_MESSAGE(compare(got, want, 1e-6, 1e-5).empty(), compare(got, want, 1e-6, 1e-5));
+  }
+}
+
+TEST_CASE("describe: attention refuses enable_gqa: typex records grouped-query attention with repeated heads") {
+  ir::graph g;
+  const auto q = g.add_placeholder("q", {dtype::f32, {ir::sym_expr(index_t{1}), ir::sym_expr(index_t{4}), ir::sym_expr(index_t{3}), ir::sym_expr(index_t{8})}});
+  const auto k = g.add_placeholder("k", {dtype::f32, {ir::sym_expr(index_t{1}), ir::sym_expr(index_t{2}), ir::sym_expr(index_t{3}), ir::sym_expr(index_t{8})}});
+  CHECK_THROWS_WITH_AS(ir::infer_meta(g, op_id_of<scaled_dot_product_attention_op>,
+                                      std::vector<ir::argument>{ir::value_ref{q}, ir::value_ref{k}, ir::value_ref{k}, ir::none_t{}, 0.0, false, ir::none_t{}, true}),
+                       doctest::Contains("typex::scaled_dot_product_attention(typex::enable_gqa, q, k, v)"), shape_error);
+}
