@@ -24,14 +24,22 @@
 namespace {
 using namespace typex;
 
+// a + b + ... as one string (not "x" + std::to_string(i): g++ 12 -O2 warns falsely about that, -Wrestrict)
+template <class... T>
+std::string cat(const T&... parts) {
+  std::string s;
+  (s.append(parts), ...);
+  return s;
+}
+
 ir::graph deep_mlp(int layers) {
   ir::graph g;
   const ir::sym_expr batch = ir::sym_expr::symbol("batch");
   const ir::sym_expr width(index_t{64});
   std::vector<std::pair<ir::node_id, ir::node_id>> params;
   for (int i = 0; i < layers; ++i)
-    params.emplace_back(g.add_placeholder("p_" + std::to_string(i) + "_weight", {dtype::f32, {width, width}}),
-                        g.add_placeholder("p_" + std::to_string(i) + "_bias", {dtype::f32, {width}}));
+    params.emplace_back(g.add_placeholder(cat("p_", std::to_string(i), "_weight"), {dtype::f32, {width, width}}),
+                        g.add_placeholder(cat("p_", std::to_string(i), "_bias"), {dtype::f32, {width}}));
   const ir::node_id x = g.add_placeholder("x", {dtype::f32, {batch, width}});
   passes::graph_builder b(g);
   ir::value_ref h{x};
@@ -60,7 +68,7 @@ ir::graph deep_transformer(int layers) {
   for (int l = 0; l < layers; ++l)
     for (std::size_t k = 0; k + 1 < ph.size(); ++k)
       params[static_cast<std::size_t>(l)].push_back(
-          g.add_placeholder("l" + std::to_string(l) + "_" + one[ph[k]].name, one[ph[k]].vals.front()));
+          g.add_placeholder(cat("l", std::to_string(l), "_", one[ph[k]].name), one[ph[k]].vals.front()));
   ir::value_ref h{g.add_placeholder("src", one[src].vals.front())};
   for (int l = 0; l < layers; ++l) {
     std::vector<ir::value_ref> remap(one.size(), ir::value_ref{0});
@@ -78,7 +86,7 @@ ir::graph deep_transformer(int layers) {
       ir::call c{.target = n.target, .vals = n.vals, .name_hint = n.name, .stack_trace = n.stack_trace};
       for (const auto& a : n.args) c.args.push_back(moved(a));
       c.nn_module_stack = n.nn_module_stack;
-      for (auto& f : c.nn_module_stack) f.path = "layers." + std::to_string(l) + (f.path.empty() ? "" : "." + f.path);
+      for (auto& f : c.nn_module_stack) f.path = f.path.empty() ? cat("layers.", std::to_string(l)) : cat("layers.", std::to_string(l), ".", f.path);
       remap[i] = ir::value_ref{g.add_call(std::move(c))};
     }
     h = std::get<ir::value_ref>(moved(one.output().args.front()));
@@ -87,10 +95,13 @@ ir::graph deep_transformer(int layers) {
   return g;
 }
 
-double median_ms(const std::function<void()>& f) {
+// The median of 5 timed runs of f (after one warm-up); `setup` runs before each, untimed.
+double median_ms(const std::function<void()>& f, const std::function<void()>& setup = [] {}) {
+  setup();
   f();  // (warm-up)
   std::vector<double> t;
   for (int i = 0; i < 5; ++i) {
+    setup();
     const auto a = std::chrono::steady_clock::now();
     f();
     t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
@@ -105,22 +116,32 @@ void row(const char* program, int layers, const ir::graph& g) {
   const double decompose = median_ms([&] { lowered = passes::decompose(g, core); });
   const double verify = median_ms([&] { ir::verify(g); });
   const double verify_core = median_ms([&] { ir::verify(lowered, {.in_dialect = &ir::core_dialect}); });
-  const double dce = median_ms([&] { ir::graph c = lowered; (void)passes::eliminate_dead_code(c); });
-  const double cse = median_ms([&] { ir::graph c = lowered; (void)passes::eliminate_common_subexpressions(c); });
-  const double fold = median_ms([&] { ir::graph c = lowered; (void)passes::fold(c); });
-  const double copy = median_ms([&] { ir::graph c = lowered; (void)c.size(); });
+  ir::graph c;
+  const auto fresh = [&] { c = lowered; };
+  const double dce = median_ms([&] { (void)passes::eliminate_dead_code(c); }, fresh);
+  const double cse = median_ms([&] { (void)passes::eliminate_common_subexpressions(c); }, fresh);
+  const double fold = median_ms([&] { (void)passes::fold(c); }, fresh);
   std::string dot_text;
   const double dot = median_ms([&] { dot_text = ir::to_dot(lowered); });
   const double per = 1e6 / static_cast<double>(lowered.size());  // (ms -> ns per node)
   std::printf("| %-11s | %5d | %7zu | %7zu | %9.1f | %9.1f | %9.1f | %7.1f | %7.1f | %7.1f | %7.1f | %6.0f |\n", program, layers, g.size(),
-              lowered.size(), decompose, verify, verify_core, dce - copy, cse - copy, fold - copy, dot, decompose * per);
+              lowered.size(), decompose, verify, verify_core, dce, cse, fold, dot, decompose * per);
 }
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  // `--once mlp|transformer <depth>`: one decomposition only (for valgrind --tool=callgrind:
+  // instructions per node, which a loaded machine cannot blur)
+  if (argc == 4 && std::string(argv[1]) == "--once") {
+    const int depth = std::stoi(argv[3]);
+    const ir::graph g = std::string(argv[2]) == "mlp" ? deep_mlp(depth) : deep_transformer(depth);
+    const ir::graph lowered = passes::decompose(g, passes::decomposition_table::core());
+    std::printf("%zu nodes -> %zu\n", g.size(), lowered.size());
+    return 0;
+  }
   std::printf("| program     | depth | nodes   | core    | decompose | verify    | verify co | DCE     | CSE     | fold    | DOT     | ns/node (decompose) |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-  for (int depth : {256, 1024, 4096}) row("MLP", depth, deep_mlp(depth));
+  for (int depth : {256, 1024, 4096, 10000}) row("MLP", depth, deep_mlp(depth));
   for (int depth : {64, 256, 1024}) row("transformer", depth, deep_transformer(depth));
-  std::printf("(times in ms, median of 5; DCE, CSE and fold exclude the graph copy they start from)\n");
+  std::printf("(times in ms, median of 5 after a warm-up; the passes run on a fresh copy of the core program each time)\n");
 }
