@@ -8,6 +8,7 @@
 #include <typex/ir/graph.hpp>
 #include <typex/tensor/host_tensor.hpp>
 
+#include <cmath>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -61,6 +62,18 @@ inline any_tensor read_tensor(std::istringstream& in) {
   }
   if (!in) throw std::runtime_error("parity data: a tensor is cut short");
   return t;
+}
+
+// Element i of t as a double (NaN for a dtype the cases do not use).
+inline double element(const any_tensor& t, index_t i) {
+  switch (t.scalar_type()) {
+    case dtype::f32: return t.data<float>()[i];
+    case dtype::f64: return t.data<double>()[i];
+    case dtype::i64: return static_cast<double>(t.data<std::int64_t>()[i]);
+    case dtype::i32: return t.data<std::int32_t>()[i];
+    case dtype::b8: return t.data<bool>()[i] ? 1.0 : 0.0;
+    default: return std::nan("");
+  }
 }
 
 inline std::vector<parity_case> read_cases() {

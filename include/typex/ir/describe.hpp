@@ -41,12 +41,12 @@
 #include <typex/ops/all.hpp>
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <algorithm>
+#include <array>
 #include <vector>
 
 namespace typex::ir {
@@ -64,12 +64,11 @@ struct op_traits {
 };
 
 // What an op's run-time rule reads and writes: the call's arguments (by the schema's names), the
-// metadata of its tensor arguments, and the metadata of its results.
+// metadata of its tensor arguments (the values of graph `g` they read), and the metadata of its
+// results.
 class meta_context {
  public:
-  // meta_of(r): the metadata of value r (a graph's values, usually).
-  meta_context(op_id op, std::span<const argument> args, std::function<const tensor_meta&(value_ref)> meta_of)
-      : op_(op), args_(args), reader_(op, args, {}), meta_of_(std::move(meta_of)) {}
+  meta_context(op_id op, std::span<const argument> args, const graph& g) : op_(op), args_(args), reader_(op, args, {}), graph_(&g) {}
 
   op_id op() const noexcept { return op_; }
   // the call's non-tensor arguments, by name: r.args().integer("dim"), r.args().flag_or_default("keepdim")
@@ -110,7 +109,7 @@ class meta_context {
   op_id op_;
   std::span<const argument> args_;
   call_args reader_;
-  std::function<const tensor_meta&(value_ref)> meta_of_;
+  const graph* graph_;
   std::vector<tensor_meta> results_;
 };
 
@@ -119,7 +118,7 @@ using draws_fn = bool (*)(const call_args&);
 
 // One op, described at run time.
 struct op_description {
-  op_id id;
+  std::string_view name;  // the op's target ("aten.linear.default")
   op_traits traits;
   infer_fn infer = nullptr;  // null: the op has no run-time rule (a user op that declares none)
   draws_fn draws = nullptr;  // null: a random op always draws
@@ -156,16 +155,35 @@ concept draws_by_arguments = requires(const call_args& a) {
   { Op::draws(a) } -> std::convertible_to<bool>;
 };
 
+namespace detail {
+template <class Op>
+void infer_of(meta_context& r) {
+  Op::infer(r);
+}
+template <class Op>
+bool draws_of(const call_args& a) {
+  return Op::draws(a);
+}
+template <class Op>
+constexpr infer_fn infer_pointer() noexcept {
+  if constexpr (requires(meta_context& r) { Op::infer(r); }) return &infer_of<Op>;
+  else return nullptr;
+}
+template <class Op>
+constexpr draws_fn draws_pointer() noexcept {
+  if constexpr (draws_by_arguments<Op>) return &draws_of<Op>;
+  else return nullptr;
+}
+// (constant-initialized: no guard, no lambda per op. By the target's name, not op_id_of<Op>: an id
+// parses the op's schema at compile time, which a unit that builds the table of every op should
+// not pay for the ops it does not record.)
+template <class Op>
+inline constexpr op_description description_v{Op::target, traits_of<Op>(), infer_pointer<Op>(), draws_pointer<Op>()};
+}  // namespace detail
+
 template <class Op>
 const op_description& description_of() {
-  static const op_description d = [] {
-    op_description out{op_id_of<Op>, traits_of<Op>(), nullptr, nullptr};
-    if constexpr (requires(meta_context& r) { Op::infer(r); }) out.infer = [](meta_context& r) { Op::infer(r); };
-    if constexpr (draws_by_arguments<Op>)
-      out.draws = [](const call_args& a) -> bool { return Op::draws(a); };
-    return out;
-  }();
-  return d;
+  return detail::description_v<Op>;
 }
 
 // What the registry, or register_op, says of op `id`; nullptr for an op neither knows.
@@ -193,19 +211,16 @@ inline bool same_extent(const sym_expr& a, const sym_expr& b) { return a == b; }
 
 namespace typex::ir::detail {
 
+// The registry's descriptions sorted by name: a constant (no code runs to build it), searched by
+// halves.
 template <class... Ops>
-std::unordered_map<op_id, const op_description*> make_description_table(op_list<Ops...>) {
-  std::unordered_map<op_id, const op_description*> t;
-  t.reserve(sizeof...(Ops) + 1);
-  (t.emplace(op_id_of<Ops>, &description_of<Ops>()), ...);
-  t.emplace(op_id_of<assert_shape_op>, &description_of<assert_shape_op>());
+constexpr auto sorted_descriptions(op_list<Ops...>) {
+  std::array<const op_description*, sizeof...(Ops) + 1> t{&description_v<Ops>..., &description_v<assert_shape_op>};
+  std::sort(t.begin(), t.end(), [](const op_description* a, const op_description* b) { return a->name < b->name; });
   return t;
 }
-
-inline const std::unordered_map<op_id, const op_description*>& description_table() {
-  static const auto t = make_description_table(builtin_ops{});
-  return t;
-}
+template <class List = builtin_ops>
+inline constexpr auto description_table = sorted_descriptions(List{});
 
 }  // namespace typex::ir::detail
 
@@ -222,7 +237,7 @@ TYPEX_API auto typex::ir::meta_context::value(arg_name name) const -> const valu
 TYPEX_API auto typex::ir::meta_context::input(arg_name name) const -> const tensor_meta& {
   const value_ref* v = value(name);
   if (v == nullptr) reader_.fail_text(name, "is not a tensor (the op's rule reads it as one)");
-  return meta_of_(*v);
+  return graph_->meta(*v);
 }
 
 TYPEX_API auto typex::ir::meta_context::inputs(arg_name name) const -> std::vector<tensor_meta> {
@@ -231,7 +246,7 @@ TYPEX_API auto typex::ir::meta_context::inputs(arg_name name) const -> std::vect
   if (refs == nullptr) reader_.fail_text(name, "is not a list of tensors");
   std::vector<tensor_meta> out;
   out.reserve(refs->size());
-  for (const value_ref& r : *refs) out.push_back(meta_of_(r));
+  for (const value_ref& r : *refs) out.push_back(graph_->meta(r));
   return out;
 }
 
@@ -301,7 +316,7 @@ TYPEX_API auto typex::ir::meta_context::broadcast(const std::vector<sym_expr>& a
 }
 
 TYPEX_API auto typex::ir::meta_context::promote_with(dtype a, arg_name name) const -> dtype {
-  if (const value_ref* v = value(name)) return promote_types(a, meta_of_(*v).scalar_type);
+  if (const value_ref* v = value(name)) return promote_types(a, graph_->meta(*v).scalar_type);
   const argument* s = raw(name);
   if (s == nullptr) return a;
   // a wrapped number takes the tensor's dtype unless it is of a higher kind (a float on integers)
@@ -315,8 +330,9 @@ TYPEX_API auto typex::ir::meta_context::fail(std::string_view why) const -> void
 }
 
 TYPEX_API auto typex::ir::find_description(op_id id) -> const op_description* {
-  const auto& t = detail::description_table();
-  if (const auto it = t.find(id); it != t.end()) return it->second;
+  const auto& t = detail::description_table<>;
+  const auto it = std::lower_bound(t.begin(), t.end(), id.name(), [](const op_description* d, std::string_view n) { return d->name < n; });
+  if (it != t.end() && (*it)->name == id.name()) return *it;
   auto& u = typex::detail::user_ops();
   const std::lock_guard lock(u.mutex);
   for (std::size_t i = 0; i < u.ops.size(); ++i)
@@ -350,7 +366,7 @@ TYPEX_API auto typex::ir::infer_meta(const graph& g, op_id op, std::span<const a
       w.put(op.name()); w.put(": the op has no run-time shape rule (`template <class R> static void infer(R& r)`)");
     });
   }
-  meta_context r(op, args, [&g](value_ref v) -> const tensor_meta& { return g.meta(v); });
+  meta_context r(op, args, g);
   d.infer(r);
   return r.take_results();
 }

@@ -35,6 +35,18 @@ struct attention_options {
   double dropout_p = 0.0;       // dropout on the attention weights (0 for inference)
 };
 
+namespace detail {
+// attention's scale: the call's, else 1 / sqrt(E) for the query's last extent E (which must then
+// be static), as torch's
+template <class C, class V>
+double attention_scale(C& c, V q) {
+  if (c.args().has("scale")) return c.args().real("scale");
+  const auto e = c.size(q, -1);
+  if (!e.is_constant()) c.unsupported("a symbolic head size without an explicit scale");
+  return 1.0 / std::sqrt(static_cast<double>(*e.value()));
+}
+}  // namespace detail
+
 struct scaled_dot_product_attention_op {
   static constexpr std::string_view target = "aten.scaled_dot_product_attention.default";
   static constexpr std::string_view schema =
@@ -81,14 +93,7 @@ struct scaled_dot_product_attention_op {
     const auto q = c.input("query");
     const auto k = c.input("key");
     const auto v = c.input("value");
-    double scale = 0;
-    if (c.args().has("scale")) {
-      scale = c.args().real("scale");
-    } else {
-      const auto e = c.size(q, -1);
-      if (!e.is_constant()) c.unsupported("a symbolic head size without an explicit scale");
-      scale = 1.0 / std::sqrt(static_cast<double>(*e.value()));
-    }
+    const double scale = detail::attention_scale(c, q);
     auto s = c.mul(c.matmul(q, c.mT(k)), scale);
     if (c.args().flag_or_default("is_causal")) {
       const auto above = c.triu(c.full({c.size(q, -2), c.size(k, -2)}, 1.0, dtype::b8), 1);
@@ -241,15 +246,7 @@ auto attention_math(C& c) {
   auto q = c.input("query");
   auto k = c.input("key");
   auto v = c.input("value");
-  double scale = 0;
-  if (c.args().has("scale")) {
-    scale = c.args().real("scale");
-  } else {
-    const auto e = c.size(q, -1);
-    if (!e.is_constant()) c.unsupported("a symbolic head size without an explicit scale");
-    scale = 1.0 / std::sqrt(static_cast<double>(*e.value()));
-  }
-  auto w = c.mul(c.matmul(q, c.transpose(k, -2, -1)), scale);
+  auto w = c.mul(c.matmul(q, c.transpose(k, -2, -1)), attention_scale(c, q));
   const double minus_inf = -std::numeric_limits<double>::infinity();
   if (c.args().flag_or_default("is_causal")) {  // key position <= query position
     const auto key_minus_query = c.sub(c.unsqueeze(c.arange(c.size(k, -2)), 0), c.unsqueeze(c.arange(c.size(q, -2)), 1));

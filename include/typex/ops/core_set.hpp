@@ -20,7 +20,9 @@
 
 #include <typex/ops/all.hpp>
 
+#include <algorithm>
 #include <array>
+#include <string_view>
 
 namespace typex {
 
@@ -42,20 +44,23 @@ using core_ops = op_list<
     aten::full, aten::arange_start_step, copy_op, dropout_mask_op, aten::nll_loss>;
 
 namespace detail {
+// The core ops' targets ("aten.relu.default"), sorted. By name, not by op_id_of<Op>: an id parses the
+// op's schema at compile time, which a unit asking "is this op core?" should not pay for every op.
 template <class... Ops>
-consteval auto core_op_ids(op_list<Ops...>) {
-  return std::array<op_id, sizeof...(Ops)>{op_id_of<Ops>...};
+constexpr auto core_op_names(op_list<Ops...>) {
+  std::array<std::string_view, sizeof...(Ops)> names{Ops::target...};
+  std::sort(names.begin(), names.end());
+  return names;
 }
 template <class List = core_ops>
-inline constexpr auto core_op_id_array = core_op_ids(List{});
+inline constexpr auto core_op_name_array = core_op_names(List{});
 }  // namespace detail
 
 // Whether op `id` is in the core set.
 template <class List = core_ops>
 constexpr bool is_core_op(op_id id) noexcept {
-  for (op_id c : detail::core_op_id_array<List>)
-    if (c == id) return true;
-  return false;
+  const auto& names = detail::core_op_name_array<List>;
+  return std::binary_search(names.begin(), names.end(), id.name());
 }
 
 }  // namespace typex

@@ -16,7 +16,6 @@
 #pragma once
 
 #include <typex/ir/graph.hpp>
-#include <typex/passes/pass.hpp>
 
 #include <cstddef>
 #include <vector>
@@ -29,9 +28,6 @@ TYPEX_API bool has_side_effects(const ir::node& n);
 // Returns the number of nodes removed.
 TYPEX_API std::size_t eliminate_dead_code(ir::graph& g);
 
-// eliminate_dead_code as a pipeline pass ("dce"): keeps the signature, the output's values and
-// every kept node's metadata.
-TYPEX_API pass dce_pass();
 
 }  // namespace typex::passes
 
@@ -66,9 +62,4 @@ TYPEX_API auto typex::passes::eliminate_dead_code(ir::graph& g) -> std::size_t {
   return removed;
 }
 
-TYPEX_API auto typex::passes::dce_pass() -> pass {
-  return pass{.name = "dce",
-              .run = [](ir::graph& g) { return eliminate_dead_code(g) > 0; },
-              .preserves = {.signature = true, .output_names = true, .metadata = true}};
-}
 #endif  // TYPEX_HEADER_DEFINITIONS

@@ -36,6 +36,7 @@
 
 #include <typex/core/error.hpp>
 #include <typex/ir/graph.hpp>
+#include <typex/passes/dce.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -150,6 +151,11 @@ struct graph_signature_snapshot {
 };
 TYPEX_API graph_signature_snapshot snapshot_signature(const ir::graph& g);
 TYPEX_API void check_after_pass(const pass& p, const graph_signature_snapshot& before, const ir::graph& g);
+
+// passes::eliminate_dead_code (passes/dce.hpp) as a pipeline pass ("dce"): keeps the signature, the
+// output's values and every kept node's metadata. (Here, not in dce.hpp: the umbrella header
+// includes dce.hpp, and a unit that only exports should not compile the pipeline.)
+TYPEX_API pass dce_pass();
 
 }  // namespace typex::passes
 
@@ -270,5 +276,10 @@ TYPEX_API auto typex::passes::pipeline::run_checked(ir::graph& g, bool verify) c
     if (!any) break;
   }
   return report;
+}
+TYPEX_API auto typex::passes::dce_pass() -> pass {
+  return pass{.name = "dce",
+              .run = [](ir::graph& g) { return eliminate_dead_code(g) > 0; },
+              .preserves = {.signature = true, .output_names = true, .metadata = true}};
 }
 #endif  // TYPEX_HEADER_DEFINITIONS

@@ -21,16 +21,7 @@ namespace {
 using parity::parity_case;
 using parity::read_cases;
 
-double element(const any_tensor& t, index_t i) {
-  switch (t.scalar_type()) {
-    case dtype::f32: return t.data<float>()[i];
-    case dtype::f64: return t.data<double>()[i];
-    case dtype::i64: return static_cast<double>(t.data<std::int64_t>()[i]);
-    case dtype::i32: return t.data<std::int32_t>()[i];
-    case dtype::b8: return t.data<bool>()[i] ? 1.0 : 0.0;
-    default: return std::nan("");
-  }
-}
+using parity::element;
 
 // "" when got matches the case, else what differs.
 std::string compare(const parity_case& c, const any_tensor& got) {

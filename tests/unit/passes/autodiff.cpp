@@ -2,6 +2,7 @@
 // registry (through its parity cases, tests/data/parity/ops.txt: every registered op has some), and
 // the pass's own contracts (outputs, names, errors).
 #include "../parity_cases.hpp"
+#include "../graph_runner.hpp"
 #include "../support.hpp"
 
 #include <typex/backend/eigen.hpp>
@@ -123,15 +124,7 @@ std::optional<gradient_case> make_case(const parity::parity_case& c) {
   return gc;
 }
 
-std::vector<any_tensor> run_graph(const ir::graph& g, const std::vector<any_tensor>& inputs) {
-  program_binding binding;
-  binding.graph = std::make_shared<const ir::graph>(g);
-  binding.inputs = g.placeholders();
-  auto engine = eigen_backend::compile(std::move(binding), {});
-  std::vector<any_tensor> out;
-  engine->run(inputs, symbol_table{}, out);
-  return out;
-}
+using typex_test::run_graph;
 
 struct check_result {
   int checked = 0, kinks = 0;

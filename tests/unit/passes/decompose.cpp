@@ -9,6 +9,7 @@
 //   - custom tables: an op kept, a user's decomposition of another, a user op decomposed, and a
 //     decomposition whose result does not fit the op's rule refused.
 #include "../parity_cases.hpp"
+#include "../graph_runner.hpp"
 #include "../support.hpp"
 #include "../export/round_trip.hpp"
 
@@ -27,16 +28,7 @@ using namespace typex;
 
 namespace {
 
-double element(const any_tensor& t, index_t i) {
-  switch (t.scalar_type()) {
-    case dtype::f32: return t.data<float>()[i];
-    case dtype::f64: return t.data<double>()[i];
-    case dtype::i64: return static_cast<double>(t.data<std::int64_t>()[i]);
-    case dtype::i32: return t.data<std::int32_t>()[i];
-    case dtype::b8: return t.data<bool>()[i] ? 1.0 : 0.0;
-    default: return std::nan("");
-  }
-}
+using parity::element;
 
 // "" when got is within the bound of want.
 std::string compare(const any_tensor& got, const any_tensor& want, double atol, double rtol) {
@@ -95,15 +87,7 @@ case_program make_program(const parity::parity_case& c, bool f64) {
   return p;
 }
 
-std::vector<any_tensor> run_graph(const ir::graph& g, const std::vector<any_tensor>& inputs) {
-  program_binding binding;
-  binding.graph = std::make_shared<const ir::graph>(g);
-  binding.inputs = g.placeholders();
-  auto engine = eigen_backend::compile(std::move(binding), {});
-  std::vector<any_tensor> out;
-  engine->run(inputs, symbol_table{}, out);
-  return out;
-}
+using typex_test::run_graph;
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 // Tests for typex/passes/fold.hpp: no-op views and copies removed, splat constants folded into
 // one aten.full — checked bit for bit against the Eigen backend running the graph before and after
 // — symbolic arguments made ints; names, metadata and the output.
+#include "../graph_runner.hpp"
 #include "../support.hpp"
 
 #include <typex/backend/eigen.hpp>
@@ -26,16 +27,7 @@ namespace {
 ir::tensor_meta meta(dtype d, std::vector<sym_expr> shape) { return {d, std::move(shape)}; }
 ir::tensor_meta f32_meta(std::vector<sym_expr> shape) { return {dtype::f32, std::move(shape)}; }
 
-// The graph run on the Eigen backend (planned engine), its placeholders fed `inputs`.
-std::vector<any_tensor> run_graph(const ir::graph& g, const std::vector<any_tensor>& inputs, const symbol_table& symbols = {}) {
-  program_binding binding;
-  binding.graph = std::make_shared<const ir::graph>(g);
-  binding.inputs = g.placeholders();
-  auto engine = eigen_backend::compile(std::move(binding), {});
-  std::vector<any_tensor> out;
-  engine->run(inputs, symbols, out);
-  return out;
-}
+using typex_test::run_graph;
 
 // Whether two tensors hold the same dtype, extents and bits (f32, f64 or i64).
 bool same_bits(const any_tensor& a, const any_tensor& b) {

@@ -2,6 +2,7 @@
 // forward value the backward reads (default) or recomputing cheap ones chosen by a minimum cut; the
 // two graphs run one after the other give the joint program's outputs; the saved bytes of a
 // transformer block and of a 12-layer stack, both ways.
+#include "../graph_runner.hpp"
 #include "../support.hpp"
 #include "../export/round_trip.hpp"
 
@@ -50,15 +51,7 @@ BOOST_HANA_ADAPT_STRUCT(partition_models::block, layer);
 BOOST_HANA_ADAPT_STRUCT(partition_models::stack, layers);
 
 namespace {
-std::vector<any_tensor> run_graph(const ir::graph& g, const std::vector<any_tensor>& inputs, const symbol_table& symbols) {
-  program_binding binding;
-  binding.graph = std::make_shared<const ir::graph>(g);
-  binding.inputs = g.placeholders();
-  auto engine = eigen_backend::compile(std::move(binding), {});
-  std::vector<any_tensor> out;
-  engine->run(inputs, symbols, out);
-  return out;
-}
+using typex_test::run_graph;
 
 // The joint program's placeholders' tensors: its parameters and buffers, then the user inputs.
 std::vector<any_tensor> all_inputs(const exported_program& joint, const std::vector<any_tensor>& user) {

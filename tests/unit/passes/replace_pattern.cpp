@@ -1,6 +1,7 @@
 // Tests for typex/passes/replace_pattern.hpp: relu(matmul(a, b) + c) replaced by a user-defined
 // fused op (with its own Eigen kernel) and checked numerically; names, metadata; what a match must
 // satisfy (readers outside it, wildcards, overlaps, any-arguments, a filter); errors.
+#include "../graph_runner.hpp"
 #include "../support.hpp"
 
 #include <typex/backend/eigen.hpp>
@@ -105,15 +106,7 @@ two_layers two_layer_graph(bool also_return_add1 = false) {
   return t;
 }
 
-std::vector<any_tensor> run_graph(const ir::graph& g, const std::vector<any_tensor>& inputs, const symbol_table& symbols) {
-  program_binding binding;
-  binding.graph = std::make_shared<const ir::graph>(g);
-  binding.inputs = g.placeholders();
-  auto engine = eigen_backend::compile(std::move(binding), {});
-  std::vector<any_tensor> out;
-  engine->run(inputs, symbols, out);
-  return out;
-}
+using typex_test::run_graph;
 
 any_tensor seeded(std::vector<index_t> extents, int seed) {
   any_tensor t(dtype::f32, extents);
