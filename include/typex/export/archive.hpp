@@ -857,12 +857,13 @@ TYPEX_API auto typex::detail::read_archive(const safetensors_file& file) -> load
     // Every node's recorded dtype and shape are checked here, at load time, against its op's rule
     // (the verifier that exported_program runs: a lying record is a graph_error naming the node).
     // A program whose every op has a rule is then trusted; one with an op that has none (a user op
-    // that declares no `infer`) is not: the backend checks its first call per shape step by step.
+    // that declares no `infer`), or with a data-dependent result (whose dim 0 no rule can check), is
+    // not: the backend checks its first call per shape step by step.
     bool every_rule = true;
     for (const ir::node& n : gr.g.nodes()) {
       if (n.op != ir::node_op::call_function) continue;
       const ir::op_description* d = ir::find_description(n.target);
-      every_rule = every_rule && d != nullptr && d->infer != nullptr;
+      every_rule = every_rule && d != nullptr && d->infer != nullptr && !d->traits.data_dependent;
     }
     loaded_archive out{exported_program(std::move(gr.g), graph_signature(std::move(ins), std::move(outs)), std::move(state), std::move(constants),
                                         std::move(ranges), std::move(calls), std::move(examples)),

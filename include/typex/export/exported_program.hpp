@@ -76,10 +76,10 @@ class exported_program {
   // ir::core_dialect after passes::run_decompositions to the core set. The verifier holds the
   // graph to it. set_dialect verifies the graph in the new dialect (a graph_error naming the
   // first node outside it).
-  const ir::dialect& dialect() const noexcept { return *dialect_; }
+  const ir::dialect& dialect() const noexcept { return dialect_; }
   exported_program& set_dialect(const ir::dialect& d) {
-    const ir::dialect* before = dialect_;
-    dialect_ = &d;
+    const ir::dialect before = dialect_;
+    dialect_ = d;  // (a copy: a name and a predicate; the caller's object may be a temporary)
     try {
       verify();
     } catch (...) {
@@ -166,7 +166,7 @@ class exported_program {
   std::vector<module_call_entry> module_call_graph_;
   std::vector<any_tensor> example_inputs_;
   bool trusted_shapes_ = true;
-  const ir::dialect* dialect_ = &ir::export_dialect;
+  ir::dialect dialect_ = ir::export_dialect;
 };
 
 }  // namespace typex
@@ -407,7 +407,7 @@ TYPEX_API auto typex::exported_program::check_inputs_bind_symbols() const -> voi
 }
 
 TYPEX_API auto typex::exported_program::verify() const -> void {
-  ir::verify(graph_, {.in_dialect = dialect_});
+  ir::verify(graph_, {.in_dialect = &dialect_});
   const auto placeholders = graph_.placeholders();
   const auto& ins = signature_.input_specs();
   if (placeholders.size() != ins.size()) {

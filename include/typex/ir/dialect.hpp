@@ -18,6 +18,7 @@
 
 namespace typex::ir {
 
+// (A value: copy it freely. Its name is a string_view: give a string with static storage, a literal.)
 class dialect {
  public:
   using predicate = bool (*)(op_id);

@@ -190,7 +190,7 @@ TYPEX_API void typex::ir::verify(const graph& g, const verify_options& options) 
         std::string what(n.target.name());
         what += " is not an op of the program's dialect '";
         what += options.in_dialect->name();
-        what += options.in_dialect == &core_dialect ? "' (passes::run_decompositions lowers a program to the core set)" : "'";
+        what += *options.in_dialect == core_dialect ? "' (passes::run_decompositions lowers a program to the core set)" : "'";
         fail(what, &n);
       }
       if (const std::string why = argument_mismatch(n.target, n.args); !why.empty()) {

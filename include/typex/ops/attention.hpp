@@ -254,7 +254,7 @@ auto attention_math(C& c) {
   }
   if (c.is_tensor("attn_mask")) {
     const auto m = c.input("attn_mask");
-    w = c.scalar_type(m) == dtype::b8 ? c.masked_fill(w, c.logical_not(m), minus_inf) : c.add(w, m);
+    w = c.scalar_type(m) == dtype::b8 ? c.masked_fill(w, c.logical_not(m), minus_inf) : c.add(w, c.to(m, c.scalar_type(w)));
   }
   w = c.softmax(w, -1);
   const double p = c.args().real_or_default("dropout_p");

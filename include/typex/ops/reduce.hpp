@@ -18,6 +18,7 @@
 #include <typex/ops/op.hpp>
 #include <typex/core/rules/reduce.hpp>
 #include <typex/ops/apply.hpp>
+#include <typex/ops/binary.hpp>
 #include <typex/ops/tensor_like.hpp>
 #include <typex/core/sym_expr.hpp>
 
@@ -104,6 +105,7 @@ auto variance(C& c) {
   const double correction = c.args().has("correction") ? c.args().real("correction") : 1.0;
   const auto d = c.sub(x, c.mean(x, dims, true));
   const auto s = c.sum(c.mul(d, d), dims, c.args().flag_or_default("keepdim"));
+  // N - correction, never below 0 (torch's max(0, N - correction): var([1, 3], correction=3) is inf)
   double n = 1;
   std::vector<std::remove_cvref_t<decltype(c.size(x, 0))>> symbolic;
   for (const std::int64_t k : dims) {
@@ -111,8 +113,13 @@ auto variance(C& c) {
     if (e.is_constant()) n *= static_cast<double>(*e.value());
     else symbolic.push_back(e);
   }
-  if (symbolic.empty()) return c.mul(s, 1.0 / (n - correction));
-  return c.div(s, c.sub(c.sum_all(c.full(std::move(symbolic), n, c.scalar_type(s))), correction));
+  if (symbolic.empty()) return c.div(s, n - correction > 0 ? n - correction : 0.0);
+  // (a count over symbolic extents: summed in f32 (f64 for f64), not in a half type that would
+  // round it, then in s's dtype)
+  const dtype acc = c.scalar_type(s) == dtype::f64 ? dtype::f64 : dtype::f32;
+  const auto count = c.sum_all(c.full(std::move(symbolic), n, acc));
+  const auto denominator = c.emit(op_id_of<maximum_op>, {c.sub(count, correction), 0.0});
+  return c.to(c.div(c.to(s, acc), denominator), c.scalar_type(s));
 }
 }  // namespace detail
 

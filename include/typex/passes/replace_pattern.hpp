@@ -95,6 +95,8 @@ using replacement_fn =
 
 // The matches replace_pattern takes, in graph order of their anchors (the graph unchanged).
 TYPEX_API std::vector<pattern_match> find_pattern(const ir::graph& g, const ir::graph& pattern, const replace_options& options = {});
+// (a match reads the graph it was found in: not one that dies at the end of the call)
+std::vector<pattern_match> find_pattern(ir::graph&& g, const ir::graph& pattern, const replace_options& options = {}) = delete;
 
 // Replaces every match; returns the number of matches replaced.
 TYPEX_API std::size_t replace_pattern(ir::graph& g, const ir::graph& pattern, const replacement_fn& replacement,

@@ -374,7 +374,7 @@ TEST_CASE("run_decompositions: a decomposition that does not give the op's dtype
   auto cycle = passes::decomposition_table().set(op_id_of<silu_op>, [](passes::decompose_context& c) {
     c.produce(c.emit(op_id_of<silu_op>, {c.input("self")}));
   });
-  CHECK_THROWS_WITH_AS(passes::decompose(g, cycle), doctest::Contains("never reach an op the table keeps"), ir::graph_error);
+  CHECK_THROWS_WITH_AS(passes::decompose(g, cycle), doctest::Contains("aten.silu.default writes that op again"), ir::graph_error);
 }
 
 TEST_CASE("decompose: attention's math path covers the causal mask and boolean and additive masks") {
@@ -425,4 +425,45 @@ TEST_CASE("describe: attention refuses enable_gqa: typex records grouped-query a
   CHECK_THROWS_WITH_AS(ir::infer_meta(g, op_id_of<scaled_dot_product_attention_op>,
                                       std::vector<ir::argument>{ir::value_ref{q}, ir::value_ref{k}, ir::value_ref{k}, ir::none_t{}, 0.0, false, ir::none_t{}, true}),
                        doctest::Contains("typex::scaled_dot_product_attention(typex::enable_gqa, q, k, v)"), shape_error);
+}
+
+TEST_CASE("decompose: var with a correction at or above the count divides by max(0, N - correction), as the kernel and torch") {
+  for (const double correction : {1.0, 2.0, 3.0}) {
+    INFO("correction " << correction);
+    ir::graph g;
+    const auto x = g.add_placeholder("x", {dtype::f32, {ir::sym_expr(index_t{2})}});
+    passes::graph_builder b(g);
+    g.set_output({b.emit(op_id_of<aten::var_correction>, {ir::value_ref{x}, ir::none_t{}, correction, false})});
+    any_tensor in(dtype::f32, {2});
+    in.data<float>()[0] = 1.0f;
+    in.data<float>()[1] = 3.0f;
+    const auto want = run_graph(g, {in}).at(0);  // (2 / max(0, 2 - c): 2, inf, inf)
+    const auto got = run_graph(passes::decompose(g, passes::decomposition_table::core()), {in}).at(0);
+    CHECK_MESSAGE(compare(got, want, 0, 1e-6).empty(), compare(got, want, 0, 1e-6));
+    CHECK(std::isinf(got.data<float>()[0]) == (correction >= 2.0));
+  }
+}
+
+namespace decompose_models {
+struct scale_by_op {  // (a target whose short name is not an identifier)
+  static constexpr std::string_view target = "my.scale-by.default";
+  static constexpr std::string_view schema = "my::scale-by(Tensor self, float k) -> Tensor";
+  template <class R> static void infer(R& r) { r.result(r.input("self")); }
+};
+}  // namespace decompose_models
+
+TEST_CASE("decompose: a decomposition that writes an op whose name is not an identifier names its node as the graph would") {
+  using namespace decompose_models;
+  register_op<scale_by_op>();
+  ir::graph g;
+  const auto x = g.add_placeholder("x", {dtype::f32, {ir::sym_expr(index_t{3})}});
+  passes::graph_builder b(g);
+  g.set_output({b.emit(op_id_of<silu_op>, {ir::value_ref{x}})});
+  auto table = passes::decomposition_table().set(op_id_of<silu_op>, [](passes::decompose_context& c) {
+    c.produce(c.mul(c.emit(op_id_of<scale_by_op>, {c.input("self"), 2.0}), 0.5));
+  });
+  const ir::graph d = passes::decompose(g, table);
+  REQUIRE(d.size() == 4);
+  CHECK(d[1].name == "scale_by");
+  CHECK(d[2].name == "silu");
 }

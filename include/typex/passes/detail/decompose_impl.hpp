@@ -83,7 +83,9 @@ class decomposer {
 
   // A name no node of the source graph has and the new graph does not use yet.
   std::string fresh(std::string_view hint) {
-    const std::string base(hint);
+    std::string base;  // (an identifier, as ir::graph names nodes: "mylib.scale-by" -> "mylib_scale_by")
+    for (const char ch : hint) base += ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_') ? ch : '_';
+    if (base.empty() || (base[0] >= '0' && base[0] <= '9')) base.insert(base.begin(), '_');
     int& k = counters_[base];
     for (;;) {
       std::string cand = k == 0 ? base : base + "_" + std::to_string(k);
@@ -104,6 +106,18 @@ class decomposer {
       std::vector<value_ref> r;
       for (std::uint32_t k = 0; k < n.vals.size(); ++k) r.push_back(value_ref{id, k});
       return r;
+    }
+    if (std::find(active_.begin(), active_.end(), n.target) != active_.end()) {
+      typex::detail::raise<ir::graph_error>([&](auto& w) {
+        w.put("typex::passes::decompose: the decomposition of "); w.put(n.target.name());
+        w.put(" writes that op again (directly or through another decomposition): it never reaches an op the table keeps");
+      });
+    }
+    if (!n.kwargs.empty()) {
+      typex::detail::raise<ir::graph_error>([&](auto& w) {
+        w.put("typex::passes::decompose: node '"); w.put(name.empty() ? n.name : name); w.put("' ("); w.put(n.target.name());
+        w.put(") passes keyword arguments, which decompositions do not read (typex records arguments by position)");
+      });
     }
     if (depth > 32) {
       typex::detail::raise<ir::graph_error>([&](auto& w) {
@@ -130,7 +144,13 @@ class decomposer {
     decompose_context c(t);
     c.set_origin(n.nn_module_stack, n.stack_trace);
     c.bind(local, args);
-    (*fn)(c);
+    active_.push_back(n.target);
+    try {
+      (*fn)(c);
+    } catch (...) {
+      active_.pop_back();
+      throw;
+    }
     const std::vector<value_ref>& produced = c.produced();
     if (produced.size() != n.vals.size()) {
       typex::detail::raise<ir::graph_error>([&](auto& w) {
@@ -159,6 +179,7 @@ class decomposer {
       for (auto& kv : m.kwargs) kv.second = moved(kv.second, tmap);
       tmap[j] = lower(m, {}, depth + 1);
     }
+    active_.pop_back();
     std::vector<value_ref> results;
     for (const value_ref& p : produced) results.push_back(tmap.at(p.node).at(p.index));
     // the result keeps the source node's name (the signature, the printed program name it)
@@ -173,6 +194,7 @@ class decomposer {
   value_map remap_;
   std::unordered_set<std::string> originals_;
   std::unordered_map<std::string, int> counters_;
+  std::vector<op_id> active_;  // the ops being decomposed, outermost first (a cycle is refused at once)
 };
 
 }  // namespace typex::passes::detail
