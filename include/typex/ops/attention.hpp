@@ -249,7 +249,9 @@ auto attention_math(C& c) {
   auto w = c.mul(c.matmul(q, c.transpose(k, -2, -1)), attention_scale(c, q));
   const double minus_inf = -std::numeric_limits<double>::infinity();
   if (c.args().flag_or_default("is_causal")) {  // key position <= query position
-    const auto key_minus_query = c.sub(c.unsqueeze(c.arange(c.size(k, -2)), 0), c.unsqueeze(c.arange(c.size(q, -2)), 1));
+    const auto keys = c.unsqueeze(c.arange(c.size(k, -2)), 0);  // (one op per statement: see gelu's)
+    const auto queries = c.unsqueeze(c.arange(c.size(q, -2)), 1);
+    const auto key_minus_query = c.sub(keys, queries);
     w = c.masked_fill(w, c.gt(key_minus_query, 0.0), minus_inf);
   }
   if (c.is_tensor("attn_mask")) {

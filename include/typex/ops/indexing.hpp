@@ -77,7 +77,9 @@ namespace detail {
 template <class C>
 auto triangle(C& c, bool lower) {
   const auto x = c.input("self");
-  const auto column_minus_row = c.sub(c.unsqueeze(c.arange(c.size(x, -1)), 0), c.unsqueeze(c.arange(c.size(x, -2)), 1));
+  const auto columns = c.unsqueeze(c.arange(c.size(x, -1)), 0);  // (one op per statement: see gelu's)
+  const auto rows = c.unsqueeze(c.arange(c.size(x, -2)), 1);
+  const auto column_minus_row = c.sub(columns, rows);
   const auto k = static_cast<double>(c.args().integer_or_default("diagonal"));
   const auto keep = lower ? c.le(column_minus_row, k) : c.ge(column_minus_row, k);
   return c.where(keep, x, c.full({}, 0.0, c.scalar_type(x)));

@@ -175,9 +175,13 @@ auto cross_entropy_decomposition(C& c) {
       const auto picked = c.index_select(c.input("weight"), 0, c.reshape(safe, {n}));
       counted = c.mul(counted, c.reshape(picked, c.shape(t)));
     }
-    smooth_reduced = c.div(c.sum_all(smooth), c.sum_all(counted));
+    const auto total = c.sum_all(smooth);  // (one op per statement: see gelu's)
+    const auto count = c.sum_all(counted);
+    smooth_reduced = c.div(total, count);
   }
-  return c.add(c.mul(nll, 1.0 - eps), c.mul(smooth_reduced, eps / n_classes));
+  const auto hard = c.mul(nll, 1.0 - eps);
+  const auto soft = c.mul(smooth_reduced, eps / n_classes);
+  return c.add(hard, soft);
 }
 }  // namespace detail
 

@@ -267,7 +267,9 @@ struct batch_norm_op {
     if (c.args().flag("training") || !c.is_tensor("running_mean")) {
       y = c.normalized(x, c.all_dims_but(r, 1), eps).first;
     } else {
-      y = c.mul(c.sub(x, channels(c.input("running_mean"))), channels(c.rsqrt(c.add(c.input("running_var"), eps))));
+      const auto centered = c.sub(x, channels(c.input("running_mean")));  // (one op per statement: see gelu's)
+      const auto rstd = channels(c.rsqrt(c.add(c.input("running_var"), eps)));
+      y = c.mul(centered, rstd);
     }
     if (c.is_tensor("weight")) y = c.mul(y, channels(c.input("weight")));
     if (c.is_tensor("bias")) y = c.add(y, channels(c.input("bias")));

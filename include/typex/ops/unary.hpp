@@ -311,11 +311,16 @@ struct gelu_op : detail::unary_floating_only {
   // exact: x/2 (1 + erf(x / sqrt 2)); tanh form: x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
   template <class C> static void decompose(C& c) {
     const auto x = c.input("self");
+    // (one op per statement: the order of a call's arguments is the compiler's, the program's order
+    // must not be)
+    const auto half_x = c.mul(x, 0.5);
     if (c.args().text("approximate", "none") == "tanh") {
       const auto inner = c.mul(c.add(x, c.mul(c.mul(c.mul(x, x), x), 0.044715)), 0.7978845608028654);
-      c.produce(c.mul(c.mul(x, 0.5), c.add(c.tanh(inner), 1.0)));
+      const auto t = c.add(c.tanh(inner), 1.0);
+      c.produce(c.mul(half_x, t));
     } else {
-      c.produce(c.mul(c.mul(x, 0.5), c.add(c.erf(c.mul(x, 0.7071067811865476)), 1.0)));
+      const auto e = c.add(c.erf(c.mul(x, 0.7071067811865476)), 1.0);
+      c.produce(c.mul(half_x, e));
     }
   }
   // exact: Phi(x) + x phi(x); tanh form: torch's gelu_backward formula
@@ -407,7 +412,9 @@ struct leaky_relu_op : detail::unary_floating_only {
   // x where x > 0, else negative_slope x
   template <class C> static void decompose(C& c) {
     const auto x = c.input("self");
-    c.produce(c.where(c.gt(x, 0.0), x, c.mul(x, c.args().real_or_default("negative_slope"))));
+    const auto positive = c.gt(x, 0.0);
+    const auto scaled = c.mul(x, c.args().real_or_default("negative_slope"));
+    c.produce(c.where(positive, x, scaled));
   }
   // g where x > 0, negative_slope * g elsewhere (at 0 and for a NaN x too: torch's leaky_relu_backward)
   template <class C> static void vjp(C& c) {
@@ -446,7 +453,9 @@ struct elu_op : detail::unary_floating_only {
     const auto x = c.input("self");
     const double alpha = c.args().real_or_default("alpha"), scale = c.args().real_or_default("scale");
     const auto negative = c.mul(c.sub(c.exp(c.mul(x, c.args().real_or_default("input_scale"))), 1.0), scale * alpha);
-    c.produce(c.where(c.gt(x, 0.0), c.mul(x, scale), negative));
+    const auto positive = c.gt(x, 0.0);
+    const auto scaled = c.mul(x, scale);
+    c.produce(c.where(positive, scaled, negative));
   }
   // scale g where x > 0, alpha scale input_scale exp(input_scale x) g at and below 0, NaN for a NaN
   // x (torch's elu_backward of the input, as its vectorized loop computes it, which every tensor but
@@ -750,9 +759,18 @@ void hardtanh_op::decompose(C& c) {
   const double lo = c.args().real_or_default("min_val"), hi = c.args().real_or_default("max_val");
   const auto bound = [&](double v) { return c.full({}, v, c.scalar_type(x)); };
   // (a NaN x: x * 0, NaN with no gradient, as torch's hardtanh_backward gives it none)
+  // (one op per statement: the order of a call's arguments is the compiler's, the program's order
+  // must not be)
   const auto nan = is_floating_point(c.scalar_type(x)) ? c.mul(x, 0.0) : x;
-  const auto outside = c.where(c.le(x, lo), bound(lo), c.where(c.ge(x, hi), bound(hi), nan));
-  c.produce(c.where(c.logical_and(c.gt(x, lo), c.lt(x, hi)), x, outside));
+  const auto at_or_above = c.ge(x, hi);
+  const auto high = bound(hi);
+  const auto above = c.where(at_or_above, high, nan);
+  const auto at_or_below = c.le(x, lo);
+  const auto low = bound(lo);
+  const auto outside = c.where(at_or_below, low, above);
+  const auto over_lo = c.gt(x, lo);
+  const auto under_hi = c.lt(x, hi);
+  c.produce(c.where(c.logical_and(over_lo, under_hi), x, outside));
 }
 
 template <class C>
@@ -761,8 +779,18 @@ void hardsigmoid_op::decompose(C& c) {
   const auto x = c.input("self");
   const auto bound = [&](double v) { return c.full({}, v, c.scalar_type(x)); };
   // (a NaN x: x * 0, NaN with no gradient, as torch's hardsigmoid_backward gives it none)
-  const auto outside = c.where(c.le(x, -3.0), bound(0.0), c.where(c.ge(x, 3.0), bound(1.0), c.mul(x, 0.0)));
-  c.produce(c.where(c.logical_and(c.gt(x, -3.0), c.lt(x, 3.0)), c.add(c.div(x, 6.0), 0.5), outside));
+  const auto nan = c.mul(x, 0.0);
+  const auto at_or_above = c.ge(x, 3.0);
+  const auto one = bound(1.0);
+  const auto above = c.where(at_or_above, one, nan);
+  const auto at_or_below = c.le(x, -3.0);
+  const auto zero = bound(0.0);
+  const auto outside = c.where(at_or_below, zero, above);
+  const auto over = c.gt(x, -3.0);
+  const auto under = c.lt(x, 3.0);
+  const auto inside = c.logical_and(over, under);
+  const auto linear = c.add(c.div(x, 6.0), 0.5);
+  c.produce(c.where(inside, linear, outside));
 }
 template <tensor_like X>
 auto clamp(const X& x, std::optional<double> lo, std::optional<double> hi,
