@@ -6,6 +6,9 @@
 #                       sanitizer stages build with it)
 set -euo pipefail
 
+# Nothing is installed for CUDA: the toolkit (nvcc, cuBLASLt) is optional and preinstalled in
+# /usr/local/cuda on this project's machines; where CMake finds none, the CUDA backend and its tests
+# are skipped (cmake/typexCuda.cmake), and where it finds no nvcc, only the emulated CUDA tests build.
 # (graphviz: `dot`, with which the program_picture example renders its DOT pictures as SVG)
 pkgs=(cmake make g++ libeigen3-dev libboost-dev nlohmann-json3-dev doctest-dev libbenchmark-dev ccache time graphviz)
 if [ "${TYPEX_WITH_CLANG:-0}" = 1 ]; then

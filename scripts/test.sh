@@ -6,7 +6,13 @@
 #      robustness, concurrency, the bounded libFuzzer run, and clang's compile-fail diagnostics
 #      (TYPEX_TEST_SCOPE=runtime).                                              build/clang
 #   3. clang 16 with ThreadSanitizer: the concurrency tests (8 threads sharing modules, copies,
-#      buffers written, the pool resized while programs run).                  build/tsan
+#      buffers written, the pool resized while programs run), and the CUDA kernels on the emulator
+#      (one thread per CUDA thread: TSan is their race detector).              build/tsan
+# CUDA (cmake/typexCuda.cmake; optional, found in /usr/local/cuda on this project's machines, nothing
+# installed for it): stage 1 builds typex::cuda with nvcc (the kernels for sm_80 / sm_90a, ptxas's
+# spill and local-memory errors) and runs the CUDA tests (those needing a GPU report themselves
+# skipped); stages 2 and 3 build the emulated CUDA tests with clang and no nvcc (-DTYPEX_CUDA=OFF:
+# nvcc takes none of the sanitizer flags, and the sanitizers check host code only).
 # DEVELOPERS.md gives what each stage costs.
 #   TYPEX_SKIP_CLANG=1   only stage 1
 #   TYPEX_JOBS=N         parallel jobs (default: number of cores)
@@ -20,7 +26,8 @@ TYPEX_WITH_CLANG=$with_clang bash scripts/install-deps.sh
 jobs="${TYPEX_JOBS:-$(nproc)}"
 launcher=()
 if command -v ccache >/dev/null 2>&1; then
-  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  # (ccache caches nvcc's units too; ptxas's resource report is replayed on a hit)
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 fi
 
 stage() { echo "== typex: $1 ($(date -u +%H:%M:%S))"; }
@@ -48,13 +55,21 @@ if [ "$with_clang" = 1 ]; then
   # consumer, docs, example and benchmark builds are stage 1's: DEVELOPERS.md)
   # (-O1, as the sanitizers' authors advise: less compile time than -O3 for the Eigen-heavy units)
   run_suite clang clang++-16 -DTYPEX_SANITIZE=address,undefined -DTYPEX_TEST_SCOPE=runtime -DTYPEX_BUILD_EXAMPLES=OFF \
-            -DTYPEX_BUILD_BENCHMARKS=OFF "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG"
+            -DTYPEX_BUILD_BENCHMARKS=OFF -DTYPEX_CUDA=OFF "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG"
   unset ASAN_OPTIONS UBSAN_OPTIONS
   stage "tsan build (clang++-16 -fsanitize=thread)"
   cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++-16 "${launcher[@]}" \
-        -DTYPEX_SANITIZE=thread -DTYPEX_BUILD_EXAMPLES=OFF -DTYPEX_BUILD_BENCHMARKS=OFF "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" >/dev/null
-  cmake --build build/tsan -j "$jobs" --target typex_concurrency_tests
+        -DTYPEX_SANITIZE=thread -DTYPEX_BUILD_EXAMPLES=OFF -DTYPEX_BUILD_BENCHMARKS=OFF -DTYPEX_CUDA=OFF \
+        "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" >/dev/null
+  tsan_targets=(typex_concurrency_tests)
+  # (the emulated CUDA tests exist where the CUDA toolkit is: cmake/typexCuda.cmake)
+  if cmake --build build/tsan --target help | grep -q '\btypex_cuda_emulator_tests\b'; then
+    tsan_targets+=(typex_cuda_emulator_tests)
+  fi
+  cmake --build build/tsan -j "$jobs" --target "${tsan_targets[@]}"
   stage "tsan tests"
-  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build/tsan/tests/typex_concurrency_tests
+  for t in "${tsan_targets[@]}"; do
+    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "build/tsan/tests/$t"
+  done
 fi
 stage "done"

@@ -10,6 +10,7 @@
 #include <typex/export/decompositions.hpp>  // (transforming programs: decompositions)
 #include <typex/ir/dot.hpp>  // (pictures: a graph as Graphviz DOT)
 #include <typex/export/dot.hpp>  // (and a program, coloured by its signature)
+#include <typex/backend/kit/eager.hpp>  // (the backend kit: engines, supports, the eager runner)
 #include <typex/passes/pass.hpp>  // (graph passes: the pipeline, and the passes beside dce)
 #include <typex/passes/argument_hash.hpp>
 #include <typex/passes/cse.hpp>

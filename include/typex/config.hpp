@@ -14,7 +14,10 @@
 #endif
 
 // Functions that the CUDA backend also calls from device code (scalar math, dim arithmetic).
+// TYPEX_CUDA_COMPILER: this unit is compiled by nvcc (the CUDA backend's kernel API is native);
+// otherwise backend/cuda/kernel_api.cuh runs kernels on its CPU emulator of the execution model.
 #if defined(__CUDACC__)
+#define TYPEX_CUDA_COMPILER 1
 #define TYPEX_HOST_DEVICE __host__ __device__
 #else
 #define TYPEX_HOST_DEVICE

@@ -63,6 +63,15 @@ class state_error : public error {
   using error::error;
 };
 
+// A device that cannot do what was asked (the message names the device and the reason): no GPU or
+// no driver at run time, out of device memory (nothing leaked: the caller may free memory and try
+// again), a kernel or library call that failed (naming the node and op), a tensor on one device
+// given where another device's is needed (naming the input and both devices).
+class device_error : public error {
+ public:
+  using error::error;
+};
+
 // A file that cannot be opened, read, mapped or written (the message names the file and the
 // system's reason).
 class file_error : public error {

@@ -23,6 +23,12 @@ struct program_binding {
   // The placeholders each call feeds, in the order of the executor's inputs: the user inputs'
   // tensor leaves, then the buffers the program writes (the module's copies).
   std::vector<ir::node_id> inputs;
+  // How many of `inputs` are the user's (the rest is module state: written buffers, trained
+  // parameters, which the module keeps on the host and writes back after each call).
+  std::size_t user_inputs = 0;
+  // Whether the program writes user inputs (USER_INPUT_MUTATION): the module copies the new values
+  // into the caller's tensors on the host.
+  bool writes_user_inputs = false;
   // The placeholders bound for the program's life: lifted parameters, buffers, constants.
   std::vector<std::pair<ir::node_id, any_tensor>> constants;
   // Symbols that only an op binds when it runs (nonzero's count): empty when every size follows

@@ -160,8 +160,10 @@ class program_module<Backend> {
       held.assign(inputs.begin(), inputs.end());
       inputs = held;
     }
-    for (std::size_t i = 0; i < inputs.size() && i < c.user.size(); ++i)
+    for (std::size_t i = 0; i < inputs.size() && i < c.user.size(); ++i) {
       if (inputs[i].raw_data() == nullptr || inputs[i].get_storage().bytes() < inputs[i].nbytes()) check_storage_of(inputs, i);
+      if (inputs[i].device() != c.device) wrong_device(inputs, i);
+    }
     if (!c.input_writes.empty()) check_written_inputs(c, inputs);
     if (!state_) {
       run_leased(c, inputs, inputs, outputs);
@@ -322,6 +324,9 @@ class program_module<Backend> {
       }
       binding.inputs = user;
       binding.inputs.insert(binding.inputs.end(), state_placeholders.begin(), state_placeholders.end());
+      binding.user_inputs = user.size();
+      binding.writes_user_inputs = !input_writes.empty();
+      if constexpr (requires { Backend::device_of(o); }) device = Backend::device_of(o);
       binding.data_dependent = ep->ranges().unbacked();
       binding.check_shapes = !ep->trusted_shapes();
       binding.check = [p = ep.get()](const symbol_table& symbols) {  // (the binding's graph keeps *p alive)
@@ -375,6 +380,7 @@ class program_module<Backend> {
     std::size_t written = 0;             // how many of them are buffers (written back after each call)
     std::vector<std::size_t> input_writes;  // the user inputs written back, in output order
     std::vector<any_tensor> initial;     // their values in the program
+    typex::device device;                // where the backend wants the inputs (Backend::device_of; the host)
     mutable std::mutex pool;
     mutable std::vector<std::shared_ptr<executor>> idle;
     mutable std::vector<const executor*> in_use;
@@ -425,6 +431,15 @@ class program_module<Backend> {
     state_ = std::make_unique<mutable_state>();
     for (const any_tensor& t : c.initial) state_->buffers.push_back(t.clone());
   }
+  [[noreturn]] TYPEX_NOINLINE TYPEX_COLD void wrong_device(std::span<const any_tensor> inputs, std::size_t i) const {
+    const core& c = get();
+    typex::detail::raise<device_error>([&](auto& w) {
+      w.put("typex: input '"); w.put(c.ep->graph()[c.user[i]].name); w.put("' is on "); w.put(inputs[i].device().to_string());
+      w.put(", but this program runs on "); w.put(c.device.to_string());
+      w.put(c.device.is_host() ? " (copy it to the host first: typex::cuda::to_host)" : " (copy it there first: typex::cuda::to_device)");
+    });
+  }
+
   void check_storage_of(std::span<const any_tensor> inputs, std::size_t i) const {
     const exported_program& ep = *get().ep;
     std::string what = "input '";

@@ -56,6 +56,11 @@ class call_args {
   std::string_view target() const noexcept { return target_.name(); }
   op_id op() const noexcept { return target_; }
   std::size_t size() const noexcept { return args_.size(); }
+  // The arguments as recorded (a backend that runs the call as a program of one node copies them).
+  std::span<const ir::argument> arguments() const noexcept { return args_; }
+  // The tensor of each argument (nullptr for the others), and the tensor-list argument's.
+  std::span<const any_tensor* const> tensors() const noexcept { return tensors_; }
+  std::span<const any_tensor* const> list() const noexcept { return list_; }
   bool has(std::size_t i) const noexcept { return i < args_.size() && !std::holds_alternative<ir::none_t>(args_[i]); }
   bool is_tensor(std::size_t i) const noexcept { return i < tensors_.size() && tensors_[i] != nullptr; }
 

@@ -3,7 +3,9 @@
 // An op is a struct holding what it means (its ATen target, its result rule, its attributes);
 // typex::relu(x) and friends hand it to apply_op with their arguments. The arguments decide the
 // mode: if any is a traced value the call is recorded (the trace layer specializes op_runner for
-// trace_mode); otherwise it runs on host tensors (a backend specializes op_runner for eager_mode).
+// trace_mode); if any is a device tensor it runs on that device (a device backend specializes
+// op_runner for device_mode); otherwise it runs on host tensors (a backend specializes op_runner for
+// eager_mode).
 // The ops layer depends on neither: it only names the extension points.
 //
 // An op struct has
@@ -27,10 +29,15 @@ namespace typex {
 
 struct eager_mode {};
 struct trace_mode {};
+struct device_mode {};
 
 // Specialized (as true) by the trace layer for its traced values.
 template <class T>
 struct is_traced_argument : std::false_type {};
+// Specialized (as true) by a device backend for its tensor types (typex::cuda::device_tensor): a
+// call with one runs on that device (op_runner<device_mode>, the backend's).
+template <class T>
+struct is_device_argument : std::false_type {};
 
 // Where an op's attributes sit among its arguments: after the first attributes_at (default: all).
 template <class Op>
@@ -63,7 +70,8 @@ constexpr bool shares_memory(std::string_view target) noexcept {
 }  // namespace detail
 
 template <class... A>
-using op_mode_t = std::conditional_t<(is_traced_argument<std::remove_cvref_t<A>>::value || ...), trace_mode, eager_mode>;
+using op_mode_t = std::conditional_t<(is_traced_argument<std::remove_cvref_t<A>>::value || ...), trace_mode,
+                                     std::conditional_t<(is_device_argument<std::remove_cvref_t<A>>::value || ...), device_mode, eager_mode>>;
 
 // An error here means: this mode has no runner. For eager_mode, include a backend
 // (<typex/backend/eigen.hpp>) to run ops on host tensors; for trace_mode, include

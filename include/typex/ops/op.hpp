@@ -88,7 +88,7 @@ constexpr auto op_target_string() {
 template <class Op>
 constexpr auto op_schema_string() {
   if constexpr (requires { Op::schema; }) return to_fixed_string<Op::schema>();
-  else return fixed_string<0>{};
+  else return fixed_string("");  // (not fixed_string<0>{}: nvcc 13's front end rewrites the 0 into a form g++ rejects)
 }
 // (the string_views point into the template argument objects, which have static storage)
 template <fixed_string Name, fixed_string Schema>

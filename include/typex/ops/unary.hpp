@@ -144,7 +144,7 @@ struct neg_op {
       r.fail(detail::to_string_with([&](auto& w) { put_dtype_refusal(w, v); }));
     r.result(m);
   }
-  template <class M, class X, class Y> void math(M, const X& x, Y& y) const { y = -x; }
+  template <class M, class X, class Y> TYPEX_HOST_DEVICE void math(M, const X& x, Y& y) const { y = -x; }
 };
 struct abs_op : detail::unary_pointwise {
   static constexpr std::string_view target = "aten.abs.default";
@@ -156,28 +156,28 @@ struct abs_op : detail::unary_pointwise {
     const auto g = c.grad();
     c.accumulate("self", c.masked_fill(c.where(c.lt(x, 0.0), c.neg(g), g), c.eq(x, 0.0), 0.0));
   }
-  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.abs(x); }
+  template <class M, class X, class Y> TYPEX_HOST_DEVICE void math(M m, const X& x, Y& y) const { y = m.abs(x); }
 };
 struct exp_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.exp.default";
   static constexpr std::string_view schema =
       "aten::exp(Tensor self) -> Tensor";
   template <class C> static void vjp(C& c) { c.accumulate("self", c.mul(c.grad(), c.result())); }
-  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.exp(x); }
+  template <class M, class X, class Y> TYPEX_HOST_DEVICE void math(M m, const X& x, Y& y) const { y = m.exp(x); }
 };
 struct log_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.log.default";
   static constexpr std::string_view schema =
       "aten::log(Tensor self) -> Tensor";
   template <class C> static void vjp(C& c) { c.accumulate("self", c.div(c.grad(), c.input("self"))); }
-  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.log(x); }
+  template <class M, class X, class Y> TYPEX_HOST_DEVICE void math(M m, const X& x, Y& y) const { y = m.log(x); }
 };
 struct sqrt_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.sqrt.default";
   static constexpr std::string_view schema =
       "aten::sqrt(Tensor self) -> Tensor";
   template <class C> static void vjp(C& c) { c.accumulate("self", c.div(c.grad(), c.mul(c.result(), 2.0))); }
-  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.sqrt(x); }
+  template <class M, class X, class Y> TYPEX_HOST_DEVICE void math(M m, const X& x, Y& y) const { y = m.sqrt(x); }
 };
 struct rsqrt_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.rsqrt.default";
@@ -185,28 +185,28 @@ struct rsqrt_op : detail::unary_floating_result {
       "aten::rsqrt(Tensor self) -> Tensor";
   // -x^(-3/2) / 2 = -y^3 / 2
   template <class C> static void vjp(C& c) { c.accumulate("self", c.mul(c.grad(), c.mul(c.pow(c.result(), 3.0), -0.5))); }
-  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.k(1) / m.sqrt(x); }
+  template <class M, class X, class Y> TYPEX_HOST_DEVICE void math(M m, const X& x, Y& y) const { y = m.k(1) / m.sqrt(x); }
 };
 struct log1p_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.log1p.default";
   static constexpr std::string_view schema =
       "aten::log1p(Tensor self) -> Tensor";
   template <class C> static void vjp(C& c) { c.accumulate("self", c.div(c.grad(), c.add(c.input("self"), 1.0))); }
-  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.log1p(x); }
+  template <class M, class X, class Y> TYPEX_HOST_DEVICE void math(M m, const X& x, Y& y) const { y = m.log1p(x); }
 };
 struct sin_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.sin.default";
   static constexpr std::string_view schema =
       "aten::sin(Tensor self) -> Tensor";
   template <class C> static void vjp(C& c) { c.accumulate("self", c.mul(c.grad(), c.cos(c.input("self")))); }
-  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.sin(x); }
+  template <class M, class X, class Y> TYPEX_HOST_DEVICE void math(M m, const X& x, Y& y) const { y = m.sin(x); }
 };
 struct cos_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.cos.default";
   static constexpr std::string_view schema =
       "aten::cos(Tensor self) -> Tensor";
   template <class C> static void vjp(C& c) { c.accumulate("self", c.mul(c.grad(), c.neg(c.sin(c.input("self"))))); }
-  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.cos(x); }
+  template <class M, class X, class Y> TYPEX_HOST_DEVICE void math(M m, const X& x, Y& y) const { y = m.cos(x); }
 };
 struct erf_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.erf.default";
@@ -217,7 +217,7 @@ struct erf_op : detail::unary_floating_result {
     const auto x = c.input("self");
     c.accumulate("self", c.mul(c.grad(), c.mul(c.exp(c.neg(c.mul(x, x))), 1.1283791670955126)));
   }
-  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.erf(x); }
+  template <class M, class X, class Y> TYPEX_HOST_DEVICE void math(M m, const X& x, Y& y) const { y = m.erf(x); }
 };
 struct reciprocal_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.reciprocal.default";
@@ -228,7 +228,7 @@ struct reciprocal_op : detail::unary_floating_result {
     const auto y = c.result();
     c.accumulate("self", c.mul(c.grad(), c.neg(c.mul(y, y))));
   }
-  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.k(1) / x; }
+  template <class M, class X, class Y> TYPEX_HOST_DEVICE void math(M m, const X& x, Y& y) const { y = m.k(1) / x; }
 };
 struct relu_op : detail::unary_pointwise {
   static constexpr std::string_view target = "aten.relu.default";
@@ -239,7 +239,7 @@ struct relu_op : detail::unary_pointwise {
     c.accumulate("self", c.emit(op_id_of<aten::threshold_backward>, {c.grad(), c.result(), 0.0}));
   }
   static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
-  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.max(x, m.k(0)); }
+  template <class M, class X, class Y> TYPEX_HOST_DEVICE void math(M m, const X& x, Y& y) const { y = m.max(x, m.k(0)); }
 };
 struct tanh_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.tanh.default";
@@ -251,7 +251,7 @@ struct tanh_op : detail::unary_floating_result {
     c.accumulate("self", c.mul(c.grad(), c.add(c.neg(c.mul(y, y)), 1.0)));
   }
   static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
-  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.tanh(x); }
+  template <class M, class X, class Y> TYPEX_HOST_DEVICE void math(M m, const X& x, Y& y) const { y = m.tanh(x); }
 };
 struct sigmoid_op : detail::unary_floating_result {
   static constexpr std::string_view target = "aten.sigmoid.default";
@@ -263,7 +263,7 @@ struct sigmoid_op : detail::unary_floating_result {
     c.accumulate("self", c.mul(c.grad(), c.mul(y, c.add(c.neg(y), 1.0))));
   }
   static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
-  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.k(1) / (m.k(1) + m.exp(-x)); }
+  template <class M, class X, class Y> TYPEX_HOST_DEVICE void math(M m, const X& x, Y& y) const { y = m.k(1) / (m.k(1) + m.exp(-x)); }
 };
 struct silu_op : detail::unary_floating_only {
   static constexpr std::string_view target = "aten.silu.default";
@@ -281,7 +281,7 @@ struct silu_op : detail::unary_floating_only {
     c.accumulate("self", c.mul(c.grad(), c.mul(s, c.add(c.mul(x, c.add(c.neg(s), 1.0)), 1.0))));
   }
   static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
-  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = x / (m.k(1) + m.exp(-x)); }
+  template <class M, class X, class Y> TYPEX_HOST_DEVICE void math(M m, const X& x, Y& y) const { y = x / (m.k(1) + m.exp(-x)); }
 };
 // x * relu6(x + 3) / 6 (torch.nn.functional.hardswish)
 struct hardswish_op : detail::unary_floating_only {
@@ -298,7 +298,7 @@ struct hardswish_op : detail::unary_floating_only {
     c.accumulate("self", c.mul(c.grad(), d));
   }
   static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
-  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = x * m.min(m.max(x + m.k(3), m.k(0)), m.k(6)) / m.k(6); }
+  template <class M, class X, class Y> TYPEX_HOST_DEVICE void math(M m, const X& x, Y& y) const { y = x * m.min(m.max(x + m.k(3), m.k(0)), m.k(6)) / m.k(6); }
 };
 
 // torch.nn.functional.gelu's `approximate`: "none" (the exact erf form) or "tanh".
@@ -356,7 +356,7 @@ struct gelu_op : detail::unary_floating_only {
     return op;
   }
   template <class M, class X, class Y>
-  void math(M m, const X& x, Y& y) const {
+  TYPEX_HOST_DEVICE void math(M m, const X& x, Y& y) const {
     if (approximate == gelu_approximation::tanh)
       y = m.k(0.5) * x * (m.k(1) + m.tanh(m.k(0.7978845608028654) * (x + m.k(0.044715) * x * x * x)));  // sqrt(2/pi)
     else
@@ -399,7 +399,7 @@ struct hardtanh_op : detail::unary_pointwise {
     return op;
   }
   template <class M, class X, class Y>
-  void math(M m, const X& x, Y& y) const {
+  TYPEX_HOST_DEVICE void math(M m, const X& x, Y& y) const {
     y = m.min(m.max(x, m.k(min_val)), m.k(max_val));
   }
 };
@@ -437,7 +437,7 @@ struct leaky_relu_op : detail::unary_floating_only {
   }
   // (one of the two terms is 0: x itself above 0, negative_slope * x at and below it, exactly)
   template <class M, class X, class Y>
-  void math(M m, const X& x, Y& y) const {
+  TYPEX_HOST_DEVICE void math(M m, const X& x, Y& y) const {
     y = m.max(x, m.k(0)) + m.k(negative_slope) * m.min(x, m.k(0));
   }
 };
@@ -490,7 +490,7 @@ struct elu_op : detail::unary_floating_only {
   // scale max(x, 0) + alpha scale expm1(input_scale min(x, 0)): one of the two terms is 0. expm1(u)
   // is tanh(u / 2) (exp(u) + 1), exact in theory and accurate near 0, where exp(u) - 1 is not.
   template <class M, class X, class Y>
-  void math(M m, const X& x, Y& y) const {
+  TYPEX_HOST_DEVICE void math(M m, const X& x, Y& y) const {
     const auto u = m.k(input_scale) * m.min(x, m.k(0));
     y = m.k(scale) * m.max(x, m.k(0)) + m.k(alpha * scale) * (m.tanh(u * m.k(0.5)) * (m.exp(u) + m.k(1)));
   }
@@ -511,14 +511,14 @@ struct hardsigmoid_op : detail::unary_floating_only {
     c.accumulate("self", c.masked_fill(c.div(c.grad(), 6.0), c.logical_not(inside), 0.0));
   }
   static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
-  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = m.min(m.max(x + m.k(3), m.k(0)), m.k(6)) / m.k(6); }
+  template <class M, class X, class Y> TYPEX_HOST_DEVICE void math(M m, const X& x, Y& y) const { y = m.min(m.max(x + m.k(3), m.k(0)), m.k(6)) / m.k(6); }
 };
 
 namespace detail {
 // 1 where d > 0, 0 where d <= 0 (NaN where d is NaN), exactly, with the math policy's max and min
 // only (a policy has no select): any d > 0, a subnormal too, times big twice reaches 1.
 template <class M, class X>
-auto positive_step(M m, const X& d) {
+TYPEX_HOST_DEVICE auto positive_step(M m, const X& d) {
   using T = typename M::scalar_type;
   const T big = std::numeric_limits<T>::max() / 4;
   return m.min(m.max(d * big, m.k(0)) * big, m.k(1));
@@ -567,7 +567,7 @@ struct softplus_op : detail::unary_floating_only {
   // a NaN x), y = x s + log1p(exp(a)) / beta with a = beta x where s is 0 and -1000 where s is 1 (so
   // that branch gives 0 there); x is kept finite on the side where s can be 0 (0 * inf is NaN).
   template <class M, class X, class Y>
-  void math(M m, const X& x, Y& y) const {
+  TYPEX_HOST_DEVICE void math(M m, const X& x, Y& y) const {
     using T = typename M::scalar_type;
     if constexpr (std::is_floating_point_v<T>) {
       constexpr T inf = std::numeric_limits<T>::infinity(), top = std::numeric_limits<T>::max();
@@ -600,7 +600,7 @@ struct mish_op : detail::unary_floating_only {
     c.accumulate("self", c.mul(c.grad(), d));
   }
   static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
-  template <class M, class X, class Y> void math(M m, const X& x, Y& y) const { y = x * m.tanh(m.log1p(m.exp(x))); }
+  template <class M, class X, class Y> TYPEX_HOST_DEVICE void math(M m, const X& x, Y& y) const { y = x * m.tanh(m.log1p(m.exp(x))); }
 };
 
 template <tensor_like X>

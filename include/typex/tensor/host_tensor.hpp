@@ -64,6 +64,8 @@ class any_tensor {
   std::size_t nbytes() const noexcept { return static_cast<std::size_t>(numel()) * itemsize(dtype_); }
   const storage& get_storage() const noexcept { return storage_; }
   std::byte* raw_data() const noexcept { return storage_.data(); }
+  // Where the elements live (tensor/device.hpp): the host, unless a backend made this tensor.
+  typex::device device() const noexcept { return storage_.device(); }
 
   template <class T>
   T* data() const {

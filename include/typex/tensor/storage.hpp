@@ -5,6 +5,7 @@
 #pragma once
 
 #include <typex/core/error.hpp>
+#include <typex/tensor/device.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -43,6 +44,7 @@ class storage {
     storage s;
     s.data_ = std::shared_ptr<std::byte>(owner.data_, owner.data() + offset);
     s.bytes_ = bytes;
+    s.device_ = owner.device_;
     return s;
   }
 
@@ -56,23 +58,39 @@ class storage {
     return s;
   }
 
+  // `bytes` bytes of device memory at `owner.get()` (a backend's allocation: `owner`'s deleter
+  // gives it back). The host does not read them: data() is a device address, and clone() refuses.
+  static storage on_device(std::shared_ptr<std::byte> owner, std::size_t bytes, typex::device d) noexcept {
+    storage s = adopt(std::move(owner), bytes);
+    s.device_ = d;
+    return s;
+  }
   storage(const storage&) = default;
   storage& operator=(const storage&) = default;
   // A moved-from storage holds nothing (null, 0 bytes), so the tensor it belonged to is detected.
-  storage(storage&& o) noexcept : data_(std::move(o.data_)), bytes_(std::exchange(o.bytes_, 0)) {}
+  storage(storage&& o) noexcept : data_(std::move(o.data_)), bytes_(std::exchange(o.bytes_, 0)), device_(o.device_) {}
   storage& operator=(storage&& o) noexcept {
     data_ = std::move(o.data_);
     bytes_ = std::exchange(o.bytes_, 0);
+    device_ = o.device_;
     return *this;
   }
 
   std::byte* data() const noexcept { return data_.get(); }
   std::size_t bytes() const noexcept { return bytes_; }
   long use_count() const noexcept { return data_.use_count(); }
+  // Where the bytes live (the host unless a backend made this storage: on_device).
+  typex::device device() const noexcept { return device_; }
   // An observer of the bytes' lifetime (expired once no storage shares them).
   std::weak_ptr<std::byte> observe() const noexcept { return data_; }
 
   storage clone() const {
+    if (!device_.is_host()) {
+      detail::raise<device_error>([&](auto& w) {
+        w.put("typex::storage::clone: the bytes live on "); w.put(device_.to_string());
+        w.put(", where the host cannot copy them: copy the tensor with its backend (typex::cuda::to_host, or to_device)");
+      });
+    }
     storage s(bytes_);
     if (bytes_) std::memcpy(s.data(), data(), bytes_);
     return s;
@@ -96,6 +114,7 @@ class storage {
 
   std::shared_ptr<std::byte> data_;
   std::size_t bytes_ = 0;
+  typex::device device_;
 };
 
 namespace detail {

@@ -2,6 +2,7 @@
 // tools/op_parity.py from the ATen overloads themselves) is run through eigen::run_kernel with the
 // arguments in the schema's order, as typex's graphs record them, and compared within the case's
 // tolerance; and every target the backend registers must have a case.
+#include "../backend_axis.hpp"
 #include "../parity_cases.hpp"
 #include "../support.hpp"
 
@@ -90,4 +91,15 @@ TEST_CASE("registry: every op has a parity case, an Eigen kernel and a printed n
   CHECK(kernels.size() == ops);
   // and every case names a registered op (a renamed op must not leave its cases unrun)
   for (const std::string& t : covered) CHECK_MESSAGE(typex::find_op(t), "parity cases for unknown " << t);
+}
+
+// The per-backend axis (tests/unit/backend_axis.hpp) on the Eigen backend: each case as a one-node
+// program through program_module's path (supports(), the planner, the lowering), not the eager
+// kernel the test above calls. The Eigen backend runs every op: no case is left out.
+TEST_CASE("backend axis: every parity case as a program on the Eigen backend") {
+  const typex_test::axis_result r = typex_test::run_parity_axis(typex_test::eigen_backend_under_test());
+  for (const std::string& f : r.failures) FAIL_CHECK(f);
+  CHECK(r.not_run.empty());
+  CHECK(r.run >= 90);
+  MESSAGE("eigen: " << r.run << " cases run");
 }

@@ -9,6 +9,7 @@
 //   - custom tables: an op kept, a user's decomposition of another, a user op decomposed, and a
 //     decomposition whose result does not fit the op's rule refused.
 #include "../parity_cases.hpp"
+#include "../backend_axis.hpp"
 #include "../graph_runner.hpp"
 #include "../support.hpp"
 #include "../export/round_trip.hpp"
@@ -47,46 +48,9 @@ std::string compare(const any_tensor& got, const any_tensor& want, double atol, 
   return "";
 }
 
-any_tensor to_f64(const any_tensor& t) {
-  if (t.scalar_type() != dtype::f32) return t;
-  any_tensor out(dtype::f64, t.extents());
-  for (index_t i = 0; i < t.numel(); ++i) out.data<double>()[i] = t.data<float>()[i];
-  return out;
-}
-
-// A parity case as a program: its tensors as placeholders (in f64 when `f64`), the op, its result.
-struct case_program {
-  ir::graph g;
-  std::vector<any_tensor> inputs;
-};
-case_program make_program(const parity::parity_case& c, bool f64) {
-  case_program p;
-  std::vector<ir::argument> args;
-  std::size_t list_k = 0;
-  const auto place = [&](const any_tensor& t0) {
-    any_tensor t = f64 ? to_f64(t0) : t0;
-    std::vector<ir::sym_expr> shape(t.extents().begin(), t.extents().end());
-    const ir::node_id id = p.g.add_placeholder("arg", {t.scalar_type(), shape});
-    p.inputs.push_back(std::move(t));
-    return ir::value_ref{id};
-  };
-  for (std::size_t i = 0; i < c.args.size(); ++i) {
-    ir::argument a = c.args[i];
-    if (c.tensors[i]) a = place(*c.tensors[i]);
-    else if (auto* refs = std::get_if<std::vector<ir::value_ref>>(&a))
-      for (auto& r : *refs) r = place(c.list[list_k++]);
-    else if (auto* d = std::get_if<dtype>(&a); d != nullptr && f64 && *d == dtype::f32)
-      a = dtype::f64;
-    args.push_back(std::move(a));
-  }
-  const op_id op = find_op(c.target);
-  std::vector<ir::tensor_meta> vals = ir::infer_meta(p.g, op, args);
-  const ir::node_id n = p.g.add_call({.target = op, .args = std::move(args), .vals = std::move(vals),
-                                      .nn_module_stack = {{"block", "Block"}}, .stack_trace = "case.cpp:1 in forward"});
-  p.g.set_output({ir::value_ref{n}});
-  return p;
-}
-
+using typex_test::case_program;
+using typex_test::make_program;
+using typex_test::to_f64;
 using typex_test::run_graph;
 
 }  // namespace

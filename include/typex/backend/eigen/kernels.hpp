@@ -65,6 +65,9 @@ struct kernel {
 
 // The kernel for an op, or nullptr.
 TYPEX_EIGEN_API kernel_fn find_kernel(op_id op);
+// Whether the backend runs a call node (the backend kit's question, asked of every node of a
+// program before anything is planned: backend/kit/engine.hpp).
+TYPEX_EIGEN_API bool supports(const ir::node& node);
 
 // Every op the backend runs: the registry's, in its order, then the ones users registered. The
 // parity test (tests/unit/backend/parity.cpp) iterates it, so that no kernel goes without a

@@ -13,6 +13,7 @@
 #include <typex/backend/eigen/gemm.hpp>
 #include <typex/backend/eigen/kernels.hpp>
 #include <typex/backend/eigen/plan.hpp>
+#include <typex/backend/kit/registry.hpp>
 #include <typex/core/half.hpp>
 #include <typex/core/random.hpp>
 #include <typex/core/rules/conv.hpp>
@@ -55,24 +56,20 @@
 namespace typex::eigen {
 
 namespace detail {
-// The kernel table: every op of the registry (a missing kernel<Op> fails to compile here, naming
-// the op), then those registered by users. Activations (activation_op) also get the fusion
-// rule's entry: how to make their activation from a call (a user's: register_activation<Op>).
+// The kernel table (the backend kit's registry, backend/kit/registry.hpp): every op of the
+// registry (a missing kernel<Op> fails to compile here, naming the op), then those registered by
+// users. Activations (activation_op) also get the fusion rule's entry: how to make their activation
+// from a call (a user's: register_activation<Op>).
 struct kernel_table {
-  std::mutex mutex;  // (look-ups and registrations; a user may register while another thread plans)
-  std::unordered_map<op_id, kernel_fn> kernels;
-  std::unordered_map<op_id, activation_decoder> activations;
-  std::vector<op_id> order;
+  kit::kernel_registry<kernel_fn> kernels;
+  kit::kernel_registry<activation_decoder> activations;
 
   kernel_table() {
     for_each_op(builtin_ops{}, [&](auto type) {
       using Op = typename decltype(type)::type;
-      add(op_id_of<Op>, &kernel<Op>::run);
-      if constexpr (activation_op<Op>) activations.emplace(op_id_of<Op>, &decode_activation<Op>);
+      kernels.add(op_id_of<Op>, &kernel<Op>::run);
+      if constexpr (activation_op<Op>) activations.add(op_id_of<Op>, &decode_activation<Op>);
     });
-  }
-  void add(op_id op, kernel_fn fn) {
-    if (kernels.emplace(op, fn).second) order.push_back(op);
   }
 };
 inline kernel_table& kernels() {
@@ -82,43 +79,22 @@ inline kernel_table& kernels() {
 
 // The activation node `args` calls (the null activation where its op is not one). (Planning only.)
 inline activation activation_of(const kernel_args& args) {
-  kernel_table& t = kernels();
-  activation_decoder decode = nullptr;
-  {
-    const std::lock_guard lock(t.mutex);
-    const auto it = t.activations.find(args.op());
-    if (it != t.activations.end()) decode = it->second;
-  }
+  const activation_decoder decode = kernels().activations.find(args.op());
   return decode != nullptr ? activation(decode(args)) : activation{};
 }
 
-TYPEX_EIGEN_API void add_kernel(op_id op, kernel_fn fn) {
-  kernel_table& t = kernels();
-  const std::lock_guard lock(t.mutex);
-  t.add(op, fn);
-}
+TYPEX_EIGEN_API void add_kernel(op_id op, kernel_fn fn) { kernels().kernels.add(op, fn); }
 
-TYPEX_EIGEN_API void add_activation(op_id op, activation_decoder decode) {
-  kernel_table& t = kernels();
-  const std::lock_guard lock(t.mutex);
-  t.activations.emplace(op, decode);
-}
+TYPEX_EIGEN_API void add_activation(op_id op, activation_decoder decode) { kernels().activations.add(op, decode); }
 }  // namespace detail
 
-TYPEX_EIGEN_API kernel_fn find_kernel(op_id op) {
-  detail::kernel_table& t = detail::kernels();
-  const std::lock_guard lock(t.mutex);
-  const auto it = t.kernels.find(op);
-  return it == t.kernels.end() ? nullptr : it->second;
-}
+TYPEX_EIGEN_API kernel_fn find_kernel(op_id op) { return detail::kernels().kernels.find(op); }
+
+TYPEX_EIGEN_API bool supports(const ir::node& node) { return find_kernel(node.target) != nullptr; }
 
 TYPEX_EIGEN_API void manual_seed(std::uint64_t seed) { typex::manual_seed(seed); }
 
-TYPEX_EIGEN_API std::vector<op_id> kernel_ops() {
-  detail::kernel_table& t = detail::kernels();
-  const std::lock_guard lock(t.mutex);
-  return t.order;
-}
+TYPEX_EIGEN_API std::vector<op_id> kernel_ops() { return detail::kernels().kernels.ops(); }
 
 TYPEX_EIGEN_API any_tensor run_kernel(const kernel_args& a) {
   const kernel_fn k = find_kernel(a.op());

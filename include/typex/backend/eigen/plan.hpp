@@ -22,6 +22,7 @@
 // Declarations only: the definitions (plan_impl.hpp) need Eigen and are compiled with the kernels.
 #pragma once
 
+#include <typex/backend/kit/engine.hpp>
 #include <typex/core/symbol_table.hpp>
 #include <typex/export/program_binding.hpp>
 #include <typex/ir/graph.hpp>
@@ -52,20 +53,12 @@ TYPEX_EIGEN_API int set_num_threads(int threads);
 TYPEX_EIGEN_API int num_threads();
 
 namespace detail {
-// The executor behind program_module<eigen_backend> (export/program_module.hpp's contract).
-class engine {
- public:
-  virtual ~engine() = default;
-  // inputs: the user inputs' tensors (already checked); symbols bound from them. outputs is
-  // resized to the program's outputs; tensors already of the right dtype and extents are reused.
-  virtual void run(std::span<const any_tensor> inputs, const symbol_table& symbols, std::vector<any_tensor>& outputs) = 0;
-  // Whether the last plan was made for these inputs' extents (then run needs no symbols).
-  virtual bool planned_for(std::span<const any_tensor> inputs) const noexcept = 0;
-  virtual plan_report report() const = 0;
-};
+// The executor behind program_module<eigen_backend>: the backend kit's (backend/kit/engine.hpp).
+using engine = kit::engine;
 
-// A planned engine, or a stepwise one for a program with data-dependent sizes. Checks that the
-// backend runs every node (an unsupported_error names the first it does not).
+// A planned engine, or the kit's stepwise one for a program with data-dependent sizes. Checks that
+// the backend runs every node (supports(): an unsupported_error names the first it does not)
+// before anything is planned.
 TYPEX_EIGEN_API std::shared_ptr<engine> make_engine(program_binding binding, compile_options options);
 }  // namespace detail
 

@@ -3,12 +3,13 @@
 // Included by kernels_impl.hpp: compiled wherever the kernels are (every unit, or typex::eigen).
 // The planned engine is plan::planner's target: the planner (plan/planner.hpp, backend-neutral)
 // decides folds, views, fusions and the arena; this engine lowers each planned step to one of this
-// backend's steps (kernels/steps.hpp) or to the op's eager kernel. The stepwise engine runs
-// programs with data-dependent sizes node by node.
+// backend's steps (kernels/steps.hpp) or to the op's eager kernel. Programs with data-dependent
+// sizes run node by node on the backend kit's stepwise engine (backend/kit/stepwise.hpp).
 #pragma once
 
 #include <typex/backend/eigen/kernels_impl.hpp>  // (which includes this header at its end)
 #include <typex/backend/eigen/plan.hpp>
+#include <typex/backend/kit/stepwise.hpp>
 #include <typex/plan/planner.hpp>
 
 #include <array>
@@ -419,154 +420,15 @@ class planned_engine final : public engine, private plan::target {
   storage arena_;
 };
 
-// A program with data-dependent sizes (nonzero, masked_select: symbols bound only when the op that
-// makes them runs) cannot be planned from its inputs' shapes: it runs node by node on the eager
-// kernels, binding each data-dependent size from the result that makes it (checked against its
-// range), checking the run-time assertions that wait for it, and each result's extents against the
-// program's. It allocates per call; the planned engine runs every other program.
-class stepwise_engine final : public engine {
- public:
-  explicit stepwise_engine(program_binding b) : binding_(std::move(b)) {}
-
-  bool planned_for(std::span<const any_tensor>) const noexcept override { return false; }
-
-  void run(std::span<const any_tensor> inputs, const symbol_table& bound, std::vector<any_tensor>& outputs) override {
-    const ir::graph& g = *binding_.graph;
-    symbol_table symbols = bound;
-    std::vector<std::optional<any_tensor>> values(g.size());
-    for (const auto& [id, t] : binding_.constants) values[id] = t;
-    for (std::size_t i = 0; i < binding_.inputs.size(); ++i) values[binding_.inputs[i]] = inputs[i];
-    for (ir::node_id n = 0; n < g.size(); ++n) {
-      const ir::node& node = g[n];
-      if (node.op != ir::node_op::call_function || ir::is_assertion(node)) continue;
-      std::vector<const any_tensor*> tensors(node.args.size(), nullptr), list;
-      for (std::size_t k = 0; k < node.args.size(); ++k) {
-        if (const auto* r = std::get_if<ir::value_ref>(&node.args[k])) tensors[k] = &*values[r->node];
-        else if (const auto* refs = std::get_if<std::vector<ir::value_ref>>(&node.args[k]))
-          for (const ir::value_ref& r : *refs) list.push_back(&*values[r.node]);
-      }
-      any_tensor out = find_kernel(node.target)(kernel_args(node.target, node.args, tensors, &symbols, list));
-      const ir::tensor_meta& meta = node.vals.front();
-      bool bound_now = false;
-      for (std::size_t d = 0; d < meta.rank() && d < out.rank(); ++d) {
-        const ir::sym_expr& e = meta.shape[d];
-        if (!e.is_symbol() || !binding_.is_data_dependent(e.name()) || symbols.value(e.name())) continue;
-        std::string by = "node '";
-        by += node.name;
-        by += "' (dim ";
-        by += std::to_string(d);
-        by += ')';
-        symbols.bind(e.name(), out.extents()[d], by);
-        bound_now = true;
-      }
-      if (bound_now) binding_.check(symbols);
-      check_extents(node, out, symbols);
-      values[n] = std::move(out);
-    }
-    const auto& outs = g.output().args;
-    outputs.resize(outs.size());
-    // (outputs never share memory with the inputs, the program's tensors or each other, as the
-    // planned engine's copies do not: an output that is a view of one is copied)
-    const auto within = [](const any_tensor& o, const storage& t) {
-      const auto p = reinterpret_cast<std::uintptr_t>(o.raw_data()), b = reinterpret_cast<std::uintptr_t>(t.data());
-      return p != 0 && b != 0 && p >= b && p < b + std::max<std::size_t>(t.bytes(), 1);
-    };
-    for (std::size_t i = 0; i < outs.size(); ++i) {
-      const any_tensor& v = *values[std::get<ir::value_ref>(outs[i]).node];
-      bool shared = false;
-      for (const any_tensor& x : inputs) shared = shared || within(v, x.get_storage());
-      for (const auto& [ph, x] : binding_.constants) shared = shared || within(v, x.get_storage());
-      for (std::size_t j = 0; j < i; ++j) shared = shared || within(v, outputs[j].get_storage());
-      outputs[i] = shared ? v.clone() : v;
-    }
-  }
-
-  plan_report report() const override {
-    plan_report r;
-    for (const ir::node& n : binding_.graph->nodes())
-      if (n.op == ir::node_op::call_function && !ir::is_assertion(n)) {
-        ++r.steps;
-        r.allocating_ops.emplace_back(n.target.name());
-      }
-    return r;
-  }
-
- private:
-  // A result whose extents differ from what the program records: a bug in typex, reported.
-  static void check_extents(const ir::node& node, const any_tensor& out, const symbol_table& symbols) {
-    const ir::tensor_meta& m = node.vals.front();
-    bool same = out.scalar_type() == m.scalar_type && out.rank() == m.rank();
-    for (std::size_t d = 0; same && d < m.rank(); ++d) {
-      const auto v = m.shape[d].evaluate(symbols);
-      same = !v || *v == out.extents()[d];  // (anonymous dims: not followed by the graph)
-    }
-    if (!same) {
-      typex::detail::raise<ir::graph_error>([&](auto& w) {
-        w.put("typex::eigen: node '"); w.put(node.name); w.put("' ("); w.put(node.target.name()); w.put(") produced ");
-        w.put(out.to_string()); w.put(" where the program records "); w.put(m.to_string());
-      });
-    }
-  }
-
-  program_binding binding_;
-};
-
-// A program whose recorded shapes are not trusted (read from a file): the first call for each set
-// of input extents runs step by step, each kernel making its own result and every result compared
-// with its record (stepwise_engine: a graph_error naming the node on a difference), so that the
-// planned engine, which lays out memory by the records, only runs shapes whose records held.
-class checked_engine final : public engine {
- public:
-  checked_engine(const program_binding& b, compile_options options) : check_(b), fast_(b, options) {}
-
-  bool planned_for(std::span<const any_tensor> inputs) const noexcept override { return checked(inputs) && fast_.planned_for(inputs); }
-
-  void run(std::span<const any_tensor> inputs, const symbol_table& symbols, std::vector<any_tensor>& outputs) override {
-    if (checked(inputs)) return fast_.run(inputs, symbols, outputs);
-    check_.run(inputs, symbols, outputs);  // (throws before recording these extents as checked)
-    std::vector<std::vector<index_t>> e;
-    for (const any_tensor& t : inputs) e.push_back(t.extents());
-    checked_.push_back(std::move(e));
-  }
-
-  plan_report report() const override { return fast_.report(); }
-
- private:
-  bool checked(std::span<const any_tensor> inputs) const noexcept {
-    for (const auto& e : checked_) {
-      bool same = e.size() == inputs.size();
-      for (std::size_t i = 0; same && i < inputs.size(); ++i) same = e[i] == inputs[i].extents();
-      if (same) return true;
-    }
-    return false;
-  }
-
-  stepwise_engine check_;
-  planned_engine fast_;
-  std::vector<std::vector<std::vector<index_t>>> checked_;  // the input extents whose records held
-};
-
 }  // namespace detail
 
+// (the backend kit, backend/kit/engine.hpp: every node checked by supports() before anything is
+// planned; data-dependent programs and untrusted shapes on the kit's stepwise engine)
 TYPEX_EIGEN_API std::shared_ptr<detail::engine> detail::make_engine(program_binding binding, compile_options options) {
-  for (const ir::node& node : binding.graph->nodes()) {
-    if (node.op != ir::node_op::call_function || ir::is_assertion(node)) continue;  // (assertions: checked on binding)
-    if (node.vals.size() != 1) {
-      typex::detail::raise<unsupported_error>([&](auto& w) {
-        w.put("typex::eigen: node '"); w.put(node.name); w.put("' ("); w.put(node.target.name());
-        w.put(") has several results; the Eigen program runner runs single-result ops");
-      });
-    }
-    if (find_kernel(node.target) == nullptr) {
-      typex::detail::raise<unsupported_error>([&](auto& w) {
-        w.put("typex::eigen: the program uses "); w.put(node.target.name()); w.put(" (node '"); w.put(node.name);
-        w.put("'), which the Eigen backend does not run");
-      });
-    }
-  }
-  if (!binding.data_dependent.empty()) return std::make_shared<stepwise_engine>(std::move(binding));  // (checks every result)
-  if (binding.check_shapes) return std::make_shared<checked_engine>(binding, options);
-  return std::make_shared<planned_engine>(std::move(binding), options);
+  return kit::compile_program(std::move(binding), kit::backend_parts{
+      "eigen", "Eigen", [](const ir::graph&, const ir::node& n) { return supports(n); },
+      [options](program_binding b) -> std::unique_ptr<kit::engine> { return std::make_unique<planned_engine>(std::move(b), options); },
+      [](program_binding b) -> std::unique_ptr<kit::engine> { return std::make_unique<kit::stepwise_engine>(std::move(b), "eigen", &find_kernel); }});
 }
 
 }  // namespace typex::eigen

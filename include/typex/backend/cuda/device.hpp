@@ -1,0 +1,111 @@
+// typex/backend/cuda/device.hpp — what the CUDA backend runs on: a device with memory, one stream
+// and a way to run launch records. Host C++ only (no CUDA header): the planner's lowering, the
+// engine and the tests see this interface; two implementations stand behind it.
+//
+//   native_device    (src/cuda/native_device.cpp, in typex::cuda): a real GPU. One
+//                    non-blocking stream per device object (one per engine), memory from a
+//                    caching pool over a private cudaMemPool_t (never managed memory), cuBLASLt
+//                    bound to the stream, CUDA Graphs capture and replay.
+//   emulated_device  (emulated_device.hpp, host C++): the CPU emulator of the execution model
+//                    (kernel_api.cuh) runs the same kernel source with the same launch geometry;
+//                    library calls run a reference model that reads the real cuBLASLt descriptors.
+//
+// Every operation is ordered on the device's stream; synchronize() waits for all of it. Errors are
+// typex::device_error (core/error.hpp): no GPU or driver when a native device is made, out of
+// memory (nothing allocated, the device usable afterwards), a failed launch (naming the node).
+#pragma once
+
+#include <typex/backend/cuda/launch.hpp>
+#include <typex/core/error.hpp>
+#include <typex/tensor/device.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace typex::cuda {
+
+struct lt_matmul;  // a matrix product through cuBLASLt: its descriptors (lt.hpp)
+
+// The operands of one lt_matmul call: device addresses (D = epilogue(alpha * op(A) op(B) + beta * C)).
+struct matmul_args {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  const void* c = nullptr;
+  void* d = nullptr;
+  const void* bias = nullptr;   // (the epilogue's, where the descriptor has one)
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
+  float alpha = 1.0f, beta = 0.0f;
+};
+
+struct device_info {
+  std::string name;            // "NVIDIA H100 80GB HBM3", "emulated (sm_90a execution model)"
+  bool emulated = false;
+  int ordinal = 0;
+  int sm = 0;                  // compute capability major * 10 + minor (90 on an H100)
+  std::size_t total_memory = 0;
+  std::size_t shared_per_block_optin = 0;  // the most dynamic shared memory a kernel may opt in to
+};
+
+// A captured sequence of work (a CUDA graph), replayed as one launch.
+class captured_work {
+ public:
+  virtual ~captured_work() = default;
+  virtual void replay() = 0;
+};
+
+class device_runtime {
+ public:
+  virtual ~device_runtime() = default;
+  virtual const device_info& info() const noexcept = 0;
+  typex::device where() const noexcept { return typex::device::cuda(info().ordinal); }
+
+  // `bytes` of device memory aligned to 256 bytes (cudaMalloc's), or device_error when the device
+  // has no more (nothing is allocated then). 0 bytes gives a unique non-null address.
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void deallocate(void* p) noexcept = 0;
+
+  // Copies, ordered on the stream. to_device / to_host read or write host memory that must stay
+  // valid until synchronize() (pinned staging is the implementation's business).
+  virtual void copy_to_device(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy_on_device(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void fill_zero(void* dst, std::size_t bytes) = 0;
+
+  // Runs a kernel launch record (launch.hpp) / a cuBLASLt matrix product. `what` names the node
+  // and op for the error a failed launch gives.
+  virtual void launch(const kernel_launch& k, std::string_view what) = 0;
+  virtual void matmul(const lt_matmul& m, const matmul_args& a, std::string_view what) = 0;
+
+  // Waits for everything ordered on the stream; reports an asynchronous failure as device_error.
+  virtual void synchronize() = 0;
+
+  // The runtime an engine runs on: the same device with a stream of its own (each engine of a
+  // program_module, one per concurrent call, then orders and captures its work alone). The
+  // emulator, which has no streams, gives itself.
+  virtual std::shared_ptr<device_runtime> for_engine() = 0;
+
+  // Records `work` (launches and copies on this device) as one replayable unit: a CUDA graph on a
+  // GPU; nullptr where the device cannot capture (the emulator runs the work directly).
+  virtual std::unique_ptr<captured_work> capture(const std::function<void()>& work) = 0;
+};
+
+// Device memory owned by a runtime: one allocation, given back when the last handle goes.
+inline std::shared_ptr<std::byte> device_allocation(const std::shared_ptr<device_runtime>& rt, std::size_t bytes) {
+  auto* p = static_cast<std::byte*>(rt->allocate(bytes));
+  return std::shared_ptr<std::byte>(p, [rt](std::byte* q) { rt->deallocate(q); });
+}
+
+// The number of CUDA devices this process sees, or 0 with `why` set where there is none, or no
+// driver (cudaGetDeviceCount's error, not its count: without a driver it returns error 35 and
+// leaves the count alone). Defined by typex::cuda (src/cuda/native_device.cpp).
+int device_count(std::string* why = nullptr);
+
+// A runtime on GPU `ordinal` (a new stream), or device_error saying why there is none.
+std::shared_ptr<device_runtime> make_native_device(int ordinal = 0);
+
+}  // namespace typex::cuda

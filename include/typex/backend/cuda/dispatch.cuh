@@ -1,0 +1,60 @@
+// typex/backend/cuda/dispatch.cuh — from a launch record (launch.hpp) to the kernel it names: the
+// one switch, compiled by nvcc for the GPU (src/cuda includes it) and by the host compiler for the
+// emulated device (the stream is ignored there). The geometry is the record's, as the lowering's
+// helpers (chain_launch, ...) made it.
+#pragma once
+
+#include <typex/backend/cuda/kernel_api.cuh>
+#include <typex/backend/cuda/kernels/copy.cuh>
+#include <typex/backend/cuda/kernels/pointwise.cuh>
+#include <typex/backend/cuda/kernels/reduce.cuh>
+#include <typex/backend/cuda/launch.hpp>
+#include <typex/core/error.hpp>
+
+#include <cstdint>
+#include <string>
+#include <variant>
+
+namespace typex::cuda {
+
+namespace detail {
+template <class P>
+const P& launch_params(const kernel_launch& k) {
+  if (const P* p = std::get_if<P>(&k.params)) return *p;
+  typex::detail::raise_message<device_error>(std::string("typex::cuda::dispatch: a launch record of kind '") + kernel_name(k.kind) +
+                                             "' holds the parameters of another kernel");
+}
+}  // namespace detail
+
+// Launches k on `stream` (cudaStream_t natively; anything, ignored, on the emulator).
+template <class Stream>
+void dispatch(const kernel_launch& k, Stream stream) {
+  switch (k.kind) {
+    case kernel_kind::chain: {
+      const chain_params& p = detail::launch_params<chain_params>(k);
+      if (p.dtype == chain_dtype::f32) TYPEX_LAUNCH(kernels::chain_kernel<float>, k.grid, k.block, k.shared_bytes, stream)(p);
+      else TYPEX_LAUNCH(kernels::chain_kernel<double>, k.grid, k.block, k.shared_bytes, stream)(p);
+      return;
+    }
+    case kernel_kind::copy: {
+      const copy_params& p = detail::launch_params<copy_params>(k);
+      switch (p.itemsize) {
+        case 1: TYPEX_LAUNCH(kernels::copy_kernel<std::uint8_t>, k.grid, k.block, k.shared_bytes, stream)(p); return;
+        case 2: TYPEX_LAUNCH(kernels::copy_kernel<std::uint16_t>, k.grid, k.block, k.shared_bytes, stream)(p); return;
+        case 4: TYPEX_LAUNCH(kernels::copy_kernel<std::uint32_t>, k.grid, k.block, k.shared_bytes, stream)(p); return;
+        case 8: TYPEX_LAUNCH(kernels::copy_kernel<std::uint64_t>, k.grid, k.block, k.shared_bytes, stream)(p); return;
+        default: break;
+      }
+      typex::detail::raise_message<device_error>(std::string("typex::cuda::dispatch: a copy of ") + std::to_string(p.itemsize) +
+                                                 "-byte items (1, 2, 4 or 8)");
+    }
+    case kernel_kind::reduce: {
+      const reduce_params& p = detail::launch_params<reduce_params>(k);
+      TYPEX_LAUNCH(kernels::row_reduce_kernel<float>, k.grid, k.block, k.shared_bytes, stream)(p);
+      return;
+    }
+  }
+  typex::detail::raise_message<device_error>("typex::cuda::dispatch: an unknown kernel kind");
+}
+
+}  // namespace typex::cuda

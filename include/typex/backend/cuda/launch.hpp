@@ -1,0 +1,218 @@
+// typex/backend/cuda/launch.hpp — kernel launch records: what the CUDA backend's lowering
+// produces from a plan step and what a device (native or emulated, device.hpp) runs.
+//
+// Host C++ only, no CUDA header (nvcc compiles it too: the kernels read their parameter structs
+// from here, so both sides agree on every byte). A record is plain data: the kernel, its launch
+// geometry and its parameters, passed by value to the kernel. The geometry comes from the helpers
+// below (chain_launch, copy_launch, reduce_launch), never from the lowering, so that the geometry
+// a kernel is written for and the one it is launched with are decided in one place.
+#pragma once
+
+#include <typex/config.hpp>
+#include <typex/core/error.hpp>
+#include <typex/ops/unary.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <variant>
+
+namespace typex::cuda {
+
+// A grid or block extent (CUDA's dim3, without the CUDA header).
+struct launch_dims {
+  unsigned x = 1, y = 1, z = 1;
+  friend constexpr bool operator==(const launch_dims&, const launch_dims&) = default;
+};
+
+inline constexpr int max_rank = 6;      // dims of a chain's or copy's output
+inline constexpr int max_operands = 8;  // tensor operands of a pointwise chain
+inline constexpr int max_links = 8;     // ops of a pointwise chain
+inline constexpr std::size_t op_bytes = 32;  // the bytes of an op object a chain link carries
+
+// ---- the pointwise chain interpreter (kernels/pointwise.cuh)
+
+// The unary ops a chain link can apply: those of the registry's unary ops whose scalar math is
+// written once over a math policy (ops/unary.hpp: op.math(m, x, y)). A link names one by its index
+// in this list (unary_code<Op>), fixed at compile time on the host and the device alike.
+namespace detail {
+template <class Op>
+constexpr bool has_unary_math = requires(const Op& op, float x, float& y) { op.math(scalar_math<float>{}, x, y); };
+template <class... Ops>
+auto unary_math_ops_of(op_list<Ops...>) -> op_list_cat_t<std::conditional_t<has_unary_math<Ops>, op_list<Ops>, op_list<>>...>;
+template <class Op, class... Ops>
+constexpr int index_in(op_list<Ops...>) {
+  int i = 0, found = -1;
+  ((std::is_same_v<Op, Ops> ? (found = i, ++i) : ++i), ...);
+  return found;
+}
+template <class... Ops>
+constexpr bool all_fit(op_list<Ops...>) {
+  return ((std::is_trivially_copyable_v<Ops> && sizeof(Ops) <= op_bytes && alignof(Ops) <= 8) && ...);
+}
+}  // namespace detail
+
+using chain_unary_ops = decltype(detail::unary_math_ops_of(unary_ops{}));
+
+// A link copies the op object (its attributes: gelu's approximation, leaky_relu's slope, ...) into
+// its bytes; the kernel copies them back into an Op and calls its math.
+// (An error here: an op with math grew attributes that are not trivially copyable or take more
+// than op_bytes; raise op_bytes or keep the attributes plain numbers.)
+static_assert(detail::all_fit(chain_unary_ops{}), "typex::cuda: a unary op with math does not fit a chain link's op bytes");
+static_assert(chain_unary_ops::size <= 255, "typex::cuda: chain link codes are one byte");
+
+// The code of unary op Op in a chain link (its index in chain_unary_ops).
+template <class Op>
+inline constexpr int unary_code = detail::index_in<Op>(chain_unary_ops{});
+
+enum class chain_dtype : std::uint8_t { f32, f64 };
+enum class link_kind : std::uint8_t { unary, add, sub, mul, div };
+
+// One op applied to the chain's running value y.
+//   unary:   y = Op::math(y), Op = the chain_unary_ops entry `code`, its object in `op`;
+//   binary:  y = y (op) b, b = operand `operand` at this element, or `number` where operand < 0;
+//            add / sub: y + alpha b, y - alpha b (torch's alpha); with chain_second, y is the op's
+//            second argument: b + alpha y, b - alpha y, b * y, b / y.
+struct chain_link {
+  link_kind kind = link_kind::unary;
+  std::uint8_t code = 0;
+  std::int8_t operand = -1;
+  bool chain_second = false;
+  double number = 0.0;
+  double alpha = 1.0;
+  alignas(8) unsigned char op[op_bytes] = {};
+};
+
+// A tensor operand: its data and its element strides per output dim (0: broadcast along it).
+struct chain_operand {
+  const void* data = nullptr;
+  std::int64_t stride[max_rank] = {};
+};
+
+// out[i] = links applied in order to operand 0 at element i, for the n elements of a contiguous
+// output of `rank` dims (`extent`, row-major). Every operand and the output have dtype `dtype`.
+struct chain_params {
+  chain_dtype dtype = chain_dtype::f32;
+  std::int32_t rank = 0;
+  std::int32_t n_operands = 0;
+  std::int32_t n_links = 0;
+  void* out = nullptr;
+  std::int64_t n = 0;
+  std::int64_t extent[max_rank] = {};
+  chain_operand operands[max_operands];
+  chain_link links[max_links];
+};
+// (CUDA kernel parameters: at most 4 KiB before CUDA 12.1 / Volta, and trivially copyable)
+static_assert(sizeof(chain_params) < 4096 && std::is_trivially_copyable_v<chain_params>);
+
+// ---- strided copy (kernels/copy.cuh)
+
+// dst[i] = src[offset of element i], for the n elements of a contiguous output of `rank` dims
+// (`extent`, row-major), src read with element strides `src_stride` (any, 0 and negative too);
+// elements of `itemsize` bytes (1, 2, 4 or 8: the copy moves bits, whatever the dtype).
+struct copy_params {
+  const void* src = nullptr;
+  void* dst = nullptr;
+  std::int32_t itemsize = 4;
+  std::int32_t rank = 0;
+  std::int64_t n = 0;
+  std::int64_t extent[max_rank] = {};
+  std::int64_t src_stride[max_rank] = {};
+};
+static_assert(std::is_trivially_copyable_v<copy_params>);
+
+// ---- per-row reductions and softmax (kernels/reduce.cuh)
+
+enum class reduce_kind : std::uint8_t { sum, mean, softmax, log_softmax };
+
+// Over the last dim of a contiguous f32 [rows, cols] matrix: sum / mean write out[rows];
+// softmax / log_softmax write out[rows, cols].
+struct reduce_params {
+  reduce_kind kind = reduce_kind::sum;
+  const float* in = nullptr;
+  float* out = nullptr;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+};
+static_assert(std::is_trivially_copyable_v<reduce_params>);
+
+// ---- the record
+
+enum class kernel_kind : std::uint8_t { chain, copy, reduce };
+
+inline constexpr const char* kernel_name(kernel_kind k) noexcept {
+  switch (k) {
+    case kernel_kind::chain: return "chain";
+    case kernel_kind::copy: return "copy";
+    case kernel_kind::reduce: return "reduce";
+  }
+  return "?";
+}
+
+struct kernel_launch {
+  kernel_kind kind = kernel_kind::chain;
+  launch_dims grid, block;
+  std::uint32_t shared_bytes = 0;  // dynamic shared memory
+  std::variant<chain_params, copy_params, reduce_params> params;
+};
+
+// ---- launch geometry
+
+// Elementwise kernels: 256 threads per block, a grid-stride loop, at most this many blocks (enough
+// to fill an H100's 132 SMs several times; more blocks only add scheduling).
+inline constexpr unsigned elementwise_threads = 256;
+inline constexpr unsigned elementwise_max_blocks = 1024;
+// Row kernels: one block of 256 threads per row (8 warps), shared memory of one float per warp.
+inline constexpr unsigned row_threads = 256;
+
+namespace detail {
+inline launch_dims elementwise_grid(std::int64_t n) {
+  const std::int64_t blocks = (n + elementwise_threads - 1) / elementwise_threads;
+  return {static_cast<unsigned>(blocks < 1 ? 1 : blocks > elementwise_max_blocks ? elementwise_max_blocks : blocks), 1, 1};
+}
+inline void check_extents(const char* kernel, int rank, const std::int64_t* extent, std::int64_t n) {
+  if (rank < 0 || rank > max_rank)
+    typex::detail::raise_message<argument_error>(std::string("typex::cuda::") + kernel + "_launch: rank " + std::to_string(rank) +
+                                                 " (at most " + std::to_string(max_rank) + ")");
+  std::int64_t count = 1;
+  for (int d = 0; d < rank; ++d) count *= extent[d];
+  if (count != n)
+    typex::detail::raise_message<argument_error>(std::string("typex::cuda::") + kernel + "_launch: n = " + std::to_string(n) +
+                                                 " is not the product of the extents (" + std::to_string(count) + ")");
+}
+}  // namespace detail
+
+inline kernel_launch chain_launch(const chain_params& p) {
+  detail::check_extents("chain", p.rank, p.extent, p.n);
+  if (p.n_operands < 1 || p.n_operands > max_operands || p.n_links < 0 || p.n_links > max_links)
+    typex::detail::raise_message<argument_error>(std::string("typex::cuda::chain_launch: ") + std::to_string(p.n_operands) + " operands and " +
+                                                 std::to_string(p.n_links) + " links (1 to 8 operands, at most 8 links)");
+  for (int l = 0; l < p.n_links; ++l) {
+    const chain_link& k = p.links[l];
+    if (k.kind == link_kind::unary ? k.code >= chain_unary_ops::size : k.operand >= p.n_operands)
+      typex::detail::raise_message<argument_error>(std::string("typex::cuda::chain_launch: link ") + std::to_string(l) +
+                                                   " names an op code or operand the chain does not have");
+  }
+  return {kernel_kind::chain, detail::elementwise_grid(p.n), {elementwise_threads, 1, 1}, 0, p};
+}
+
+inline kernel_launch copy_launch(const copy_params& p) {
+  detail::check_extents("copy", p.rank, p.extent, p.n);
+  if (p.itemsize != 1 && p.itemsize != 2 && p.itemsize != 4 && p.itemsize != 8)
+    typex::detail::raise_message<argument_error>(std::string("typex::cuda::copy_launch: itemsize ") + std::to_string(p.itemsize) + " (1, 2, 4 or 8)");
+  return {kernel_kind::copy, detail::elementwise_grid(p.n), {elementwise_threads, 1, 1}, 0, p};
+}
+
+inline kernel_launch reduce_launch(const reduce_params& p) {
+  if (p.rows < 0 || p.cols < 0 || p.rows > 2147483647)
+    typex::detail::raise_message<argument_error>(std::string("typex::cuda::reduce_launch: ") + std::to_string(p.rows) + " rows of " +
+                                                 std::to_string(p.cols) + " (one block per row: at most 2^31 - 1 rows)");
+  return {kernel_kind::reduce,
+          {static_cast<unsigned>(p.rows < 1 ? 1 : p.rows), 1, 1},
+          {row_threads, 1, 1},
+          static_cast<std::uint32_t>(row_threads / 32 * sizeof(float)),
+          p};
+}
+
+}  // namespace typex::cuda

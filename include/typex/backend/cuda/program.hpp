@@ -1,0 +1,74 @@
+// typex/backend/cuda/program.hpp — an exported program compiled for a CUDA device.
+//
+//   auto gpu = typex::cuda::make_native_device();   // (tests and CI: make_emulated_device())
+//   program_module<cuda_backend> run(program, {.device = gpu});
+//   std::vector<any_tensor> out = run({typex::cuda::to_device(x, gpu)});   // outputs on the device
+//
+// cuda_backend is a backend in export/program_module.hpp's sense, built on the backend kit
+// (backend/kit/engine.hpp): compiling asks supports() of every node first, so an op the CUDA
+// backend does not run is an unsupported_error naming it before anything is allocated. The engine
+// plans the program with the backend-neutral planner (plan/planner.hpp) and lowers each step to
+// launch records (launch.hpp) once per set of input extents:
+//  - linear (and its activation: relu, gelu(approximate='tanh')) is one cuBLASLt product with a
+//    bias / RELU_BIAS / GELU_BIAS epilogue; any other activation after it (exact GELU, silu, ...)
+//    runs in place as a pointwise kernel right after (cuBLASLt's GELU is the tanh form);
+//  - each pointwise chain the planner forms (add / sub / mul / div with broadcasting or numbers,
+//    then activations) is ONE kernel, the chain interpreter (kernels/pointwise.cuh), whose
+//    per-element math is each op's own `math` (the functor the Eigen backend vectorises);
+//  - views cost nothing; transposes and permutes are one strided copy;
+//  - constants (parameters, buffers) are uploaded once, when the engine is made; values folded at
+//    planning time are computed on the host (the Eigen backend's kernels) and uploaded once per plan.
+// Memory: one device arena per plan (the planner's offsets), allocated when the plan is made and
+// never moved; the inputs are staged into fixed slots; outputs are copied out into device tensors.
+// Because no address changes between calls of one plan, a plan is captured as a CUDA graph on its
+// first call (graphs on a GPU; the emulator runs the records directly) and replayed after. Plans
+// are kept per set of input extents (a dynamic batch alternating between sizes re-plans nothing),
+// at most compile_options::max_plans, the least recently used dropped with its graph.
+#pragma once
+
+#include <typex/backend/cuda/device.hpp>
+#include <typex/backend/cuda/memory.hpp>
+#include <typex/backend/kit/engine.hpp>
+#include <typex/export/program_binding.hpp>
+
+#include <cstddef>
+#include <memory>
+
+namespace typex::cuda {
+
+struct compile_options {
+  // The device the program runs on: make_native_device(n) or make_emulated_device(). Null: GPU 0
+  // (make_native_device(0), which throws device_error where there is no GPU or no driver).
+  std::shared_ptr<device_runtime> device;
+  bool fuse = true;            // epilogues and pointwise chains (false: one kernel per node)
+  bool graphs = true;          // capture each plan as a CUDA graph (false: launch the records each call)
+  std::size_t max_plans = 8;   // plans (and graphs) kept, one per set of input extents
+};
+
+// Whether the CUDA backend runs call node `node` of `g` (asked of every node before anything is
+// planned or allocated).
+inline bool supports(const ir::graph& g, const ir::node& node);
+
+namespace detail {
+inline std::shared_ptr<kit::engine> make_engine(program_binding binding, const compile_options& options);
+}  // namespace detail
+
+}  // namespace typex::cuda
+
+namespace typex {
+
+struct cuda_backend {
+  using options = cuda::compile_options;
+  using executor = kit::engine;
+  static std::shared_ptr<executor> compile(program_binding binding, const options& o) {
+    return cuda::detail::make_engine(std::move(binding), o);
+  }
+  // Where the program wants its inputs (program_module checks each input against it).
+  static typex::device device_of(const options& o) {
+    return o.device ? o.device->where() : typex::device::cuda(0);
+  }
+};
+
+}  // namespace typex
+
+#include <typex/backend/cuda/detail/engine_impl.hpp>

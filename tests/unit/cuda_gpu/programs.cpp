@@ -1,0 +1,144 @@
+// Programs and library calls on a real GPU (suite "gpu": skipped by name without one, main.cpp):
+//   - the MLP through program_module<cuda_backend> on the native device against the Eigen backend, at
+//     batch 1, 7 and 64 (the batch dynamic), with CUDA graphs on and off;
+//   - the per-backend parity axis (tests/unit/backend_axis.hpp) on the native device: every PyTorch
+//     parity case the CUDA backend runs, as a program, against PyTorch's values;
+//   - the contract of the library model: real cuBLASLt on the GPU against the emulated device's model
+//     (lt_reference.hpp) for the descriptors typex builds, each epilogue it uses, and cuBLASLt's GELU
+//     is the tanh form (not erf), which the lowering relies on.
+#include "../backend_axis.hpp"
+
+#include <doctest/doctest.h>
+
+#include <typex/backend/cuda.hpp>
+#include <typex/backend/cuda/lt_reference.hpp>
+#include <typex/backend/eigen.hpp>
+#include <typex/typex.hpp>
+
+#include <cmath>
+#include <vector>
+
+using namespace typex;
+
+namespace {
+using batch = sym<"batch", 1, 1024>;
+struct gpu_mlp {
+  nn::Linear<48, 64> fc1;
+  nn::Linear<64, 64> fc2;
+  nn::Linear<64, 10> head;
+  template <class X>
+  auto operator()(const X& x) const {
+    return head(gelu(fc2(relu(fc1(x)))));
+  }
+};
+}  // namespace
+BOOST_HANA_ADAPT_STRUCT(gpu_mlp, fc1, fc2, head);
+
+namespace {
+any_tensor filled(std::vector<index_t> e, float scale) {
+  any_tensor t(dtype::f32, std::move(e));
+  for (index_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = scale * std::sin(0.37f * float(i) + 0.1f);
+  return t;
+}
+double max_difference(const any_tensor& a, const any_tensor& b) {
+  double worst = 0;
+  for (index_t i = 0; i < a.numel(); ++i) worst = std::max(worst, std::abs(double(a.data<float>()[i]) - double(b.data<float>()[i])));
+  return worst;
+}
+}  // namespace
+
+TEST_SUITE("gpu") {
+
+TEST_CASE("cuda gpu: the MLP on the GPU equals the Eigen backend at batch 1, 7 and 64, graphs on and off") {
+  gpu_mlp model;
+  init_module(model, 11);
+  using xs = shape<batch, fix<48>>;
+  const exported_program ep = export_program(model, input<"x">(tensor_spec<f32, xs>(xs(batch(8), {}))));
+  const auto gpu = cuda::make_native_device();
+  const program_module<eigen_backend> cpu_run(ep);
+  for (bool graphs : {true, false}) {
+    const program_module<cuda_backend> gpu_run(ep, {.device = gpu, .graphs = graphs});
+    for (index_t b : {1, 7, 64, 7, 64}) {
+      const any_tensor x = filled({b, 48}, 1.0f);
+      const auto got = cuda::to_host(gpu_run({cuda::to_device(x, gpu)})[0]);
+      INFO("batch " << b << ", graphs " << graphs);
+      CHECK(max_difference(got, cpu_run({x})[0]) <= 1e-4);  // (f32 products on tensor cores off: CUBLAS_COMPUTE_32F)
+    }
+  }
+}
+
+TEST_CASE("cuda gpu: every parity case the CUDA backend runs matches PyTorch on the GPU") {
+  const auto gpu = cuda::make_native_device();
+  typex_test::backend_under_test b{"cuda (GPU)",
+                                   [](const ir::graph& g) {
+                                     for (const ir::node& n : g.nodes())
+                                       if (n.op == ir::node_op::call_function && !cuda::supports(g, n)) return false;
+                                     return true;
+                                   },
+                                   [gpu](const ir::graph& g, const std::vector<any_tensor>& inputs) {
+                                     auto e = cuda_backend::compile(typex_test::binding_of(g), {.device = gpu});
+                                     std::vector<any_tensor> on_device, out;
+                                     for (const any_tensor& t : inputs) on_device.push_back(cuda::to_device(t, gpu));
+                                     e->run(on_device, symbol_table{}, out);
+                                     for (any_tensor& t : out) t = cuda::to_host(t);
+                                     return out;
+                                   }};
+  const typex_test::axis_result r = typex_test::run_parity_axis(b);
+  for (const std::string& f : r.failures) FAIL_CHECK(f);
+  CHECK(r.run > 0);
+  MESSAGE("cuda (GPU): " << r.run << " cases run, " << r.not_run.size() << " not run by this backend");
+}
+
+TEST_CASE("cuda gpu: real cuBLASLt equals the emulated device's model for typex's descriptors, and its GELU is the tanh form") {
+  const auto d = cuda::make_native_device();
+  const std::int64_t m = 13, n = 33, k = 21;
+  std::vector<float> x(m * k), w(n * k), bias(n);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 2.0f * std::sin(0.37f * float(i));
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.11f * float(i)) * 0.5f;
+  for (std::size_t i = 0; i < bias.size(); ++i) bias[i] = 0.05f * float(i) - 0.8f;
+  const auto bytes = [](const std::vector<float>& v) { return v.size() * sizeof(float); };
+  void* dx = d->allocate(bytes(x));
+  void* dw = d->allocate(bytes(w));
+  void* db = d->allocate(bytes(bias));
+  void* dy = d->allocate(std::size_t(m * n) * sizeof(float));
+  d->copy_to_device(dx, x.data(), bytes(x));
+  d->copy_to_device(dw, w.data(), bytes(w));
+  d->copy_to_device(db, bias.data(), bytes(bias));
+  for (cuda::epilogue e : {cuda::epilogue::none, cuda::epilogue::relu, cuda::epilogue::gelu_tanh}) {
+    for (bool with_bias : {false, true}) {
+      INFO("epilogue " << cuda::name(e) << ", bias " << with_bias);
+      // the GPU
+      cuda::lt_matmul on_gpu = cuda::make_linear(m, n, k, e, with_bias);
+      if (with_bias) on_gpu.set_bias_pointer(db);
+      cuda::matmul_args a = cuda::row_major_operands(dx, dw, dy);
+      if (with_bias) a.bias = db;
+      d->matmul(on_gpu, a, "contract");
+      std::vector<float> got(std::size_t(m * n));
+      d->copy_to_host(got.data(), dy, got.size() * sizeof(float));
+      d->synchronize();
+      // the model, on host copies, with descriptors built the same way
+      std::vector<float> want(std::size_t(m * n));
+      cuda::lt_matmul on_host = cuda::make_linear(m, n, k, e, with_bias);
+      if (with_bias) on_host.set_bias_pointer(bias.data());
+      cuda::matmul_args h = cuda::row_major_operands(x.data(), w.data(), want.data());
+      if (with_bias) h.bias = bias.data();
+      cuda::reference_matmul(on_host, h);
+      double worst = 0, from_erf = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        worst = std::max(worst, std::abs(double(got[i]) - double(want[i])));
+        if (e == cuda::epilogue::gelu_tanh) {  // (the same pre-activation through erf GELU)
+          const std::int64_t r = std::int64_t(i) / n, c = std::int64_t(i) % n;
+          double acc = with_bias ? bias[std::size_t(c)] : 0.0;
+          for (std::int64_t l = 0; l < k; ++l) acc += double(x[std::size_t(r * k + l)]) * double(w[std::size_t(c * k + l)]);
+          from_erf = std::max(from_erf, std::abs(double(got[i]) - 0.5 * acc * (1 + std::erf(acc / std::sqrt(2.0)))));
+        }
+      }
+      CHECK(worst <= 1e-4);
+      if (e == cuda::epilogue::gelu_tanh) CHECK(from_erf > 1e-4);  // (cuBLASLt's GELU is not the erf form)
+    }
+  }
+  for (void* p : {dx, dw, db, dy}) d->deallocate(p);
+  d->synchronize();
+}
+
+}  // TEST_SUITE("gpu")
