@@ -63,7 +63,10 @@ if [ "$with_clang" = 1 ]; then
         "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" >/dev/null
   tsan_targets=(typex_concurrency_tests)
   # (the emulated CUDA tests exist where the CUDA toolkit is: cmake/typexCuda.cmake)
-  if cmake --build build/tsan --target help | grep -q '\btypex_cuda_emulator_tests\b'; then
+  # (the list read whole: `| grep -q` would stop reading early, and pipefail would take the broken
+  # pipe for a missing target)
+  build_targets=$(cmake --build build/tsan --target help)
+  if [[ $build_targets == *typex_cuda_emulator_tests* ]]; then
     tsan_targets+=(typex_cuda_emulator_tests)
   fi
   cmake --build build/tsan -j "$jobs" --target "${tsan_targets[@]}"

@@ -38,9 +38,11 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace typex::cuda {
 
@@ -73,14 +75,21 @@ class device_guard {
  public:
   device_guard(int ordinal, const std::string& where) {
     check(cudaGetDevice(&previous_), "cudaGetDevice", where);
-    if (previous_ != ordinal) check(cudaSetDevice(ordinal), "cudaSetDevice", where);
+    if (previous_ != ordinal) {
+      check(cudaSetDevice(ordinal), "cudaSetDevice", where);
+      switched_ = true;
+    }
   }
   device_guard(const device_guard&) = delete;
   device_guard& operator=(const device_guard&) = delete;
-  ~device_guard() { (void)cudaSetDevice(previous_); }
+  // (only where it switched: restoring an unset device would make a context on GPU 0)
+  ~device_guard() {
+    if (switched_) (void)cudaSetDevice(previous_);
+  }
 
  private:
   int previous_ = 0;
+  bool switched_ = false;
 };
 
 // A CUDA graph instantiated from a capture; replay() launches it on the stream it was captured on.
@@ -184,16 +193,16 @@ class native_device final : public device_runtime, public std::enable_shared_fro
 
   void deallocate(void* p) noexcept override {
     if (p == nullptr) return;
-    int previous = 0;
-    if (cudaGetDevice(&previous) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return;
+    {
+      // (a tensor dropped by another thread while this stream is being captured: its free would
+      // become a node of the graph, run again at every replay; it waits for the capture's end)
+      const std::lock_guard lock(capture_mutex_);
+      if (capturing_) {
+        deferred_frees_.push_back(p);
+        return;
+      }
     }
-    (void)cudaSetDevice(info_.ordinal);
-    // (a failure here can only be a broken context, which the next checked call reports)
-    (void)cudaFreeAsync(p, stream_);
-    (void)cudaSetDevice(previous);
-    (void)cudaGetLastError();
+    free_now(p);
   }
 
   void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
@@ -271,8 +280,15 @@ class native_device final : public device_runtime, public std::enable_shared_fro
     const std::string where = where_ + ": capturing a CUDA graph";
     {
       device_guard guard(info_.ordinal, where);
+      const std::lock_guard lock(capture_mutex_);
       check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture", where);
+      capturing_ = true;
     }
+    struct end_of_capture {  // (the frees deferred while capturing, issued once the stream records no more)
+      native_device& d;
+      ~end_of_capture() { d.capture_ended(); }
+    };
+    end_of_capture ended_capture{*this};
     try {
       work();
     } catch (...) {
@@ -289,6 +305,7 @@ class native_device final : public device_runtime, public std::enable_shared_fro
     // (EndCapture fails when something in `work` was not capturable, e.g. a synchronize: the capture
     // is invalidated, and ended here all the same)
     const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+    capture_ended();
     if (ended != cudaSuccess) {
       if (graph != nullptr) (void)cudaGraphDestroy(graph);
       check(ended, "cudaStreamEndCapture", where);
@@ -306,6 +323,30 @@ class native_device final : public device_runtime, public std::enable_shared_fro
   }
 
  private:
+  void free_now(void* p) noexcept {
+    int previous = 0;
+    if (cudaGetDevice(&previous) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return;
+    }
+    const bool switched = previous != info_.ordinal;
+    if (switched) (void)cudaSetDevice(info_.ordinal);
+    // (a failure here can only be a broken context, which the next checked call reports)
+    (void)cudaFreeAsync(p, stream_);
+    if (switched) (void)cudaSetDevice(previous);
+    (void)cudaGetLastError();
+  }
+  void capture_ended() noexcept {
+    std::vector<void*> frees;
+    {
+      const std::lock_guard lock(capture_mutex_);
+      if (!capturing_) return;
+      capturing_ = false;
+      frees.swap(deferred_frees_);
+    }
+    for (void* p : frees) free_now(p);
+  }
+
   void copy(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind, const char* what) {
     if (bytes == 0) return;
     const std::string where = where_ + ": " + what + " (" + std::to_string(bytes) + " bytes)";
@@ -343,8 +384,8 @@ class native_device final : public device_runtime, public std::enable_shared_fro
   void release() noexcept {
     int previous = 0;
     const bool switched = cudaGetDevice(&previous) == cudaSuccess && cudaSetDevice(info_.ordinal) == cudaSuccess;
+    if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);  // (products and frees ordered on it complete first)
     if (lt_ != nullptr) (void)cublasLtDestroy(lt_);
-    if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);  // (frees ordered on it complete first)
     if (pool_ != nullptr) (void)cudaMemPoolDestroy(pool_);
     if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
     if (switched) (void)cudaSetDevice(previous);
@@ -359,6 +400,9 @@ class native_device final : public device_runtime, public std::enable_shared_fro
   cudaStream_t stream_ = nullptr;
   cudaMemPool_t pool_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
+  std::mutex capture_mutex_;           // (capturing_ and deferred_frees_: deallocate comes from any thread)
+  bool capturing_ = false;
+  std::vector<void*> deferred_frees_;
 };
 
 }  // namespace detail

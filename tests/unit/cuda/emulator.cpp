@@ -65,6 +65,16 @@ TYPEX_GLOBAL void shuffles(int* out) {
   out[6 * t + 5] = warp_sum(lane);
 }
 
+// Shuffles within segments of 8 lanes (width 8): sources in an earlier segment are read, those in a
+// later segment (and out-of-range up / down) give the lane its own value, as on a GPU.
+TYPEX_GLOBAL void segment_shuffles(int* out) {
+  const int lane = static_cast<int>(lane_id());
+  out[4 * lane + 0] = shfl_xor_sync(full_mask, lane, 9, 8);   // (9: into the next segment, or the previous one)
+  out[4 * lane + 1] = shfl_sync(full_mask, lane, 10, 8);      // (index 10 mod 8: lane 2 of the segment)
+  out[4 * lane + 2] = shfl_down_sync(full_mask, lane, 3, 8);
+  out[4 * lane + 3] = shfl_up_sync(full_mask, lane, 3, 8);
+}
+
 TYPEX_GLOBAL void throws_in_block(int bad_block) {
   if (static_cast<int>(block_idx().x) == bad_block && thread_idx().x == 7) throw std::runtime_error("thrown by a kernel thread");
 }
@@ -181,6 +191,19 @@ TEST_CASE("cuda emulator: warp shuffles, ballot and warp reductions follow CUDA'
     CHECK(out[6 * t + 3] == (lane ^ 1));
     CHECK(static_cast<std::uint32_t>(out[6 * t + 4]) == ballot);
     CHECK(out[6 * t + 5] == 496);
+  }
+}
+
+TEST_CASE("cuda emulator: shuffles of a width below 32 follow CUDA's segment rules") {
+  std::vector<int> out(4 * 32, -1);
+  TYPEX_LAUNCH(segment_shuffles, (launch_dims{1}), (launch_dims{32}), 0, 0)(out.data());
+  for (int lane = 0; lane < 32; ++lane) {
+    CAPTURE(lane);
+    const int base = lane & ~7, x = lane ^ 9;
+    CHECK(out[4 * lane + 0] == (x >= base + 8 ? lane : x));
+    CHECK(out[4 * lane + 1] == base + 2);
+    CHECK(out[4 * lane + 2] == ((lane - base) + 3 < 8 ? lane + 3 : lane));
+    CHECK(out[4 * lane + 3] == ((lane - base) >= 3 ? lane - 3 : lane));
   }
 }
 

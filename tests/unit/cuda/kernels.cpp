@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -212,6 +213,30 @@ TEST_CASE("cuda chain: encode_unary turns recorded calls into links, and refuses
   CHECK(chain_supports(typex::op_id_of<typex::silu_op>));
 }
 
+// The grid-stride loop past its first pass: a record whose grid is smaller than the elements need
+// (a GPU caps the grid; every thread then handles several elements).
+TEST_CASE("cuda chain kernel: a grid smaller than the elements covers them all (grid-stride loop)") {
+  const std::int64_t n = 3 * 256 + 17;  // (one block of 256 threads: four passes, the last partial)
+  std::vector<float> x(static_cast<std::size_t>(n)), out(static_cast<std::size_t>(n) + 1, -9.0f);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
+  chain_params p{};
+  p.out = out.data();
+  p.rank = 1;
+  p.n = n;
+  p.extent[0] = n;
+  p.n_operands = 1;
+  p.operands[0].data = x.data();
+  p.operands[0].stride[0] = 1;
+  p.links[0].kind = link_kind::mul;
+  p.links[0].number = 2.0;
+  p.n_links = 1;
+  kernel_launch k = chain_launch(p);
+  k.grid = launch_dims{1};
+  dispatch(k, 0);
+  for (std::int64_t i = 0; i < n; ++i) CHECK(out[static_cast<std::size_t>(i)] == 2.0f * static_cast<float>(i));
+  CHECK(out[static_cast<std::size_t>(n)] == -9.0f);
+}
+
 TEST_CASE("cuda copy kernel: strided to contiguous, every item size, transposes and flips") {
   for (const std::uint64_t seed : seeds) {
     emu::set_seed(seed);
@@ -318,6 +343,35 @@ TEST_CASE("cuda reduce kernel: row sum, mean, softmax and log_softmax at edge sh
         }
         CHECK(out[n_out] == -9.0f);
       }
+    }
+  }
+  // rows a softmax without its max subtraction gets wrong (exp(1000) overflows), a row of -inf
+  // (PyTorch: NaN), a row holding +inf and a NaN row
+  {
+    const float inf = std::numeric_limits<float>::infinity();
+    std::vector<float> x = {1000.0f, 999.0f, 998.0f, -1000.0f, -inf, -inf, -inf, -inf, 1.0f, inf, 2.0f, 3.0f, 1.0f, NAN, 2.0f, 0.0f};
+    for (const reduce_kind kind : {reduce_kind::softmax, reduce_kind::log_softmax}) {
+      CAPTURE(static_cast<int>(kind));
+      std::vector<float> out(x.size(), -9.0f);
+      reduce_params p;
+      p.kind = kind;
+      p.in = x.data();
+      p.out = out.data();
+      p.rows = 4;
+      p.cols = 4;
+      dispatch(reduce_launch(p), 0);
+      const double e = 1.0 + std::exp(-1.0) + std::exp(-2.0);  // (row 0: exp(x - 1000); the -1000 term is 0)
+      if (kind == reduce_kind::softmax) {
+        CHECK(close(out[0], 1.0 / e, 1e-6, 1e-5));
+        CHECK(close(out[2], std::exp(-2.0) / e, 1e-6, 1e-5));
+        CHECK(out[3] == 0.0f);
+        CHECK(std::isnan(out[9]));  // (+inf in a row: inf - inf is NaN, as in PyTorch)
+      } else {
+        CHECK(close(out[0], -std::log(e), 1e-5, 1e-5));
+        CHECK(close(out[3], -2000.0 - std::log(e), 1e-3, 1e-6));
+      }
+      for (int c = 4; c < 8; ++c) CHECK(std::isnan(out[static_cast<std::size_t>(c)]));   // (a row of -inf)
+      for (int c = 12; c < 16; ++c) CHECK(std::isnan(out[static_cast<std::size_t>(c)]));  // (a NaN spreads over its row)
     }
   }
   // empty: no rows (one block, which writes nothing); rows of no columns (sum 0, mean NaN)

@@ -106,6 +106,10 @@ TEST_CASE("cuda program: the MLP on the emulated device equals the Eigen backend
     INFO("batch " << b);
     CHECK(max_difference(host, want[0]) <= tolerance);
   }
+  // plans are kept per batch size: calling the sizes again allocates nothing more on the device
+  const std::size_t held = emu->bytes_in_use();
+  for (index_t b : {1, 7, 64}) (void)gpu_run({cuda::to_device(random_input(b, 48, 5), gpu)});
+  CHECK(emu->bytes_in_use() == held);
   // linear + relu is one cuBLASLt product with a RELU_BIAS epilogue: three launches per call
   const std::size_t before = emu->launches();
   (void)gpu_run({cuda::to_device(random_input(7, 48, 3), gpu)});
@@ -136,6 +140,26 @@ TEST_CASE("cuda program: exact GELU after a linear, tanh GELU in cuBLASLt's epil
   const program_module<cuda_backend> unfused(ep, {.device = gpu, .fuse = false});
   const any_tensor x = random_input(5, 24, 9);
   CHECK(max_difference(cuda::to_host(unfused({cuda::to_device(x, gpu)})[0]), cpu_run({x})[0]) <= tolerance);
+}
+
+TEST_CASE("cuda program: with one plan kept, alternating batch sizes re-plan each call and stay correct, memory bounded") {
+  mlp model;
+  const exported_program ep = export_with_batch<mlp, 48>(model);
+  const auto gpu = cuda::make_emulated_device();
+  auto* emu = static_cast<cuda::emulated_device*>(gpu.get());
+  const program_module<eigen_backend> cpu_run(ep);
+  const program_module<cuda_backend> gpu_run(ep, {.device = gpu, .max_plans = 1});
+  std::size_t after[2] = {0, 0};  // (device bytes held after a call of batch 5, of batch 40)
+  for (int round = 0; round < 3; ++round)
+    for (int k = 0; k < 2; ++k) {
+      const index_t b = k == 0 ? 5 : 40;
+      const any_tensor x = random_input(b, 48, static_cast<std::uint64_t>(b + round));
+      CHECK(max_difference(cuda::to_host(gpu_run({cuda::to_device(x, gpu)})[0]), cpu_run({x})[0]) <= tolerance);
+      if (round > 0) CHECK(emu->bytes_in_use() == after[k]);  // (nothing accumulates)
+      after[k] = emu->bytes_in_use();
+    }
+  // after a call of batch 5 the batch-40 plan is gone (kept, the bytes would be the same)
+  CHECK(after[0] < after[1]);
 }
 
 TEST_CASE("cuda program: a host tensor given to a CUDA program, or a device tensor to an Eigen program, is a device_error naming the input and both devices") {

@@ -56,7 +56,9 @@ inline any_tensor run_call(const ir::call_args& a) {
   b.graph = std::move(g);
   b.inputs = b.graph->placeholders();
   b.user_inputs = b.inputs.size();
-  const std::shared_ptr<kit::engine> e = make_engine(std::move(b), {.device = rt, .graphs = false, .max_plans = 1});
+  // (on the tensors' runtime itself: a stream, pool and cuBLASLt handle per call would be a GPU's worth
+  // of set-up per op, and each result would keep them alive)
+  const std::shared_ptr<kit::engine> e = make_engine_on(std::move(b), {.device = rt, .graphs = false, .max_plans = 1}, rt, rt);
   std::vector<any_tensor> out;
   e->run(inputs, symbol_table{}, out);
   return std::move(out.front());

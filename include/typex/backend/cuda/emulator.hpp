@@ -7,7 +7,8 @@
 //     and launches), so ThreadSanitizer reports a missing barrier as a data race;
 //   - sync_threads() is a barrier that counts arrivals and exits: threads reaching different
 //     barriers, or a thread returning while others wait, is a device_error naming the kernel, the
-//     block and the threads (never a hang; a timed wait backs up the exact checks);
+//     block and the threads, not a hang (a timed wait backs up the exact checks; a kernel thread
+//     that loops forever still hangs its launch: the emulator cannot stop a thread);
 //   - warp operations are a rendezvous of the lanes their mask names, checked to be the same call
 //     with the same mask in every lane;
 //   - blocks run one at a time in an order shuffled by a seed (set_seed): a GPU promises no order;
@@ -17,6 +18,14 @@
 //     48 KiB of dynamic shared memory unless the kernel opted in, 227 KiB at most);
 //   - an exception thrown by a kernel thread reaches the launching thread.
 // Launches are synchronous and serialised (one emulated device queue per process).
+// What it does not model (each is a GPU check, scripts/gpu-check.sh):
+//   - races between blocks: blocks run one after another, so two blocks writing one element
+//     without an atomic give the right answer here (compute-sanitizer's racecheck, on a GPU);
+//   - memory ordering within a warp: a warp operation is a rendezvous under a lock, which orders
+//     memory as a GPU's shfl / ballot do not (only __syncwarp does);
+//   - concurrent warp operations of disjoint lane subsets (two halves of a warp shuffling at once,
+//     in divergent branches): one rendezvous per warp serves one call at a time, and such code is
+//     reported as lanes making different calls. typex's kernels shuffle whole warps.
 #pragma once
 
 #include <typex/config.hpp>
@@ -343,7 +352,13 @@ T shuffle(std::uint32_t mask, T v, int arg, int width, shuffle_kind kind, const 
     case shuffle_kind::index: src = base + (arg & (width - 1)); break;
     case shuffle_kind::up: src = (lane - base) - arg >= 0 ? lane - arg : lane; break;
     case shuffle_kind::down: src = (lane - base) + arg < width ? lane + arg : lane; break;
-    case shuffle_kind::bxor: src = ((lane ^ arg) & ~(width - 1)) == base ? (lane ^ arg) : lane; break;
+    // (CUDA: the lane mask's low 5 bits; a source in an earlier segment is read, one in a later
+    // segment gives the lane its own value)
+    case shuffle_kind::bxor: {
+      const int x = lane ^ (arg & static_cast<int>(warp_size - 1));
+      src = x >= base + width ? lane : x;
+      break;
+    }
   }
   if (!(mask & (1u << src)))
     t.block->fail_here(std::string(op) + " at " + where(site) + ": lane " + std::to_string(lane) + " reads lane " +

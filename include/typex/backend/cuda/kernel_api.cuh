@@ -42,6 +42,10 @@
 #include <typex/core/error.hpp>
 
 #define TYPEX_GLOBAL __global__
+// The kernel API and the kernels live in an inline namespace per world (native / emulated): a
+// kernel's host-side symbol is nvcc's launch stub in one and the emulator's function in the other,
+// and a program that links both typex::cuda and the emulated device must not get one for the other.
+#define TYPEX_CUDA_ABI native
 #define TYPEX_DEVICE __device__ __forceinline__
 // A kernel parameter read in place (`const TYPEX_GRID_CONSTANT params p`): indexing its arrays or
 // taking its address does not copy it to local memory (sm_70 and later).
@@ -56,6 +60,7 @@ extern __shared__ __align__(16) unsigned char typex_dynamic_shared[];
 #define TYPEX_SHARED(T) (reinterpret_cast<T*>(typex_dynamic_shared))
 
 namespace typex::cuda {
+inline namespace TYPEX_CUDA_ABI {  // (native or emulated: see TYPEX_GLOBAL)
 
 inline constexpr unsigned warp_size = 32;
 inline constexpr std::uint32_t full_mask = 0xffffffffu;
@@ -146,12 +151,12 @@ TYPEX_DEVICE float pow(float a, float b) { return ::powf(a, b); }
 TYPEX_DEVICE double pow(double a, double b) { return ::pow(a, b); }
 }  // namespace math
 
-namespace detail {
+namespace launch_detail {  // (not detail: typex::cuda::detail is outside the inline namespace)
 template <class D>
 inline ::dim3 to_dim3(const D& d) {
   return ::dim3(d.x, d.y, d.z);
 }
-}  // namespace detail
+}  // namespace launch_detail
 
 // cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), as a device_error.
 template <class... P>
@@ -162,11 +167,12 @@ void set_max_dynamic_shared(void (*kernel)(P...), std::size_t bytes, const char*
                        " bytes of dynamic shared memory: " + cudaGetErrorString(e));
 }
 
+}  // inline namespace TYPEX_CUDA_ABI
 }  // namespace typex::cuda
 
 // (a launch's errors are asynchronous on a GPU: the device's synchronize() reports them)
 #define TYPEX_LAUNCH(kernel, grid, block, shared_bytes, stream)                                                   \
-  kernel<<<::typex::cuda::detail::to_dim3(grid), ::typex::cuda::detail::to_dim3(block), (shared_bytes), (stream)>>>
+  kernel<<<::typex::cuda::launch_detail::to_dim3(grid), ::typex::cuda::launch_detail::to_dim3(block), (shared_bytes), (stream)>>>
 
 #else  // the CPU emulator
 
@@ -175,12 +181,14 @@ void set_max_dynamic_shared(void (*kernel)(P...), std::size_t bytes, const char*
 #include <cmath>
 
 #define TYPEX_GLOBAL
+#define TYPEX_CUDA_ABI emulated  // (see the native branch)
 #define TYPEX_DEVICE inline
 #define TYPEX_GRID_CONSTANT
 #define TYPEX_DEVICE_UNROLL TYPEX_UNROLL
 #define TYPEX_SHARED(T) (reinterpret_cast<T*>(::typex::cuda::emu::shared_memory()))
 
 namespace typex::cuda {
+inline namespace TYPEX_CUDA_ABI {  // (native or emulated: see TYPEX_GLOBAL)
 
 using emu::warp_size;
 inline constexpr std::uint32_t full_mask = 0xffffffffu;
@@ -233,22 +241,24 @@ inline float pow(float a, float b) { return std::pow(a, b); }
 inline double pow(double a, double b) { return std::pow(a, b); }
 }  // namespace math
 
-namespace detail {
+namespace launch_detail {
 template <class D>
 emu::dim3 to_dim3(const D& d) {
   return emu::dim3{d.x, d.y, d.z};
 }
-}  // namespace detail
+}  // namespace launch_detail
 
+}  // inline namespace TYPEX_CUDA_ABI
 }  // namespace typex::cuda
 
 #define TYPEX_LAUNCH(kernel, grid, block, shared_bytes, stream)                                                          \
-  ((void)(stream), ::typex::cuda::emu::make_launcher(kernel, #kernel, ::typex::cuda::detail::to_dim3(grid),              \
-                                                     ::typex::cuda::detail::to_dim3(block), (shared_bytes)))
+  ((void)(stream), ::typex::cuda::emu::make_launcher(kernel, #kernel, ::typex::cuda::launch_detail::to_dim3(grid),              \
+                                                     ::typex::cuda::launch_detail::to_dim3(block), (shared_bytes)))
 
 #endif
 
 namespace typex::cuda {
+inline namespace TYPEX_CUDA_ABI {  // (native or emulated: see TYPEX_GLOBAL)
 
 // The thread's lane and warp (threads are numbered x fastest, then y, then z, as a GPU forms warps).
 TYPEX_DEVICE unsigned lane_id() { return linear_thread() % warp_size; }
@@ -269,4 +279,5 @@ TYPEX_DEVICE T warp_max(T v) {
   return v;
 }
 
+}  // inline namespace TYPEX_CUDA_ABI
 }  // namespace typex::cuda

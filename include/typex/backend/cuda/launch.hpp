@@ -176,7 +176,13 @@ inline void check_extents(const char* kernel, int rank, const std::int64_t* exte
     typex::detail::raise_message<argument_error>(std::string("typex::cuda::") + kernel + "_launch: rank " + std::to_string(rank) +
                                                  " (at most " + std::to_string(max_rank) + ")");
   std::int64_t count = 1;
-  for (int d = 0; d < rank; ++d) count *= extent[d];
+  for (int d = 0; d < rank; ++d) {
+    // (an extent below 0, or a product past 2^62, core/sizes.hpp's limit: refused before it wraps)
+    if (extent[d] < 0 || (extent[d] != 0 && count > (std::int64_t{1} << 62) / extent[d]))
+      typex::detail::raise_message<argument_error>(std::string("typex::cuda::") + kernel + "_launch: extent " + std::to_string(extent[d]) +
+                                                   " of dim " + std::to_string(d) + " is negative or makes the element count overflow");
+    count *= extent[d];
+  }
   if (count != n)
     typex::detail::raise_message<argument_error>(std::string("typex::cuda::") + kernel + "_launch: n = " + std::to_string(n) +
                                                  " is not the product of the extents (" + std::to_string(count) + ")");

@@ -51,6 +51,9 @@ inline bool supports(const ir::graph& g, const ir::node& node);
 
 namespace detail {
 inline std::shared_ptr<kit::engine> make_engine(program_binding binding, const compile_options& options);
+inline std::shared_ptr<kit::engine> make_engine_on(program_binding binding, const compile_options& options,
+                                                   const std::shared_ptr<device_runtime>& rt,
+                                                   const std::shared_ptr<device_runtime>& out);
 }  // namespace detail
 
 }  // namespace typex::cuda

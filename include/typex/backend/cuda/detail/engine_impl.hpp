@@ -183,8 +183,10 @@ class planned_engine final : public kit::engine, private plan::target {
  public:
   static constexpr std::size_t lt_workspace_bytes = std::size_t{32} << 20;  // (32 MiB: cuBLASLt's guidance for Hopper)
 
-  planned_engine(program_binding b, compile_options o, std::shared_ptr<device_runtime> rt)
-      : binding_(std::move(b)), options_(std::move(o)), rt_(std::move(rt)), memory_(rt_),
+  // rt: the runtime the engine runs on (its stream); out: the one its outputs are allocated from (the
+  // caller's: an output the user keeps does not keep the engine's stream and pool alive).
+  planned_engine(program_binding b, compile_options o, std::shared_ptr<device_runtime> rt, std::shared_ptr<device_runtime> out)
+      : binding_(std::move(b)), options_(std::move(o)), rt_(std::move(rt)), memory_(rt_), out_memory_(std::move(out)),
         planner_(*binding_.graph, binding_.inputs, binding_.constants, {options_.fuse}) {
     // the weights, uploaded once (tied names share one upload)
     for (const auto& [id, t] : binding_.constants) upload_constant(t);
@@ -221,7 +223,7 @@ class planned_engine final : public kit::engine, private plan::target {
       const cuda_plan::output& o = p->outputs[i];
       any_tensor& t = outputs[i];
       if (t.scalar_type() != o.dt || t.extents() != o.extents || t.device() != rt_->where() || t.get_storage().use_count() > 1)
-        t = memory_.make_tensor(o.dt, o.extents);
+        t = out_memory_.make_tensor(o.dt, o.extents);
       if (t.nbytes() != 0) rt_->copy_on_device(t.raw_data(), o.at, t.nbytes());
     }
     rt_->synchronize();  // (a failure of the call is reported by the call)
@@ -607,7 +609,7 @@ class planned_engine final : public kit::engine, private plan::target {
   program_binding binding_;
   compile_options options_;
   std::shared_ptr<device_runtime> rt_;
-  device_memory memory_;
+  device_memory memory_, out_memory_;
   plan::planner planner_;
   std::vector<std::pair<const void*, storage>> weights_;  // host tensor's bytes -> its device copy
   std::vector<std::unique_ptr<cuda_plan>> plans_;         // most recently used first
@@ -616,6 +618,16 @@ class planned_engine final : public kit::engine, private plan::target {
 };
 
 }  // namespace detail
+
+// The engine on `rt` itself (no stream of its own: an eager call, which runs and is gone).
+inline std::shared_ptr<kit::engine> detail::make_engine_on(program_binding binding, const compile_options& options,
+                                                           const std::shared_ptr<device_runtime>& rt,
+                                                           const std::shared_ptr<device_runtime>& out) {
+  return kit::compile_program(std::move(binding), kit::backend_parts{
+      "cuda", "CUDA", [](const ir::graph& g, const ir::node& n) { return supports(g, n); },
+      [&](program_binding b) -> std::unique_ptr<kit::engine> { return std::make_unique<planned_engine>(std::move(b), options, rt, out); },
+      nullptr});
+}
 
 inline std::shared_ptr<kit::engine> detail::make_engine(program_binding binding, const compile_options& options) {
   if (binding.inputs.size() != binding.user_inputs) {
@@ -627,12 +639,10 @@ inline std::shared_ptr<kit::engine> detail::make_engine(program_binding binding,
     typex::detail::raise_message<unsupported_error>(
         "typex::cuda: the program writes its inputs (USER_INPUT_MUTATION), which the CUDA backend does not run yet");
   }
-  // (each engine on a stream of its own: device_runtime::for_engine)
-  const std::shared_ptr<device_runtime> rt = (options.device ? options.device : make_native_device(0))->for_engine();
-  return kit::compile_program(std::move(binding), kit::backend_parts{
-      "cuda", "CUDA", [](const ir::graph& g, const ir::node& n) { return supports(g, n); },
-      [&](program_binding b) -> std::unique_ptr<kit::engine> { return std::make_unique<planned_engine>(std::move(b), options, rt); },
-      nullptr});
+  // (each engine on a stream of its own: device_runtime::for_engine; a device made here is one already)
+  const std::shared_ptr<device_runtime> caller = options.device ? options.device : make_native_device(0);
+  const std::shared_ptr<device_runtime> rt = options.device ? caller->for_engine() : caller;
+  return make_engine_on(std::move(binding), options, rt, caller);
 }
 
 }  // namespace typex::cuda

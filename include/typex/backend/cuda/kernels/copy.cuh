@@ -8,6 +8,7 @@
 #include <cstdint>
 
 namespace typex::cuda::kernels {
+inline namespace TYPEX_CUDA_ABI {  // (kernel_api.cuh: native or emulated)
 
 // One thread per output element, grid-stride (launch geometry: copy_launch). Item: an unsigned
 // integer of the element's size.
@@ -29,4 +30,5 @@ TYPEX_GLOBAL void copy_kernel(const TYPEX_GRID_CONSTANT copy_params p) {
   }
 }
 
+}  // inline namespace TYPEX_CUDA_ABI
 }  // namespace typex::cuda::kernels

@@ -37,6 +37,7 @@ struct device_math {
 };
 
 namespace kernels {
+inline namespace TYPEX_CUDA_ABI {  // (kernel_api.cuh: native or emulated)
 
 namespace detail {
 // y = Op's math of x, Op's attributes copied from the link's bytes.
@@ -105,5 +106,6 @@ TYPEX_GLOBAL void chain_kernel(const TYPEX_GRID_CONSTANT chain_params p) {
   }
 }
 
+}  // inline namespace TYPEX_CUDA_ABI
 }  // namespace kernels
 }  // namespace typex::cuda

@@ -15,6 +15,7 @@
 #include <type_traits>
 
 namespace typex::cuda::kernels {
+inline namespace TYPEX_CUDA_ABI {  // (kernel_api.cuh: native or emulated)
 
 namespace detail {
 struct sum_fn {
@@ -82,4 +83,5 @@ TYPEX_GLOBAL void row_reduce_kernel(const reduce_params p) {
   }
 }
 
+}  // inline namespace TYPEX_CUDA_ABI
 }  // namespace typex::cuda::kernels
