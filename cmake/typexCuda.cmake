@@ -51,8 +51,10 @@ if(NOT TYPEX_CUDA)
   message(STATUS "typex: CUDA toolkit ${CUDAToolkit_VERSION}: emulated CUDA device only (TYPEX_CUDA is OFF)")
   # (the backend's default device is the native one, defined by typex::cuda: a build without it gets
   # definitions that say so with a device_error, so that programs given an emulated device link)
-  add_library(typex_cuda_host_only STATIC ${PROJECT_SOURCE_DIR}/src/cuda/host_only/no_native_device.cpp)
-  target_link_libraries(typex_cuda_host_only PUBLIC typex_runtime CUDA::cublasLt)
+  add_library(typex_cuda_host_only STATIC ${PROJECT_SOURCE_DIR}/src/cuda/host_only/no_native_device.cpp
+                                          ${PROJECT_SOURCE_DIR}/src/cuda/engine.cpp)
+  target_link_libraries(typex_cuda_host_only PUBLIC typex_eigen CUDA::cublasLt)
+  target_compile_definitions(typex_cuda_host_only PUBLIC TYPEX_CUDA_SEPARATE_COMPILATION)
   target_link_libraries(typex_cuda_emulated INTERFACE typex_cuda_host_only)
   return()
 endif()
@@ -74,7 +76,10 @@ set_target_properties(typex_cuda PROPERTIES
   # the shared runtime, the one CUDA::cudart names: a static copy in typex::cuda and a shared one in
   # the program (cuBLASLt loads it) would be two runtimes with two sets of contexts and errors
   CUDA_RUNTIME_LIBRARY Shared)
-target_link_libraries(typex_cuda PUBLIC typex_runtime CUDA::cudart CUDA::cublasLt)
+# (the planned engine, src/cuda/engine.cpp, is compiled here once: its users get the declarations,
+# TYPEX_CUDA_SEPARATE_COMPILATION; its constant folding runs typex::eigen's kernels)
+target_link_libraries(typex_cuda PUBLIC typex_eigen CUDA::cudart CUDA::cublasLt)
+target_compile_definitions(typex_cuda PUBLIC TYPEX_CUDA_SEPARATE_COMPILATION)
 target_compile_options(typex_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:
   # CMake 3.25 does not know that nvcc 13 speaks C++20: with CUDA_STANDARD 20 it silently passes
   # -std=c++17 (and with CUDA_STANDARD_REQUIRED it refuses), so the flag is given here

@@ -25,7 +25,8 @@ tus+=("train_mlp.cpp (header-only)|train_mlp.cpp|" "train_mlp.cpp (typex::eigen)
 # (the CUDA backend's host side, where the toolkit's headers are: CUDA_INCLUDE, /usr/local/cuda/include)
 cuda_inc=${CUDA_INCLUDE:-/usr/local/cuda/include}
 if [ -f "$cuda_inc/cublasLt.h" ]; then
-  tus+=("cuda_mlp.cpp (typex::eigen, typex::cuda)|cuda_mlp.cpp|$sep -isystem $cuda_inc")
+  tus+=("cuda_mlp.cpp (header-only CUDA engine)|cuda_mlp.cpp|$sep -isystem $cuda_inc"
+       "cuda_mlp.cpp (typex::eigen, typex::cuda)|cuda_mlp.cpp|$sep -DTYPEX_CUDA_SEPARATE_COMPILATION -isystem $cuda_inc")
 fi
 tus+=("src/eigen_kernels.cpp (typex::eigen, once)|../../src/eigen_kernels.cpp|$sep"
      "src/runtime.cpp (typex::runtime, once)|../../src/runtime.cpp|-DTYPEX_SEPARATE_COMPILATION")

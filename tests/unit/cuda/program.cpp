@@ -6,6 +6,7 @@
 #include "../support.hpp"
 
 #include <typex/backend/cuda.hpp>
+#include <typex/backend/cuda/detail/records.hpp>  // (hand-made records: the write check's canary)
 #include <typex/backend/cuda/emulated_device.hpp>
 #include <typex/backend/eigen.hpp>
 

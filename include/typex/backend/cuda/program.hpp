@@ -34,6 +34,16 @@
 #include <cstddef>
 #include <memory>
 
+// Where the engine (detail/engine_impl.hpp: the lowering, the plans, the records) is compiled: in
+// every unit that includes this header (header-only, the default), or once, in typex::cuda (CMake
+// sets TYPEX_CUDA_SEPARATE_COMPILATION for its users; src/cuda/engine.cpp defines
+// TYPEX_CUDA_IMPLEMENTATION), as typex::eigen does for the Eigen kernels.
+#if defined(TYPEX_CUDA_SEPARATE_COMPILATION)
+#define TYPEX_CUDA_API
+#else
+#define TYPEX_CUDA_API inline
+#endif
+
 namespace typex::cuda {
 
 struct compile_options {
@@ -47,11 +57,11 @@ struct compile_options {
 
 // Whether the CUDA backend runs call node `node` of `g` (asked of every node before anything is
 // planned or allocated).
-inline bool supports(const ir::graph& g, const ir::node& node);
+TYPEX_CUDA_API bool supports(const ir::graph& g, const ir::node& node);
 
 namespace detail {
-inline std::shared_ptr<kit::engine> make_engine(program_binding binding, const compile_options& options);
-inline std::shared_ptr<kit::engine> make_engine_on(program_binding binding, const compile_options& options,
+TYPEX_CUDA_API std::shared_ptr<kit::engine> make_engine(program_binding binding, const compile_options& options);
+TYPEX_CUDA_API std::shared_ptr<kit::engine> make_engine_on(program_binding binding, const compile_options& options,
                                                    const std::shared_ptr<device_runtime>& rt,
                                                    const std::shared_ptr<device_runtime>& out);
 }  // namespace detail
@@ -74,4 +84,6 @@ struct cuda_backend {
 
 }  // namespace typex
 
+#if !defined(TYPEX_CUDA_SEPARATE_COMPILATION) || defined(TYPEX_CUDA_IMPLEMENTATION)
 #include <typex/backend/cuda/detail/engine_impl.hpp>
+#endif

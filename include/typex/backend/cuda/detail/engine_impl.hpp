@@ -6,6 +6,7 @@
 #pragma once
 
 #include <typex/backend/cuda/chain.hpp>
+#include <typex/backend/cuda/detail/records.hpp>
 #include <typex/backend/cuda/device.hpp>
 #include <typex/backend/cuda/launch.hpp>
 #include <typex/backend/cuda/lt.hpp>
@@ -69,7 +70,7 @@ inline std::optional<reduce_kind> row_reduction(const ir::node& node, const symb
 // Whether the backend runs call `node` of `g`: its op has a lowering here, and its result and every
 // tensor argument have the dtypes and ranks the kernels take (f32; at most max_rank dims for the
 // elementwise kernels). Asked of every node before anything is planned or allocated.
-inline bool supports(const ir::graph& g, const ir::node& node) {
+TYPEX_CUDA_API bool supports(const ir::graph& g, const ir::node& node) {
   if (node.op != ir::node_op::call_function) return true;
   const op_id op = node.target;
   const ir::tensor_meta& out = node.vals.front();
@@ -104,22 +105,6 @@ inline bool supports(const ir::graph& g, const ir::node& node) {
 
 namespace detail {
 
-// One thing the engine does per call, in order.
-struct record {
-  struct gemm {
-    std::size_t product;  // index into the plan's products
-    matmul_args args;
-  };
-  struct zero {  // (fill_zero: a product with k = 0 writes its bias, or zeros)
-    void* at;
-    std::size_t bytes;
-  };
-  std::variant<kernel_launch, gemm, zero> what;
-  std::string name;       // "node 'fc1' (aten.linear.default)"
-  std::byte* out = nullptr;  // (the emulator's write check: the bytes the record may write)
-  std::size_t out_bytes = 0;
-};
-
 // A plan for one set of input extents: its arena, its input slots, its records and its graph.
 struct cuda_plan {
   std::vector<std::vector<index_t>> extents;  // the inputs' (the key)
@@ -139,45 +124,6 @@ struct cuda_plan {
   std::unique_ptr<captured_work> graph;
   bool graph_tried = false;
 };
-
-// On the emulated device (`check`): a record may change the arena only inside the bytes it writes.
-// A kernel that writes past its planned slot (an off-by-one tail, a wrong stride) changes another
-// value's bytes, which this finds at once, naming the node, where a GPU would silently corrupt a
-// later result.
-inline void check_writes(const storage& arena, const record& r, const std::vector<std::byte>& before) {
-  const std::byte* base = arena.data();
-  const std::size_t n = arena.bytes();
-  std::size_t lo = n, hi = n;
-  if (r.out >= base && r.out < base + n) {
-    lo = static_cast<std::size_t>(r.out - base);
-    hi = std::min(n, lo + r.out_bytes);
-  }
-  std::size_t first = n;
-  for (std::size_t i = 0; i < n && first == n; ++i)
-    if ((i < lo || i >= hi) && base[i] != before[i]) first = i;
-  if (first == n) return;
-  typex::detail::raise<device_error>([&](auto& w) {
-    w.put("typex::cuda: "); w.put(r.name); w.put(" wrote arena byte "); w.put_int(static_cast<long long>(first));
-    w.put(", outside its planned slot ["); w.put_int(static_cast<long long>(lo)); w.put(", ");
-    w.put_int(static_cast<long long>(hi)); w.put(") (the emulated device checks the writes of every launch)");
-  });
-}
-
-// Runs a plan's records in order on `rt`; with `check`, each record's writes are checked.
-inline void run_records_on(device_runtime& rt, const std::vector<record>& records, const std::vector<lt_matmul*>& products,
-                           const storage& arena, bool check) {
-  std::vector<std::byte> before;
-  for (const record& r : records) {
-    if (check) before.assign(arena.data(), arena.data() + arena.bytes());
-    if (const auto* k = std::get_if<kernel_launch>(&r.what)) rt.launch(*k, r.name);
-    else if (const auto* z = std::get_if<record::zero>(&r.what)) rt.fill_zero(z->at, z->bytes);
-    else {
-      const auto& g = std::get<record::gemm>(r.what);
-      rt.matmul(*products[g.product], g.args, r.name);
-    }
-    if (check) check_writes(arena, r, before);
-  }
-}
 
 class planned_engine final : public kit::engine, private plan::target {
  public:
@@ -620,7 +566,7 @@ class planned_engine final : public kit::engine, private plan::target {
 }  // namespace detail
 
 // The engine on `rt` itself (no stream of its own: an eager call, which runs and is gone).
-inline std::shared_ptr<kit::engine> detail::make_engine_on(program_binding binding, const compile_options& options,
+TYPEX_CUDA_API std::shared_ptr<kit::engine> detail::make_engine_on(program_binding binding, const compile_options& options,
                                                            const std::shared_ptr<device_runtime>& rt,
                                                            const std::shared_ptr<device_runtime>& out) {
   return kit::compile_program(std::move(binding), kit::backend_parts{
@@ -629,7 +575,7 @@ inline std::shared_ptr<kit::engine> detail::make_engine_on(program_binding bindi
       nullptr});
 }
 
-inline std::shared_ptr<kit::engine> detail::make_engine(program_binding binding, const compile_options& options) {
+TYPEX_CUDA_API std::shared_ptr<kit::engine> detail::make_engine(program_binding binding, const compile_options& options) {
   if (binding.inputs.size() != binding.user_inputs) {
     typex::detail::raise_message<unsupported_error>(
         "typex::cuda: the program writes buffers or trains parameters (module state passed to every call), which the "
