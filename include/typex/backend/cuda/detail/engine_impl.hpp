@@ -165,13 +165,20 @@ class planned_engine final : public kit::engine, private plan::target {
     if (p->graph) p->graph->replay();
     else run_records(*p);
     outputs.resize(p->outputs.size());
+    bool allocated = false;
     for (std::size_t i = 0; i < p->outputs.size(); ++i) {
       const cuda_plan::output& o = p->outputs[i];
       any_tensor& t = outputs[i];
-      if (t.scalar_type() != o.dt || t.extents() != o.extents || t.device() != rt_->where() || t.get_storage().use_count() > 1)
+      if (t.scalar_type() != o.dt || t.extents() != o.extents || t.device() != rt_->where() || t.get_storage().use_count() > 1) {
         t = out_memory_.make_tensor(o.dt, o.extents);
-      if (t.nbytes() != 0) rt_->copy_on_device(t.raw_data(), o.at, t.nbytes());
+        allocated = true;
+      }
     }
+    // (memory from the caller's stream-ordered pool is this stream's to write once that stream has
+    // reached the allocation)
+    if (allocated && out_memory_.runtime() != rt_) out_memory_.synchronize();
+    for (std::size_t i = 0; i < p->outputs.size(); ++i)
+      if (outputs[i].nbytes() != 0) rt_->copy_on_device(outputs[i].raw_data(), p->outputs[i].at, outputs[i].nbytes());
     rt_->synchronize();  // (a failure of the call is reported by the call)
   }
 
