@@ -22,25 +22,8 @@ namespace {
 using parity::parity_case;
 using parity::read_cases;
 
-using parity::element;
 
-// "" when got matches the case, else what differs.
-std::string compare(const parity_case& c, const any_tensor& got) {
-  const any_tensor& want = c.expected;
-  if (got.scalar_type() != want.scalar_type() || got.extents() != want.extents())
-    return "got " + got.to_string() + ", PyTorch gives " + want.to_string();
-  for (index_t i = 0; i < want.numel(); ++i) {
-    const double g = element(got, i), w = element(want, i);
-    const bool same = (std::isnan(g) && std::isnan(w)) || g == w || std::abs(g - w) <= c.atol + c.rtol * std::abs(w);
-    if (!same) {
-      std::ostringstream s;
-      s.precision(17);
-      s << "element " << i << ": got " << g << ", PyTorch gives " << w << " (atol " << c.atol << ", rtol " << c.rtol << ")";
-      return s.str();
-    }
-  }
-  return "";
-}
+using typex_test::parity_difference;  // ("" when got matches the case, else what differs)
 }  // namespace
 
 TEST_CASE("parity: every kernel case matches PyTorch within its tolerance") {
@@ -56,7 +39,7 @@ TEST_CASE("parity: every kernel case matches PyTorch within its tolerance") {
     CHECK_MESSAGE(mismatch.empty(), c.name << " (" << c.target << "): " << mismatch);
     std::string problem;
     try {
-      problem = compare(c, eigen::run_kernel(eigen::kernel_args(typex::find_op(c.target), c.args, tensors, nullptr, list)));
+      problem = parity_difference(c, eigen::run_kernel(eigen::kernel_args(typex::find_op(c.target), c.args, tensors, nullptr, list)));
     } catch (const std::exception& e) {
       problem = std::string("threw: ") + e.what();
     }

@@ -3,6 +3,7 @@
 // parity cases), against the same reference. The CUDA backend's supports() decides which cases it
 // runs; the rest are listed by name (the CUDA issue after this one covers every core op).
 #include "../backend_axis.hpp"
+#include "../cuda_axis.hpp"
 #include "../support.hpp"
 
 #include <typex/backend/cuda.hpp>
@@ -12,21 +13,7 @@ using namespace typex;
 
 namespace {
 typex_test::backend_under_test cuda_emulated_under_test() {
-  const auto gpu = cuda::make_emulated_device();
-  return {"cuda (emulated device)",
-          [](const ir::graph& g) {
-            for (const ir::node& n : g.nodes())
-              if (n.op == ir::node_op::call_function && !cuda::supports(g, n)) return false;
-            return true;
-          },
-          [gpu](const ir::graph& g, const std::vector<any_tensor>& inputs) {
-            auto e = cuda_backend::compile(typex_test::binding_of(g), {.device = gpu});
-            std::vector<any_tensor> on_device, out;
-            for (const any_tensor& t : inputs) on_device.push_back(cuda::to_device(t, gpu));
-            e->run(on_device, symbol_table{}, out);
-            for (any_tensor& t : out) t = cuda::to_host(t);
-            return out;
-          }};
+  return typex_test::cuda_backend_under_test("cuda (emulated device)", cuda::make_emulated_device());
 }
 }  // namespace
 

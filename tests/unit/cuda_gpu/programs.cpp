@@ -7,6 +7,7 @@
 //     (lt_reference.hpp) for the descriptors typex builds, each epilogue it uses, and cuBLASLt's GELU
 //     is the tanh form (not erf), which the lowering relies on.
 #include "../backend_axis.hpp"
+#include "../cuda_axis.hpp"
 
 #include <doctest/doctest.h>
 
@@ -69,20 +70,7 @@ TEST_CASE("cuda gpu: the MLP on the GPU equals the Eigen backend at batch 1, 7 a
 
 TEST_CASE("cuda gpu: every parity case the CUDA backend runs matches PyTorch on the GPU") {
   const auto gpu = cuda::make_native_device();
-  typex_test::backend_under_test b{"cuda (GPU)",
-                                   [](const ir::graph& g) {
-                                     for (const ir::node& n : g.nodes())
-                                       if (n.op == ir::node_op::call_function && !cuda::supports(g, n)) return false;
-                                     return true;
-                                   },
-                                   [gpu](const ir::graph& g, const std::vector<any_tensor>& inputs) {
-                                     auto e = cuda_backend::compile(typex_test::binding_of(g), {.device = gpu});
-                                     std::vector<any_tensor> on_device, out;
-                                     for (const any_tensor& t : inputs) on_device.push_back(cuda::to_device(t, gpu));
-                                     e->run(on_device, symbol_table{}, out);
-                                     for (any_tensor& t : out) t = cuda::to_host(t);
-                                     return out;
-                                   }};
+  const typex_test::backend_under_test b = typex_test::cuda_backend_under_test("cuda (GPU)", gpu);
   const typex_test::axis_result r = typex_test::run_parity_axis(b);
   for (const std::string& f : r.failures) FAIL_CHECK(f);
   CHECK(r.run > 0);
