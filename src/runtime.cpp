@@ -8,6 +8,7 @@
 #include <typex/export/partitioned_module.hpp>  // (and its runner)
 #include <typex/export/archive.hpp>  // (files: safetensors, program archives)
 #include <typex/export/decompositions.hpp>  // (transforming programs: decompositions)
+#include <typex/export/unflatten.hpp>  // (unflatten: the module tree back from a program)
 #include <typex/ir/dot.hpp>  // (pictures: a graph as Graphviz DOT)
 #include <typex/export/dot.hpp>  // (and a program, coloured by its signature)
 #include <typex/backend/kit/eager.hpp>  // (the backend kit: engines, supports, the eager runner)

@@ -63,6 +63,14 @@ class state_error : public error {
   using error::error;
 };
 
+// A module call or swap whose signature does not fit (unflatten): a replacement that takes or
+// returns other trees, dtypes or shapes than the call it replaces, a submodule called alone whose
+// signature the program did not keep. The message names the module's path and both signatures.
+class signature_error : public error {
+ public:
+  using error::error;
+};
+
 // A device that cannot do what was asked (the message names the device and the reason): no GPU or
 // no driver at run time, out of device memory (nothing leaked: the caller may free memory and try
 // again), a kernel or library call that failed (naming the node and op), a tensor on one device

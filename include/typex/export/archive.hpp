@@ -381,7 +381,8 @@ struct writer {
     j["vals"] = std::move(vals);
     if (!n.nn_module_stack.empty()) {
       json st = json::array();
-      for (const auto& f : n.nn_module_stack) st.push_back(json::array({f.path, f.type}));
+      for (const auto& f : n.nn_module_stack)  // ([path, type, call] for a call after the first: "fc@1")
+        st.push_back(f.call.empty() || f.call == f.path ? json::array({f.path, f.type}) : json::array({f.path, f.type, f.call}));
       j["nn_module_stack"] = std::move(st);
     }
     if (!n.stack_trace.empty()) j["stack_trace"] = n.stack_trace;
@@ -462,6 +463,12 @@ inline described describe(const exported_program& ep, const std::vector<speciali
     } else {
       j["signature"] = nullptr;
     }
+    if (!c.writes.empty()) {
+      json w = json::array();
+      for (const buffer_write& b : c.writes) w.push_back(json::array({b.buffer, b.value}));
+      j["writes"] = std::move(w);
+    }
+    if (c.preserved) j["preserved"] = true;
     calls.push_back(std::move(j));
   }
   p["module_call_graph"] = std::move(calls);
@@ -668,8 +675,10 @@ struct graph_reader {
     std::vector<ir::module_frame> stack;
     if (const json* st = r.optional_field(j, "nn_module_stack", where)) {
       for (const json& f : r.array(*st, where)) {
-        if (!f.is_array() || f.size() != 2) r.fail(where, "an nn_module_stack frame is a list [path, type]");
-        stack.push_back({r.string(f[0], where), r.string(f[1], where)});
+        if (!f.is_array() || (f.size() != 2 && f.size() != 3)) r.fail(where, "an nn_module_stack frame is a list [path, type] or [path, type, call]");
+        std::string path = r.string(f[0], where);
+        std::string call = f.size() == 3 ? r.string(f[2], where) : path;
+        stack.push_back({std::move(path), r.string(f[1], where), std::move(call)});
       }
     }
     std::string trace;
@@ -852,6 +861,14 @@ TYPEX_API auto typex::detail::read_archive(const safetensors_file& file) -> load
         m.out_spec = r.tree(r.field(*s, "out_spec", where), where + ": out_spec");
         e.signature = std::move(m);
       }
+      if (const json* w = r.optional_field(c, "writes", where)) {
+        for (const json& b : r.array(*w, where)) {
+          if (!b.is_array() || b.size() != 2) r.fail(where, "a buffer write is a list [buffer, value]");
+          e.writes.push_back({r.string(b[0], where), r.string(b[1], where)});
+        }
+      }
+      if (const json* pr = r.optional_field(c, "preserved", where)) e.preserved = r.boolean(*pr, where);
+      if (e.preserved && !e.signature) r.fail(where, "a preserved call has a signature");
       calls.push_back(std::move(e));
     }
     // Every node's recorded dtype and shape are checked here, at load time, against its op's rule

@@ -46,6 +46,8 @@ TYPEX_API auto typex::run_decompositions(const exported_program& ep, const passe
     for (std::string& n : e.signature->inputs) n = follow(n);
     for (std::string& n : e.signature->outputs) n = follow(n);
   }
+  for (module_call_entry& e : calls)
+    for (buffer_write& w : e.writes) w.value = follow(w.value);
   bool core = true;
   for (const ir::node& n : g.nodes())
     if (n.op == ir::node_op::call_function && !ir::core_dialect.allows(n.target)) core = false;

@@ -40,6 +40,7 @@
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -376,6 +377,19 @@ TYPEX_API tree_spec flat_spec(std::size_t n, bool tuple_of_one);
 // produce that something outside it reads; their specs are then flat.
 TYPEX_API std::vector<module_call_entry> module_call_graph_of(const ir::graph& g, module_call_entry root,
                                                            const std::vector<named_module_call>& calls);
+
+// A value's name as signatures write it ("linear_1", or "split[1]" for a node's second value).
+TYPEX_API std::string value_name(const ir::graph& g, ir::value_ref v);
+// The outputs of the calls export_options::preserve_module_call_signature names (kept by dead code
+// elimination); an FQN that names no call, or a call that did not state its signature, is an error.
+TYPEX_API std::vector<std::string> preserved_outputs(const std::vector<named_module_call>& calls, const export_options& options);
+// Dead code elimination that also keeps the nodes `keep` names (and what they read).
+TYPEX_API void eliminate_dead_code_keeping(ir::graph& g, const std::vector<std::string>& keep);
+// The entries' buffer writes (those whose value is still in the graph; `write_calls[i]` is the call
+// that made writes[i], "" the root) and preserved flags.
+TYPEX_API void finish_module_call_graph(std::vector<module_call_entry>& calls, const ir::graph& g,
+                                        const std::vector<named_module_call>& named, std::vector<buffer_write> writes,
+                                        const std::vector<std::string>& write_calls, const export_options& options);
 }  // namespace detail
 
 namespace detail {
@@ -553,6 +567,14 @@ auto export_program(const export_options& options, const M& module, const In&...
   const ir::node_id output = g.set_output(outs);
   (void)output;
   const auto module_calls = detail::name_module_calls(g, ctx.module_calls());
+  std::vector<buffer_write> writes;  // (the write log, by name: unflatten hands each write to its owner)
+  std::vector<std::string> write_calls;
+  for (const auto& w : ctx.state_writes())
+    for (const lifted& l : lifted_tensors)
+      if (l.placeholder == w.placeholder) {
+        writes.push_back({l.fqn, detail::value_name(g, w.value)});
+        write_calls.push_back(w.call);
+      }
 
   // 5. placeholder order: parameters, buffers, constants (the module's, then those met while
   //    tracing), user inputs; then the calls
@@ -571,7 +593,7 @@ auto export_program(const export_options& options, const M& module, const In&...
     if (g[i].op != ir::node_op::placeholder && std::find(assertions.begin(), assertions.end(), i) == assertions.end())
       order.push_back(i);
   g.reorder(order);
-  passes::eliminate_dead_code(g);
+  detail::eliminate_dead_code_keeping(g, detail::preserved_outputs(module_calls, options));
 
   // 6. the signature
   std::vector<input_spec> in_specs;
@@ -610,6 +632,7 @@ auto export_program(const export_options& options, const M& module, const In&...
       {"", module_call_signature{input_names, output_names, spec_of(map_tree<tensor_spec>(traced_inputs, detail::to_spec)),
                                  spec_of(outputs)}},
       module_calls);
+  detail::finish_module_call_graph(calls, g, module_calls, std::move(writes), write_calls, options);
 
   using program = typed_program<std::tuple<detail::input_tree_t<In>...>, std::remove_cvref_t<decltype(outputs)>>;
   return program(exported_program(std::move(g), graph_signature(std::move(in_specs), std::move(out_specs)),
@@ -662,6 +685,88 @@ TYPEX_API auto typex::detail::name_module_calls(const ir::graph& g, const std::v
     out.push_back(std::move(n));
   }
   return out;
+}
+
+TYPEX_API auto typex::detail::value_name(const ir::graph& g, ir::value_ref v) -> std::string {
+  std::string s;
+  ir::detail::print_value(s, g, v);
+  return s;
+}
+
+TYPEX_API auto typex::detail::preserved_outputs(const std::vector<named_module_call>& calls, const export_options& options)
+    -> std::vector<std::string> {
+  std::vector<std::string> keep;
+  for (const std::string& fqn : options.preserve_module_call_signature) {
+    bool found = false;
+    for (const named_module_call& c : calls) {
+      if (c.fqn != fqn) continue;
+      found = true;
+      if (!c.inputs || !c.outputs) {
+        detail::raise<argument_error>([&](auto& w) {
+          w.put("typex::export_program: preserve_module_call_signature names '"); w.put(fqn);
+          w.put("', whose call does not state its signature: open its scope with its arguments (const typex::module_scope "
+                "scope(*this, args...);) and return scope.returns(result), so that the program keeps exactly what it "
+                "receives and returns");
+        });
+      }
+      keep.insert(keep.end(), c.outputs->begin(), c.outputs->end());
+    }
+    if (!found) {
+      detail::raise<argument_error>([&](auto& w) {
+        w.put("typex::export_program: preserve_module_call_signature names '"); w.put(fqn);
+        w.put("', but no call of a submodule of that name was recorded (the submodules called:");
+        std::vector<std::string_view> seen;
+        for (const named_module_call& c : calls)
+          if (std::find(seen.begin(), seen.end(), c.fqn) == seen.end()) {
+            seen.push_back(c.fqn);
+            w.put(seen.size() == 1 ? " '" : ", '"); w.put(c.fqn); w.put("'");
+          }
+        if (seen.empty()) w.put(" none: a module's call operator opens a typex::module_scope");
+        w.put(")");
+      });
+    }
+  }
+  return keep;
+}
+
+TYPEX_API auto typex::detail::eliminate_dead_code_keeping(ir::graph& g, const std::vector<std::string>& keep) -> void {
+  if (keep.empty()) {
+    passes::eliminate_dead_code(g);
+    return;
+  }
+  std::vector<bool> live(g.size(), false);
+  for (std::string_view k : keep) {
+    if (const auto b = k.find('['); b != std::string_view::npos) k = k.substr(0, b);
+    for (ir::node_id i = 0; i < g.size(); ++i)
+      if (g[i].name == k) live[i] = true;
+  }
+  for (std::size_t k = g.size(); k-- > 0;) {
+    const ir::node& nd = g[static_cast<ir::node_id>(k)];
+    if (nd.op != ir::node_op::call_function || passes::has_side_effects(nd)) live[k] = true;
+    if (!live[k]) continue;
+    ir::graph::for_each_ref(nd, [&](ir::value_ref r) { live[r.node] = true; });
+  }
+  if (std::find(live.begin(), live.end(), false) != live.end()) g.retain(live);
+}
+
+TYPEX_API auto typex::detail::finish_module_call_graph(std::vector<module_call_entry>& calls, const ir::graph& g,
+                                                     const std::vector<named_module_call>& named, std::vector<buffer_write> writes,
+                                                     const std::vector<std::string>& write_calls, const export_options& options) -> void {
+  std::unordered_set<std::string_view> names;
+  for (const ir::node& n : g.nodes()) names.insert(n.name);
+  for (std::size_t i = 0; i < writes.size(); ++i) {
+    std::string_view v = writes[i].value;
+    if (const auto b = v.find('['); b != std::string_view::npos) v = v.substr(0, b);
+    if (!names.contains(v)) continue;  // (a write nothing observes: removed with its value)
+    for (module_call_entry& e : calls)
+      if (e.fqn == write_calls[i]) {
+        e.writes.push_back(std::move(writes[i]));
+        break;
+      }
+  }
+  for (std::size_t i = 0; i < named.size() && i + 1 < calls.size(); ++i)
+    for (const std::string& fqn : options.preserve_module_call_signature)
+      if (named[i].fqn == fqn) calls[i + 1].preserved = true;
 }
 
 TYPEX_API auto typex::detail::flat_spec(std::size_t n, bool tuple_of_one) -> tree_spec {

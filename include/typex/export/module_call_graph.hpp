@@ -21,9 +21,23 @@ struct module_call_signature {
   friend bool operator==(const module_call_signature&, const module_call_signature&) = default;
 };
 
+// A write of a buffer made during a call (functionalized: the graph value that is the buffer's new
+// value from there on). Unflatten gives the write back to the buffer's owner at that point.
+struct buffer_write {
+  std::string buffer;  // its FQN
+  std::string value;   // the graph value written
+  friend bool operator==(const buffer_write&, const buffer_write&) = default;
+};
+
 struct module_call_entry {
-  std::string fqn;  // "" for the root, "layers.0.attn" for a submodule
+  std::string fqn;  // "" for the root, "layers.0.attn" for a submodule, "fc@1" for fc's second call
   std::optional<module_call_signature> signature;
+  // The buffer writes made by this call itself (not by the calls it makes), in order.
+  std::vector<buffer_write> writes = {};
+  // Whether export was asked to keep this call's signature exact (export_options::
+  // preserve_module_call_signature): its inputs and outputs stay values of the program, so that an
+  // unflattened tree may swap the module for another implementation with the same signature.
+  bool preserved = false;
   friend bool operator==(const module_call_entry&, const module_call_entry&) = default;
 };
 

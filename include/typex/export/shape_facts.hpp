@@ -38,6 +38,12 @@ struct export_options {
   // Keep facts that no range expresses as run-time assertion nodes (checked on every call)
   // instead of failing the export.
   bool runtime_assertions = false;
+  // Submodules (by FQN: "layers.3.self_attn") whose calls keep their exact input/output signature in
+  // the program (torch.export's preserve_module_call_signature): their outputs stay values of the
+  // program even where nothing else reads them, and unflatten may swap the module for another
+  // implementation of the same signature. Each must state its signature (module_scope with its
+  // arguments, scope.returns(result)); an FQN that no call has is an export error.
+  std::vector<std::string> preserve_module_call_signature = {};
 };
 
 namespace detail {

@@ -68,11 +68,18 @@ constexpr std::string_view name(node_op op) noexcept {
   return "?";
 }
 
-// One frame of the nn_module_stack: the submodule's path ("layers.0.attn") and its type.
+// One frame of the nn_module_stack: the submodule's path ("layers.0.attn"), its type, and which
+// call of it this is: the module call graph's entry ("fc" for the first call, "fc@1" for the
+// second; empty in a graph written before calls were told apart, meaning the first).
 struct module_frame {
   std::string path;
   std::string type;
-  friend bool operator==(const module_frame&, const module_frame&) = default;
+  std::string call = {};
+  // The module call graph entry this frame belongs to.
+  const std::string& call_id() const noexcept { return call.empty() ? path : call; }
+  friend bool operator==(const module_frame& a, const module_frame& b) {
+    return a.path == b.path && a.type == b.type && a.call_id() == b.call_id();
+  }
 };
 
 struct node {

@@ -88,7 +88,9 @@ class tracing_context final : public requirement_recorder {
   }
 
   // -- module scopes (nn_module_stack) ------------------------------------------------------------
-  void push_module(std::string path, std::string type) { stack_.push_back({std::move(path), std::move(type)}); }
+  void push_module(std::string path, std::string type, std::string call = {}) {
+    stack_.push_back({std::move(path), std::move(type), std::move(call)});
+  }
   void pop_module() { stack_.pop_back(); }
   const std::vector<ir::module_frame>& module_stack() const noexcept { return stack_; }
 
@@ -156,6 +158,8 @@ class tracing_context final : public requirement_recorder {
       if (const auto root = root_of(now)) roots_[key(v)] = *root;
     }
     bind_storage(storage, v);
+    if (const auto it = lifted_.find(storage); it != lifted_.end())  // (a module tensor: the write log unflatten reads)
+      state_writes_.push_back({it->second, v, stack_.empty() ? std::string{} : stack_.back().call_id()});
     for (auto& m : mutations_)
       if (m.first == storage) {
         m.second = v;
@@ -189,6 +193,14 @@ class tracing_context final : public requirement_recorder {
   }
   // (storage, last value) of each tensor written while tracing, in order of first write.
   const std::vector<std::pair<const void*, ir::value_ref>>& mutations() const noexcept { return mutations_; }
+  // Every write of a lifted module tensor, in order: its placeholder, the value written and the
+  // module call that wrote it ("" for the root's own code).
+  struct state_write {
+    ir::node_id placeholder;
+    ir::value_ref value;
+    std::string call;
+  };
+  const std::vector<state_write>& state_writes() const noexcept { return state_writes_; }
   // (placeholder, last value) of each user input written while tracing, in order of first write.
   const std::vector<std::pair<ir::node_id, ir::value_ref>>& input_mutations() const noexcept { return input_mutations_; }
 
@@ -268,6 +280,7 @@ class tracing_context final : public requirement_recorder {
   std::vector<any_tensor> kept_;  // eager results bound to graph values (bind_eager_result)
   std::vector<std::source_location> call_sites_;
   std::vector<std::pair<const void*, ir::value_ref>> mutations_;
+  std::vector<state_write> state_writes_;
   std::vector<std::pair<ir::node_id, ir::value_ref>> input_mutations_;
   std::unordered_map<std::uint64_t, ir::value_ref> replaced_;  // a value -> the value written over it
   std::unordered_map<std::uint64_t, ir::node_id> roots_;       // a written value -> the placeholder it updates
@@ -360,8 +373,10 @@ class module_scope {
     if (ctx == nullptr) return;
     const ir::module_frame* f = ctx->find_module(&m, detail::raw_type_name<M>());
     if (f == nullptr || f->path.empty()) return;  // the root is not a frame; unregistered: not a module of the export
-    ctx->push_module(f->path, f->type);
     index_ = ctx->module_calls().size();
+    int seen = 0;  // (the call's entry: "fc" first, then "fc@1", "fc@2", ... as the module call graph numbers them)
+    for (const module_call_record& c : ctx->module_calls()) seen += c.fqn == f->path ? 1 : 0;
+    ctx->push_module(f->path, f->type, seen == 0 ? f->path : detail::with_number(f->path + "@", seen));
     module_call_record r;
     r.fqn = f->path;
     r.begin = static_cast<ir::node_id>(ctx->graph().size());
