@@ -18,7 +18,8 @@
 // Contracts:
 //  - a submodule view (submodule()) shares its tree's state: calling it alone updates the same
 //    buffers a whole-model call does. A copy of the tree has buffers of its own.
-//  - calls may come from several threads; a tree whose calls write buffers serializes them.
+//  - calls may come from several threads; a tree whose calls write buffers serializes them;
+//    swap() and restore() wait for the calls running and hold the next ones.
 //  - swap() checks the replacement against every call of the module: the same input and output
 //    trees, dtypes, ranks and static extents (a symbolic extent takes a symbolic one). Only a call
 //    whose signature export preserved (export_options::preserve_module_call_signature) can be
@@ -30,6 +31,7 @@
 
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -80,7 +82,9 @@ struct unflatten_state {
     flat_args_adapter adapter;
   };
   std::vector<std::optional<swapped>> swaps;  // by module index
-  std::mutex calls;
+  // Calls hold it shared (exclusive when they write buffers: one call at a time updates them);
+  // swap() and restore() hold it exclusive, so a replacement never changes under a running call.
+  std::shared_mutex calls;
 
   bool serialized() const {
     if (!buffers.empty()) return true;
@@ -195,8 +199,12 @@ class submodule_view {
     }
     detail::check_call_inputs(c, inputs);
     std::vector<any_tensor> out;
-    std::unique_lock<std::mutex> lock(st_->calls, std::defer_lock);
-    if (st_->serialized()) lock.lock();
+    std::shared_lock<std::shared_mutex> shared(st_->calls);
+    std::unique_lock<std::shared_mutex> exclusive;
+    if (st_->serialized()) {  // (decided under the shared lock: swaps do not change while it is held)
+      shared.unlock();
+      exclusive = std::unique_lock<std::shared_mutex>(st_->calls);
+    }
     st_->run_call(static_cast<std::size_t>(&c - st_->shared->plan.calls.data()), inputs, out);
     return out;
   }
@@ -233,13 +241,13 @@ class submodule_view {
   void swap(const exported_program& replacement, const flat_args_adapter& adapter = {}) {
     const auto& plan = st_->shared->plan;
     detail::check_swap(plan, info(), replacement, adapter);
-    const std::lock_guard<std::mutex> lock(st_->calls);
+    const std::unique_lock<std::shared_mutex> lock(st_->calls);
     auto p = std::make_shared<const exported_program>(replacement);
     st_->swaps[m_].emplace(typename detail::unflatten_state<Backend>::swapped{p, program_module<Backend>(*p, st_->shared->opts), adapter});
   }
   // Runs the module's own program again (undoes swap()).
   void restore() {
-    const std::lock_guard<std::mutex> lock(st_->calls);
+    const std::unique_lock<std::shared_mutex> lock(st_->calls);
     st_->swaps[m_].reset();
   }
 
@@ -316,7 +324,7 @@ class unflattened_module : public submodule_view<Backend> {
   }
   static std::shared_ptr<state_type> copy_state(state_type& o) {
     auto st = std::make_shared<state_type>();
-    const std::lock_guard<std::mutex> lock(o.calls);
+    const std::unique_lock<std::shared_mutex> lock(o.calls);
     st->shared = o.shared;
     for (const any_tensor& b : o.buffers) st->buffers.push_back(b.clone());
     st->swaps = o.swaps;  // (program_module copies: buffers of their own)
