@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,9 @@ struct unflatten_call {
   std::vector<std::size_t> captured_inputs;  // then the slots of `captured` (its parent passes them)
   std::vector<std::pair<std::size_t, std::string>> state_slots;  // slots holding the tree's tensors (FQN)
   std::vector<std::size_t> outputs;       // the slots of its outputs, in order
+  // The whole call as one program (its children's nodes included, returning the call's outputs):
+  // what runs while nothing inside the call is swapped. Absent where the call is one segment.
+  std::optional<unflatten_step> whole;
   // Values the call reads that are neither its inputs nor state (a tensor captured from the
   // enclosing code): it runs inside its parent, not alone.
   std::vector<std::string> captured;
@@ -259,6 +263,164 @@ inline void builder::build_call(std::size_t ci, std::size_t depth, const std::ve
       if (!inside[u]) return true;
     return false;
   };
+  // A program of the nodes `seg`: a run of the call's own nodes, or (whole) all its nodes, its
+  // children's included, returning what the call returns.
+  auto make_segment = [&](const std::vector<ir::node_id>& seg, bool whole) -> unflatten_step {
+    std::vector<bool> inside(g.size(), false);
+    for (const ir::node_id n : seg) inside[n] = true;
+    const ir::node_id first = seg.front();
+      unflatten_step st;
+      ir::graph sg;
+      std::vector<input_spec> ins;
+      std::vector<output_spec> outs;
+      named_tensors state, constants;
+      std::unordered_map<std::uint64_t, ir::value_ref> local;  // flat value -> segment value
+      std::vector<std::pair<ir::value_ref, std::size_t>> env_reads;    // (flat value, slot)
+      std::vector<std::pair<ir::value_ref, std::string>> state_reads;  // (flat value, buffer)
+      std::vector<std::pair<std::string, std::string>> lifted;          // (placeholder, fqn)
+      std::vector<ir::value_ref> lifted_values;
+      // the values read from outside, classified
+      for (const ir::node_id n : seg)
+        ir::graph::for_each_ref(g[n], [&](ir::value_ref r) {
+          if (inside[r.node] || local.contains(key(r))) return;
+          local.emplace(key(r), ir::value_ref{0});  // (placeholder made below)
+          if (const auto b = current_state(r, first)) {
+            state_reads.emplace_back(r, *b);
+            return;
+          }
+          const ir::node& src = g[r.node];
+          if (src.op == ir::node_op::placeholder) {
+            const input_spec* s = spec_of.at(src.name);
+            if (s->kind == input_kind::buffer && is_mutable(s->target)) {
+              detail::raise<unsupported_error>([&](auto& w) {
+                w.put("typex::unflatten: node '"); w.put(g[first].name); w.put("' reads the value buffer '"); w.put(s->target);
+                w.put("' had before a write earlier in the call; an unflattened tree keeps one current value per buffer");
+              });
+            }
+            if (s->kind != input_kind::user_input) {
+              lifted_values.push_back(r);
+              return;
+            }
+          }
+          const std::size_t s = slot_of(r);
+          if (!available.contains(key(r))) {
+            // read from outside this call: passed by its parent (explicitly), and the reason it
+            // cannot run alone
+            plan.calls[ci].captured.push_back(name_of.at(key(r)));
+            plan.calls[ci].captured_inputs.push_back(s);
+            available.insert(key(r));
+          }
+          env_reads.emplace_back(r, s);
+        });
+      // placeholders: lifted state (parameters, buffers, constants), then the values, then the
+      // buffers the tree holds
+      for (const input_kind k : {input_kind::parameter, input_kind::buffer, input_kind::constant_tensor})
+        for (const ir::value_ref r : lifted_values) {
+          const ir::node& src = g[r.node];
+          const input_spec* s = spec_of.at(src.name);
+          if (s->kind != k) continue;
+          const ir::node_id ph = sg.add_placeholder(src.name, src.vals.front());
+          local[key(r)] = ir::value_ref{ph};
+          ins.push_back({s->kind, sg[ph].name, s->target, s->persistent});
+          const bool in_state = s->kind == input_kind::parameter || (s->kind == input_kind::buffer && s->persistent);
+          if (in_state) {
+            if (!state.contains(s->target)) state.insert(s->target, ep.state_dict().at(s->target));
+          } else if (!constants.contains(s->target)) {
+            constants.insert(s->target, ep.constants().at(s->target));
+          }
+        }
+      for (const auto& [r, s] : env_reads) {
+        const ir::node_id ph = sg.add_placeholder(name_of.at(key(r)), g.meta(r));
+        local[key(r)] = ir::value_ref{ph};
+        ins.push_back({input_kind::user_input, sg[ph].name, "", true});
+        st.reads.push_back(s);
+      }
+      // the buffers: read ones, then ones only written
+      std::vector<std::pair<std::string, ir::node_id>> buffer_ph;
+      auto buffer_placeholder = [&](const std::string& fqn, const ir::tensor_meta& m) {
+        for (const auto& [f, ph] : buffer_ph)
+          if (f == fqn) return ph;
+        std::string hint = "state_";
+        hint += fqn;
+        const ir::node_id ph = sg.add_placeholder(hint, m);
+        ins.push_back({input_kind::user_input, sg[ph].name, "", true});
+        st.state.push_back(fqn);
+        buffer_ph.emplace_back(fqn, ph);
+        return ph;
+      };
+      for (const auto& [r, b] : state_reads) local[key(r)] = ir::value_ref{buffer_placeholder(b, g.meta(r))};
+      std::vector<std::pair<std::string, ir::value_ref>> last_write;  // (buffer, flat value) written here, last of each
+      for (const write& w : writes)
+        if (inside[w.value.node]) {
+          bool found = false;
+          for (auto& [b, v] : last_write)
+            if (b == w.buffer) { v = w.value; found = true; }
+          if (!found) last_write.emplace_back(w.buffer, w.value);
+        }
+      for (const auto& [b, v] : last_write) buffer_placeholder(b, g.meta(v));
+      // the nodes
+      auto map_arg = [&](const ir::argument& a) {
+        ir::argument out = a;
+        if (auto* r = std::get_if<ir::value_ref>(&out)) *r = local.at(key(*r));
+        else if (auto* rs = std::get_if<std::vector<ir::value_ref>>(&out))
+          for (ir::value_ref& x : *rs) x = local.at(key(x));
+        return out;
+      };
+      for (const ir::node_id n : seg) {
+        const ir::node& nd = g[n];
+        std::vector<ir::argument> args;
+        for (const ir::argument& a : nd.args) args.push_back(map_arg(a));
+        std::vector<std::pair<std::string, ir::argument>> kwargs;
+        for (const auto& [k, a] : nd.kwargs) kwargs.emplace_back(k, map_arg(a));
+        const ir::node_id id = sg.add_call({.target = nd.target, .args = std::move(args), .kwargs = std::move(kwargs), .vals = nd.vals,
+                                            .name_hint = nd.name, .nn_module_stack = nd.nn_module_stack, .stack_trace = nd.stack_trace});
+        for (std::uint32_t k = 0; k < nd.vals.size(); ++k) local[key(ir::value_ref{n, k})] = ir::value_ref{id, k};
+      }
+      // outputs: the buffers written (USER_INPUT_MUTATION of their placeholders), then the values
+      // read after this segment
+      std::vector<ir::value_ref> out_values;
+      for (const auto& [b, v] : last_write) {
+        const ir::value_ref lv = local.at(key(v));
+        out_values.push_back(lv);
+        std::string arg = sg[lv.node].name;
+        if (sg[lv.node].vals.size() > 1) arg = detail::with_number(arg + "[", lv.index) + "]";
+        ir::node_id ph = 0;
+        for (const auto& [f, p] : buffer_ph)
+          if (f == b) ph = p;
+        outs.push_back({output_kind::user_input_mutation, std::move(arg), sg[ph].name});
+      }
+      const unflatten_call& self = plan.calls[ci];
+      for (const ir::node_id n : seg)
+        for (std::uint32_t k = 0; k < g[n].vals.size(); ++k) {
+          const ir::value_ref v{n, k};
+          bool needed = !whole && (needed_outside(inside, v) || (depth == 0 && flat_outputs.contains(key(v))));
+          if (!needed)
+            for (const std::string& o : self.signature.outputs) needed = needed || o == name_of.at(key(v));
+          if (!needed) continue;
+          const ir::value_ref lv = local.at(key(v));
+          out_values.push_back(lv);
+          std::string arg = sg[lv.node].name;
+          if (sg[lv.node].vals.size() > 1) arg = detail::with_number(arg + "[", lv.index) + "]";
+          outs.push_back({output_kind::user_output, std::move(arg), ""});
+          st.produces.push_back(slot_of(v));
+          available.insert(key(v));
+        }
+      sg.set_output(std::move(out_values));
+      module_call_signature root;
+      for (const input_spec& i : ins)
+        if (i.kind == input_kind::user_input) root.inputs.push_back(i.arg);
+      for (const output_spec& o : outs)
+        if (o.kind == output_kind::user_output) root.outputs.push_back(o.arg);
+      root.in_spec = flat_spec(root.inputs.size(), true);
+      root.out_spec = flat_spec(root.outputs.size(), true);
+      exported_program p(std::move(sg), graph_signature(std::move(ins), std::move(outs)), std::move(state), std::move(constants), ep.ranges(),
+                         {module_call_entry{"", std::move(root)}});
+      p.set_trusted_shapes(ep.trusted_shapes());
+      if (ep.dialect() != ir::export_dialect) p.set_dialect(ep.dialect());
+
+      st.program = std::make_shared<const exported_program>(std::move(p));
+      return st;
+  };
   const std::string& call_id = plan.calls[ci].id;
   for (const unit& u : units) {
     std::vector<bool> inside(g.size(), false);
@@ -324,157 +486,7 @@ inline void builder::build_call(std::size_t ci, std::size_t depth, const std::ve
       plan.calls[ci].steps.push_back(std::move(st));
       continue;
     }
-    // a segment: its own program
-    unflatten_step st;
-    ir::graph sg;
-    std::vector<input_spec> ins;
-    std::vector<output_spec> outs;
-    named_tensors state, constants;
-    std::unordered_map<std::uint64_t, ir::value_ref> local;  // flat value -> segment value
-    std::vector<std::pair<ir::value_ref, std::size_t>> env_reads;    // (flat value, slot)
-    std::vector<std::pair<ir::value_ref, std::string>> state_reads;  // (flat value, buffer)
-    std::vector<std::pair<std::string, std::string>> lifted;          // (placeholder, fqn)
-    std::vector<ir::value_ref> lifted_values;
-    // the values read from outside, classified
-    for (const ir::node_id n : u.nodes)
-      ir::graph::for_each_ref(g[n], [&](ir::value_ref r) {
-        if (inside[r.node] || local.contains(key(r))) return;
-        local.emplace(key(r), ir::value_ref{0});  // (placeholder made below)
-        if (const auto b = current_state(r, first)) {
-          state_reads.emplace_back(r, *b);
-          return;
-        }
-        const ir::node& src = g[r.node];
-        if (src.op == ir::node_op::placeholder) {
-          const input_spec* s = spec_of.at(src.name);
-          if (s->kind == input_kind::buffer && is_mutable(s->target)) {
-            detail::raise<unsupported_error>([&](auto& w) {
-              w.put("typex::unflatten: node '"); w.put(g[first].name); w.put("' reads the value buffer '"); w.put(s->target);
-              w.put("' had before a write earlier in the call; an unflattened tree keeps one current value per buffer");
-            });
-          }
-          if (s->kind != input_kind::user_input) {
-            lifted_values.push_back(r);
-            return;
-          }
-        }
-        const std::size_t s = slot_of(r);
-        if (!available.contains(key(r))) {
-          // read from outside this call: passed by its parent (explicitly), and the reason it
-          // cannot run alone
-          plan.calls[ci].captured.push_back(name_of.at(key(r)));
-          plan.calls[ci].captured_inputs.push_back(s);
-          available.insert(key(r));
-        }
-        env_reads.emplace_back(r, s);
-      });
-    // placeholders: lifted state (parameters, buffers, constants), then the values, then the
-    // buffers the tree holds
-    for (const input_kind k : {input_kind::parameter, input_kind::buffer, input_kind::constant_tensor})
-      for (const ir::value_ref r : lifted_values) {
-        const ir::node& src = g[r.node];
-        const input_spec* s = spec_of.at(src.name);
-        if (s->kind != k) continue;
-        const ir::node_id ph = sg.add_placeholder(src.name, src.vals.front());
-        local[key(r)] = ir::value_ref{ph};
-        ins.push_back({s->kind, sg[ph].name, s->target, s->persistent});
-        const bool in_state = s->kind == input_kind::parameter || (s->kind == input_kind::buffer && s->persistent);
-        if (in_state) {
-          if (!state.contains(s->target)) state.insert(s->target, ep.state_dict().at(s->target));
-        } else if (!constants.contains(s->target)) {
-          constants.insert(s->target, ep.constants().at(s->target));
-        }
-      }
-    for (const auto& [r, s] : env_reads) {
-      const ir::node_id ph = sg.add_placeholder(name_of.at(key(r)), g.meta(r));
-      local[key(r)] = ir::value_ref{ph};
-      ins.push_back({input_kind::user_input, sg[ph].name, "", true});
-      st.reads.push_back(s);
-    }
-    // the buffers: read ones, then ones only written
-    std::vector<std::pair<std::string, ir::node_id>> buffer_ph;
-    auto buffer_placeholder = [&](const std::string& fqn, const ir::tensor_meta& m) {
-      for (const auto& [f, ph] : buffer_ph)
-        if (f == fqn) return ph;
-      std::string hint = "state_";
-      hint += fqn;
-      const ir::node_id ph = sg.add_placeholder(hint, m);
-      ins.push_back({input_kind::user_input, sg[ph].name, "", true});
-      st.state.push_back(fqn);
-      buffer_ph.emplace_back(fqn, ph);
-      return ph;
-    };
-    for (const auto& [r, b] : state_reads) local[key(r)] = ir::value_ref{buffer_placeholder(b, g.meta(r))};
-    std::vector<std::pair<std::string, ir::value_ref>> last_write;  // (buffer, flat value) written here, last of each
-    for (const write& w : writes)
-      if (inside[w.value.node]) {
-        bool found = false;
-        for (auto& [b, v] : last_write)
-          if (b == w.buffer) { v = w.value; found = true; }
-        if (!found) last_write.emplace_back(w.buffer, w.value);
-      }
-    for (const auto& [b, v] : last_write) buffer_placeholder(b, g.meta(v));
-    // the nodes
-    auto map_arg = [&](const ir::argument& a) {
-      ir::argument out = a;
-      if (auto* r = std::get_if<ir::value_ref>(&out)) *r = local.at(key(*r));
-      else if (auto* rs = std::get_if<std::vector<ir::value_ref>>(&out))
-        for (ir::value_ref& x : *rs) x = local.at(key(x));
-      return out;
-    };
-    for (const ir::node_id n : u.nodes) {
-      const ir::node& nd = g[n];
-      std::vector<ir::argument> args;
-      for (const ir::argument& a : nd.args) args.push_back(map_arg(a));
-      std::vector<std::pair<std::string, ir::argument>> kwargs;
-      for (const auto& [k, a] : nd.kwargs) kwargs.emplace_back(k, map_arg(a));
-      const ir::node_id id = sg.add_call({.target = nd.target, .args = std::move(args), .kwargs = std::move(kwargs), .vals = nd.vals,
-                                          .name_hint = nd.name, .nn_module_stack = nd.nn_module_stack, .stack_trace = nd.stack_trace});
-      for (std::uint32_t k = 0; k < nd.vals.size(); ++k) local[key(ir::value_ref{n, k})] = ir::value_ref{id, k};
-    }
-    // outputs: the buffers written (USER_INPUT_MUTATION of their placeholders), then the values
-    // read after this segment
-    std::vector<ir::value_ref> out_values;
-    for (const auto& [b, v] : last_write) {
-      const ir::value_ref lv = local.at(key(v));
-      out_values.push_back(lv);
-      std::string arg = sg[lv.node].name;
-      if (sg[lv.node].vals.size() > 1) arg = detail::with_number(arg + "[", lv.index) + "]";
-      ir::node_id ph = 0;
-      for (const auto& [f, p] : buffer_ph)
-        if (f == b) ph = p;
-      outs.push_back({output_kind::user_input_mutation, std::move(arg), sg[ph].name});
-    }
-    const unflatten_call& self = plan.calls[ci];
-    for (const ir::node_id n : u.nodes)
-      for (std::uint32_t k = 0; k < g[n].vals.size(); ++k) {
-        const ir::value_ref v{n, k};
-        bool needed = needed_outside(inside, v) || (depth == 0 && flat_outputs.contains(key(v)));
-        if (!needed)
-          for (const std::string& o : self.signature.outputs) needed = needed || o == name_of.at(key(v));
-        if (!needed) continue;
-        const ir::value_ref lv = local.at(key(v));
-        out_values.push_back(lv);
-        std::string arg = sg[lv.node].name;
-        if (sg[lv.node].vals.size() > 1) arg = detail::with_number(arg + "[", lv.index) + "]";
-        outs.push_back({output_kind::user_output, std::move(arg), ""});
-        st.produces.push_back(slot_of(v));
-        available.insert(key(v));
-      }
-    sg.set_output(std::move(out_values));
-    module_call_signature root;
-    for (const input_spec& i : ins)
-      if (i.kind == input_kind::user_input) root.inputs.push_back(i.arg);
-    for (const output_spec& o : outs)
-      if (o.kind == output_kind::user_output) root.outputs.push_back(o.arg);
-    root.in_spec = flat_spec(root.inputs.size(), true);
-    root.out_spec = flat_spec(root.outputs.size(), true);
-    exported_program p(std::move(sg), graph_signature(std::move(ins), std::move(outs)), std::move(state), std::move(constants), ep.ranges(),
-                       {module_call_entry{"", std::move(root)}});
-    p.set_trusted_shapes(ep.trusted_shapes());
-    if (ep.dialect() != ir::export_dialect) p.set_dialect(ep.dialect());
-    st.program = std::make_shared<const exported_program>(std::move(p));
-    plan.calls[ci].steps.push_back(std::move(st));
+    plan.calls[ci].steps.push_back(make_segment(u.nodes, false));
   }
   // the call's outputs
   unflatten_call& c = plan.calls[ci];
@@ -494,6 +506,11 @@ inline void builder::build_call(std::size_t ci, std::size_t depth, const std::ve
       });
     }
     c.outputs.push_back(slot.at(key(it->second)));
+  }
+  const bool one_segment = c.steps.size() == 1 && !c.steps.front().is_call();
+  if (!nodes.empty() && !c.steps.empty() && !one_segment) {
+    unflatten_step w = make_segment(nodes, true);
+    plan.calls[ci].whole = std::move(w);
   }
 }
 
@@ -541,6 +558,16 @@ TYPEX_API auto plan_unflatten(const exported_program& ep) -> unflatten_plan {
   for (ir::node_id i = 0; i < g.size(); ++i)
     if (g[i].op == ir::node_op::call_function) nodes.push_back(i);
   b.build_call(0, 0, nodes);
+  // calls with no nodes of their own (an identity: eval-mode dropout) are no step of their parent;
+  // alone they return their inputs (when that is what their signature says)
+  for (std::size_t i = 1; i < b.plan.calls.size(); ++i) {
+    unflatten_call& c = b.plan.calls[i];
+    if (!c.slot_names.empty() || !c.steps.empty()) continue;
+    const bool identity = std::all_of(c.signature.outputs.begin(), c.signature.outputs.end(), [&](const std::string& o) {
+      return std::find(c.signature.inputs.begin(), c.signature.inputs.end(), o) != c.signature.inputs.end() && b.value_of.contains(o);
+    });
+    if (identity) b.build_call(i, 0, {});
+  }
   b.plan.source = std::make_shared<const exported_program>(ep);
   return std::move(b.plan);
 }

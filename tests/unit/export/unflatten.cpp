@@ -67,7 +67,55 @@ struct scaler_again {
     return mul(linear(x, weight), k);
   }
 };
+
+// A buffer of the root handed to every layer as an argument (pytorch issue 127643).
+struct adder {
+  parameter<f32, fix<8>> bias;
+  template <class X, class P>
+  auto operator()(const X& x, const P& pe) const {
+    const module_scope scope(*this, x, pe);
+    return scope.returns(add(add(x, pe), bias));
+  }
+};
+struct pe_net {
+  std::array<adder, 2> layers;
+  buffer<f32, fix<8>> pe;
+  template <class X>
+  auto operator()(const X& x) const {
+    return layers[1](layers[0](x, pe), pe);
+  }
+};
+
+// Two affine layers; b swapped for a hand-written equivalent through the typed tree.
+struct affine {
+  parameter<f32, fix<8>, fix<8>> weight;
+  template <class X>
+  auto operator()(const X& x) const {
+    const module_scope scope(*this, x);
+    return scope.returns(linear(x, weight));
+  }
+};
+struct affine_by_hand {
+  parameter<f32, fix<8>, fix<8>> weight;
+  template <class X>
+  auto operator()(const X& x) const {
+    return mul(linear(x, weight), 1.0);
+  }
+};
+struct two {
+  affine a;
+  affine b;
+  template <class X>
+  auto operator()(const X& x) const {
+    return b(relu(a(x)));
+  }
+};
 }  // namespace unflat_test
+BOOST_HANA_ADAPT_STRUCT(unflat_test::affine, weight);
+BOOST_HANA_ADAPT_STRUCT(unflat_test::affine_by_hand, weight);
+BOOST_HANA_ADAPT_STRUCT(unflat_test::two, a, b);
+BOOST_HANA_ADAPT_STRUCT(unflat_test::adder, bias);
+BOOST_HANA_ADAPT_STRUCT(unflat_test::pe_net, layers, pe);
 BOOST_HANA_ADAPT_STRUCT(unflat_test::enc_stack, layers, norm);
 BOOST_HANA_ADAPT_STRUCT(unflat_test::scaler, weight, calls);
 BOOST_HANA_ADAPT_STRUCT(unflat_test::net, fc, blocks, shift);
@@ -129,6 +177,11 @@ TEST_CASE("unflatten: a transformer enc_stack, each layer alone matching the fla
   const auto want = m.layers[1].self_attn.forward(h0, h0, h0, nullptr, nullptr);
   CHECK(diff(a[0], want.erase()) < 1e-5);
 
+  // an identity call (eval-mode dropout: no nodes) alone returns a copy of its input
+  const auto d = tree.submodule("layers.1.dropout1")({h0.erase()});
+  REQUIRE(d.size() == 1);
+  CHECK(diff(d[0], h0.erase()) == 0.0);
+  CHECK(d[0].raw_data() != h0.erase().raw_data());
   // the pieces are programs planned by the backend, not nodes interpreted one by one
   const auto& plan = tree.plan();
   std::size_t segments = 0;
@@ -136,6 +189,17 @@ TEST_CASE("unflatten: a transformer enc_stack, each layer alone matching the fla
     for (const auto& s : c.steps) segments += s.is_call() ? 0 : 1;
   CHECK(segments > 0);
   CHECK(plan.calls.front().steps.size() == 4);  // layers.0, layers.1, layers.2, norm: no root nodes of its own
+  CHECK(plan.calls.front().whole.has_value());   // (and the whole call as one program, while nothing is swapped)
+
+  // the same tree step by step: layer 1's second norm swapped for a program of a copy of it, so
+  // the root and layer 1 run their steps (the other layers still whole)
+  const auto spec = input<"x">(tensor_spec<f32, shape<batch, seq, fix<32>>>(shape<batch, seq, fix<32>>(batch(2), seq(5), {})));
+  auto stepwise = unflatten(export_program(export_options{.preserve_module_call_signature = {"layers.1.norm2"}}, m, spec));
+  stepwise.submodule("layers.1.norm2").swap(export_program(m.layers[1].norm2, spec));
+  CHECK(diff(stepwise({x.erase()})[0], flat[0]) < 1e-5);
+  CHECK(diff(stepwise.submodule("layers.1")({h0.erase()})[0], h1.erase()) < 1e-5);
+  stepwise.submodule("layers.1.norm2").restore();
+  CHECK(diff(stepwise({x.erase()})[0], flat[0]) < 1e-5);
 }
 
 TEST_CASE("unflatten: called twice with other constants, a root buffer in every layer, a buffer written inside") {
@@ -279,4 +343,107 @@ TEST_CASE("unflatten: calls from several threads, the buffers serialized") {
   for (auto& t : threads) t.join();
   CHECK(bad.load() == 0);
   CHECK(tree.state_dict().at("fc.calls").data<float>()[0] == 40.0f);
+}
+
+TEST_CASE("unflatten: a root buffer passed into every layer is the root's, handed explicitly") {
+  pe_net n;
+  init_module(n, 4);
+  for (int i = 0; i < 8; ++i) n.pe.data()[i] = 0.5f * static_cast<float>(i);
+  const auto x = input<"x">(tensor_spec<f32, shape<batch, fix<8>>>(shape<batch, fix<8>>(batch(2), {})));
+  const auto ep = export_program(n, x);
+  auto tree = unflatten(ep);
+  const auto in = typex_test::random_tensor<tensor<f32, batch, fix<8>>>({3, 8}, 5);
+  CHECK(diff(tree({in.erase()})[0], ep.exported_program::module()({in.erase()})[0]) < 1e-6);
+  // each layer's call takes (x, pe): alone, the caller hands pe
+  const auto layer = tree.submodule("layers.1");
+  CHECK(layer.signature().in_spec.to_string() == "TreeSpec(tuple, None, [*, *])");
+  const auto h = n.layers[0](in, n.pe);
+  CHECK(diff(layer({h.erase(), n.pe.erase()})[0], n.layers[1](h, n.pe).erase()) < 1e-6);
+  CHECK(tree.state_dict().contains("pe"));
+  CHECK_FALSE(layer.state_dict().contains("pe"));  // (the root's, not the layer's)
+}
+
+TEST_CASE("unflatten: re-export gives the program back, with a swap the replacement inlined") {
+  const enc_stack m = made_stack();
+  const auto ep = stack_program(m);
+  const auto x = typex_test::random_tensor<tensor<f32, batch, seq, fix<32>>>({2, 4, 32}, 3);
+  const auto want = ep.exported_program::module()({x.erase()});
+  const exported_program again = unflatten(ep).reexport();
+  // the same graph up to names, the same signature, the same outputs
+  CHECK(again.graph().size() == ep.graph().size());
+  CHECK(again.signature().input_specs() == ep.signature().input_specs());
+  CHECK(again.signature().output_specs().size() == ep.signature().output_specs().size());
+  std::vector<std::string> targets_before, targets_after;
+  for (const ir::node& n : ep.graph().nodes()) targets_before.push_back(std::string(n.target ? n.target.name() : ""));
+  for (const ir::node& n : again.graph().nodes()) targets_after.push_back(std::string(n.target ? n.target.name() : ""));
+  CHECK(targets_after == targets_before);
+  std::vector<std::string> calls_before, calls_after;
+  for (const auto& e : ep.module_call_graph()) calls_before.push_back(e.fqn);
+  for (const auto& e : again.module_call_graph()) calls_after.push_back(e.fqn);
+  CHECK(calls_after == calls_before);
+  CHECK(diff(again.module()({x.erase()})[0], want[0]) < 1e-6);
+  CHECK(unflatten(again).modules() == unflatten(ep).modules());  // (and it unflattens again)
+
+  // with buffers written and a module swapped: the tree's state, the replacement's nodes
+  const net n = made_net();
+  const auto xs = input<"x">(tensor_spec<f32, shape<batch, fix<8>>>(shape<batch, fix<8>>(batch(2), {})));
+  const auto ep2 = export_program(export_options{.preserve_module_call_signature = {"blocks.1"}}, n, xs);
+  unflat_test::scaler_again hand;
+  hand.weight = n.blocks[1].weight;
+  hand.calls = n.blocks[1].calls;
+  hand.k = 1.5;
+  const auto replacement = export_program(hand, input<"x">(tensor_spec<f32, shape<batch, fix<8>>>(shape<batch, fix<8>>(batch(2), {}))));
+  auto tree = unflatten(ep2);
+  tree.submodule("blocks.1").swap(replacement, flat_args_adapter{{0}});
+  const auto in = typex_test::random_tensor<tensor<f32, batch, fix<8>>>({3, 8}, 2);
+  (void)tree({in.erase()});  // (fc.calls is 2 now: the re-exported program starts from there)
+  const exported_program swapped = tree.reexport();
+  CHECK(swapped.state_dict().at("fc.calls").data<float>()[0] == 2.0f);
+  CHECK(swapped.state_dict().contains("blocks.1.weight"));
+  auto run = swapped.module();
+  const auto got = run({in.erase()});
+  CHECK(diff(got[0], tree({in.erase()})[0]) < 1e-5);
+  CHECK(run.buffer("fc.calls").data<float>()[0] == 4.0f);
+  // (the replacement's count, under its module's path: 1 from the tree's call, 1 from this one)
+  CHECK(run.buffer("blocks.1.calls").data<float>()[0] == 2.0f);
+}
+
+TEST_CASE("unflatten: the typed tree, reached through the model's members") {
+  const enc_stack m = made_stack();
+  const auto ep = stack_program(m);
+  const auto tree = unflatten(ep, m);
+  const auto layer1 = tree.at(&enc_stack::layers)[1];
+  CHECK(layer1.fqn() == "layers.1");
+  CHECK(layer1.at(&enc::self_attn).fqn() == "layers.1.self_attn");
+  CHECK(tree.at(&enc_stack::norm).fqn() == "norm");
+  CHECK_THROWS_AS(tree.at(&enc_stack::layers)[3], argument_error);
+  const auto x = typex_test::random_tensor<tensor<f32, batch, seq, fix<32>>>({2, 5, 32}, 7);
+  const auto h0 = m.layers[0](x);
+  const auto y = layer1(h0);  // typed in, typed out: the type the layer returns eagerly
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(y)>, std::remove_cvref_t<decltype(m.layers[1](h0))>>);
+  CHECK(diff(y.erase(), m.layers[1](h0).erase()) < 1e-5);
+
+  // a module called with two constants: the call traced with the number given
+  const net n = made_net();
+  const auto xs = input<"x">(tensor_spec<f32, shape<batch, fix<8>>>(shape<batch, fix<8>>(batch(2), {})));
+  const auto typed_net = unflatten(export_program(n, xs), n);
+  const auto in = typex_test::random_tensor<tensor<f32, batch, fix<8>>>({4, 8}, 6);
+  const auto fc = typed_net.at(&net::fc);
+  CHECK(diff(fc(in, 2.0).erase(), mul(linear(in, n.fc.weight), 2.0).erase()) < 1e-5);
+  CHECK(diff(fc(in, 3.0).erase(), mul(linear(in, n.fc.weight), 3.0).erase()) < 1e-5);
+  CHECK_THROWS_AS(fc(in, 4.0), argument_error);
+  CHECK(diff(typed_net.at(&net::blocks)[1](in, 1.5).erase(), mul(linear(in, n.blocks[1].weight), 1.5).erase()) < 1e-5);
+
+  // a typed swap: checked at compile time (compile_fail/unflatten_swap_ko.cpp: another output type) and at run time
+  two t;
+  init_module(t, 12);
+  const auto ex = input<"x">(tensor_spec<f32, shape<batch, fix<8>>>(shape<batch, fix<8>>(batch(2), {})));
+  const auto ep2 = export_program(export_options{.preserve_module_call_signature = {"b"}}, t, ex);
+  const auto t2 = unflatten(ep2, t);
+  const auto before = t2(in);
+  affine_by_hand hand;
+  hand.weight = t.b.weight;
+  t2.at(&two::b).swap(export_program(hand, ex));
+  CHECK(t2.untyped().submodule("b").swapped());
+  CHECK(diff(t2(in).erase(), before.erase()) < 1e-6);
 }

@@ -1,0 +1,34 @@
+// Compile-fail pair "unflatten_call": this twin must fail; the diagnostic's first line must match:
+// expect: typex::unflatten: the submodule cf::affine cannot be called with \(tensor<f32\[2, 8\]>, tensor<f32\[2, 8\]>\)
+#include <typex/backend/eigen.hpp>
+#include <typex/export/unflatten.hpp>
+
+#include <boost/hana/adapt_struct.hpp>
+
+namespace cf {
+struct affine {
+  typex::parameter<typex::f32, typex::fix<8>, typex::fix<8>> weight;
+  template <class X>
+  auto operator()(const X& x) const {
+    const typex::module_scope scope(*this, x);
+    return scope.returns(typex::linear(x, weight));
+  }
+};
+struct two {
+  affine a, b;
+  template <class X>
+  auto operator()(const X& x) const {
+    return b(typex::relu(a(x)));
+  }
+};
+}  // namespace cf
+BOOST_HANA_ADAPT_STRUCT(cf::affine, weight);
+BOOST_HANA_ADAPT_STRUCT(cf::two, a, b);
+
+int main() {
+  cf::two m;
+  const auto ep = typex::export_program(m, typex::tensor_spec<typex::f32, typex::shape_c<2, 8>>());
+  const auto tree = typex::unflatten(ep, m);
+  const typex::tensor<typex::f32, typex::fix<2>, typex::fix<8>> x;
+  (void)tree.at(&cf::two::a)(x, x);  // (affine takes one input)
+}
