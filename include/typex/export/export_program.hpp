@@ -380,8 +380,8 @@ TYPEX_API std::vector<module_call_entry> module_call_graph_of(const ir::graph& g
 
 // A value's name as signatures write it ("linear_1", or "split[1]" for a node's second value).
 TYPEX_API std::string value_name(const ir::graph& g, ir::value_ref v);
-// The outputs of the calls export_options::preserve_module_call_signature names (kept by dead code
-// elimination); an FQN that names no call, or a call that did not state its signature, is an error.
+// The inputs and outputs of the calls export_options::preserve_module_call_signature names (kept by
+// dead code elimination); an FQN that names no call, or a call that did not state its signature, is an error.
 TYPEX_API std::vector<std::string> preserved_outputs(const std::vector<named_module_call>& calls, const export_options& options);
 // Dead code elimination that also keeps the nodes `keep` names (and what they read).
 TYPEX_API void eliminate_dead_code_keeping(ir::graph& g, const std::vector<std::string>& keep);
@@ -710,6 +710,7 @@ TYPEX_API auto typex::detail::preserved_outputs(const std::vector<named_module_c
         });
       }
       keep.insert(keep.end(), c.outputs->begin(), c.outputs->end());
+      keep.insert(keep.end(), c.inputs->begin(), c.inputs->end());  // (an input the module ignores stays its input)
     }
     if (!found) {
       detail::raise<argument_error>([&](auto& w) {

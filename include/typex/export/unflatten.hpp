@@ -34,6 +34,7 @@
 #include <boost/hana/accessors.hpp>
 #include <boost/hana/for_each.hpp>
 
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -68,6 +69,9 @@ TYPEX_API void check_swap(const unflatten_plan& plan, const unflatten_module& m,
 TYPEX_API const unflatten_module& module_at(const unflatten_plan& plan, std::string_view fqn);
 // Checks a call's inputs at its boundary (count, dtype, rank, static extents): errors name the path.
 TYPEX_API void check_call_inputs(const unflatten_call& c, std::span<const any_tensor> inputs);
+// Input i of a call that is the tree's tensor (a parameter or buffer handed to the module): the
+// call's nodes read the tree's, so the argument must be that tensor (or hold its values).
+TYPEX_API void check_state_input(const unflatten_call& c, std::size_t i, const any_tensor& given, const any_tensor& tree);
 
 // A module's replacement, as re-export sees it: its program, its current state (its module's
 // buffers included) and its adapter.
@@ -261,29 +265,44 @@ class submodule_view {
   // Its calls in the program, in order: "fc", "fc@1", ...
   std::vector<std::string> calls() const {
     std::vector<std::string> out;
-    for (const std::size_t c : info().calls) out.push_back(st_->shared->plan.calls[c].id);
+    for (const std::size_t c : info().calls) out.push_back(live().shared->plan.calls[c].id);
     return out;
   }
   // Its direct submodules' FQNs.
   std::vector<std::string> children() const {
     std::vector<std::string> out;
-    for (const std::size_t c : info().children) out.push_back(st_->shared->plan.modules[c].fqn);
+    for (const std::size_t c : info().children) out.push_back(live().shared->plan.modules[c].fqn);
     return out;
   }
   // The signature of a call ("fc" or "fc@1"; default: the first): value names and pytree specs.
   const module_call_signature& signature(std::string_view call = {}) const { return call_info(call).signature; }
   // Whether the call's signature was preserved at export (it may be swapped).
   bool preserved(std::string_view call = {}) const { return call_info(call).preserved; }
+  // Whether `inputs` fit the call `id` (count, dtypes, ranks, static extents).
+  bool fits(std::string_view id, std::span<const any_tensor> inputs) const {
+    const detail::unflatten_call& c = call_info(id);
+    if (inputs.size() != c.inputs.size()) return false;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const ir::tensor_meta& m = c.slot_meta[c.inputs[i]];
+      if (inputs[i].scalar_type() != m.scalar_type || inputs[i].rank() != m.rank()) return false;
+      for (std::size_t d = 0; d < m.rank(); ++d)
+        if (const auto e = m.shape[d].value(); e && *e != inputs[i].extents()[d]) return false;
+    }
+    return true;
+  }
   // Whether the module is running a replacement (swap()).
-  bool swapped() const { return st_->swaps[m_].has_value(); }
+  bool swapped() const {
+    const std::shared_lock<std::shared_mutex> lock(live().calls);
+    return live().swaps[m_].has_value();
+  }
 
   // A submodule of this one ("3.self_attn" under "layers").
   submodule_view submodule(std::string_view relative) const {
     std::string fqn = info().fqn;
     if (!fqn.empty() && !relative.empty()) fqn += '.';
     fqn += relative;
-    const detail::unflatten_module& m = detail::module_at(st_->shared->plan, fqn);
-    return submodule_view(st_, static_cast<std::size_t>(&m - st_->shared->plan.modules.data()));
+    const detail::unflatten_module& m = detail::module_at(live().shared->plan, fqn);
+    return submodule_view(st_, static_cast<std::size_t>(&m - live().shared->plan.modules.data()));
   }
 
   // Runs the module's first call alone (or `call`: "fc@1") on its tensor inputs.
@@ -300,35 +319,39 @@ class submodule_view {
     }
     detail::check_call_inputs(c, inputs);
     std::vector<any_tensor> out;
-    std::shared_lock<std::shared_mutex> shared(st_->calls);
+    std::shared_lock<std::shared_mutex> shared(live().calls);
     std::unique_lock<std::shared_mutex> exclusive;
-    if (st_->serialized()) {  // (decided under the shared lock: swaps do not change while it is held)
+    if (live().serialized()) {  // (decided under the shared lock: swaps do not change while it is held)
       shared.unlock();
-      exclusive = std::unique_lock<std::shared_mutex>(st_->calls);
+      exclusive = std::unique_lock<std::shared_mutex>(live().calls);
     }
-    std::unique_ptr<typename detail::unflatten_state<Backend>::scratch> sc = st_->lease();
-    st_->run_call(static_cast<std::size_t>(&c - st_->shared->plan.calls.data()), inputs, out, *sc);
-    st_->give_back(std::move(sc));
+    for (std::size_t i = 0; i < c.input_state.size() && i < inputs.size(); ++i)
+      if (!c.input_state[i].empty()) detail::check_state_input(c, i, inputs[i], live().tensor(c.input_state[i]));
+    std::unique_ptr<typename detail::unflatten_state<Backend>::scratch> sc = live().lease();
+    live().run_call(static_cast<std::size_t>(&c - live().shared->plan.calls.data()), inputs, out, *sc);
+    live().give_back(std::move(sc));
     return out;
   }
 
   // The parameters and persistent buffers under this module, by their names relative to it (the
   // buffers' current values; a swapped module's: its replacement's).
   named_tensors state_dict() const {
+    // (exclusive: no call is writing the buffers, no swap replacing a module while they are read)
+    const std::unique_lock<std::shared_mutex> lock(live().calls);
     named_tensors out;
     const std::string& me = info().fqn;
-    const auto& plan = st_->shared->plan;
+    const auto& plan = live().shared->plan;
     auto relative = [&](const std::string& fqn) { return me.empty() ? fqn : fqn.substr(me.size() + 1); };
     auto swapped_prefix = [&](const std::string& fqn) -> const detail::unflatten_module* {
       for (std::size_t i = 0; i < plan.modules.size(); ++i)
-        if (st_->swaps[i] && !plan.modules[i].fqn.empty() && detail::inside_module(fqn, plan.modules[i].fqn)) return &plan.modules[i];
+        if (live().swaps[i] && !plan.modules[i].fqn.empty() && detail::inside_module(fqn, plan.modules[i].fqn)) return &plan.modules[i];
       return nullptr;
     };
     for (const auto& [fqn, t] : plan.source->state_dict())
-      if (detail::inside_module(fqn, me) && swapped_prefix(fqn) == nullptr) out.insert(relative(fqn), st_->tensor(fqn));
+      if (detail::inside_module(fqn, me) && swapped_prefix(fqn) == nullptr) out.insert(relative(fqn), live().tensor(fqn));
     for (std::size_t i = 0; i < plan.modules.size(); ++i) {
-      if (!st_->swaps[i] || !detail::inside_module(plan.modules[i].fqn, me)) continue;
-      for (const auto& [name, t] : st_->swaps[i]->run.state_dict()) {
+      if (!live().swaps[i] || !detail::inside_module(plan.modules[i].fqn, me)) continue;
+      for (const auto& [name, t] : live().swaps[i]->run.state_dict()) {
         std::string fqn = plan.modules[i].fqn;
         fqn += '.';
         fqn += name;
@@ -342,24 +365,24 @@ class submodule_view {
   // every call of it, checked first (see the header comment). Later calls of the tree, of this
   // module and of its ancestors run the replacement; its own submodules are no longer called.
   void swap(const exported_program& replacement, const flat_args_adapter& adapter = {}) {
-    const auto& plan = st_->shared->plan;
+    const auto& plan = live().shared->plan;
     detail::check_swap(plan, info(), replacement, adapter);
-    const std::unique_lock<std::shared_mutex> lock(st_->calls);
+    const std::unique_lock<std::shared_mutex> lock(live().calls);
     auto p = std::make_shared<const exported_program>(replacement);
-    st_->swaps[m_].emplace(typename detail::unflatten_state<Backend>::swapped{p, program_module<Backend>(*p, st_->shared->opts), adapter});
-    st_->mark_swaps();
+    live().swaps[m_].emplace(typename detail::unflatten_state<Backend>::swapped{p, program_module<Backend>(*p, live().shared->opts), adapter});
+    live().mark_swaps();
   }
   // Runs the module's own program again (undoes swap()).
   void restore() {
-    const std::unique_lock<std::shared_mutex> lock(st_->calls);
-    st_->swaps[m_].reset();
-    st_->mark_swaps();
+    const std::unique_lock<std::shared_mutex> lock(live().calls);
+    live().swaps[m_].reset();
+    live().mark_swaps();
   }
 
  private:
-  const detail::unflatten_module& info() const { return st_->shared->plan.modules[m_]; }
+  const detail::unflatten_module& info() const { return live().shared->plan.modules[m_]; }
   const detail::unflatten_call& call_info(std::string_view id) const {
-    const auto& plan = st_->shared->plan;
+    const auto& plan = live().shared->plan;
     const detail::unflatten_module& m = info();
     if (id.empty() && !m.calls.empty()) return plan.calls[m.calls.front()];
     for (const std::size_t c : m.calls)
@@ -376,6 +399,10 @@ class submodule_view {
   std::size_t m_;
 
  protected:
+  detail::unflatten_state<Backend>& live() const {
+    if (st_ == nullptr) detail::raise_message<state_error>("typex::unflatten: the module was moved from; use the tree it was moved to");
+    return *st_;
+  }
   std::shared_ptr<detail::unflatten_state<Backend>> st_;
 };
 
@@ -386,7 +413,7 @@ class unflattened_module : public submodule_view<Backend> {
  public:
   explicit unflattened_module(const exported_program& ep, const typename Backend::options& opts = {})
       : submodule_view<Backend>(make(ep, opts), 0) {}
-  unflattened_module(const unflattened_module& o) : submodule_view<Backend>(copy_state(*o.state()), 0) {}
+  unflattened_module(const unflattened_module& o) : submodule_view<Backend>(copy_state(o.live()), 0) {}
   unflattened_module(unflattened_module&&) noexcept = default;
   unflattened_module& operator=(const unflattened_module& o) {
     if (this != &o) *this = unflattened_module(o);
@@ -398,26 +425,31 @@ class unflattened_module : public submodule_view<Backend> {
   // nodes and the replacements' programs inlined in order, the buffers' current values in its
   // state dict, the module call graph rebuilt. Without swaps it is the source program up to names.
   exported_program reexport() const {
-    state_type& st = *state();
+    state_type& st = this->live();
     const std::unique_lock<std::shared_mutex> lock(st.calls);
     std::vector<std::optional<detail::tree_replacement>> swaps(st.swaps.size());
     for (std::size_t i = 0; i < st.swaps.size(); ++i)
-      if (st.swaps[i]) swaps[i] = detail::tree_replacement{st.swaps[i]->program.get(), st.swaps[i]->run.state_dict(), &st.swaps[i]->adapter};
-    return detail::reexport_tree(st.shared->plan, swaps, st.buffers);
+      if (st.swaps[i]) {
+        named_tensors own;  // (copies: the program must not change when the tree runs again)
+        for (const auto& [fqn, t] : st.swaps[i]->run.state_dict()) own.insert(fqn, t.clone());
+        swaps[i] = detail::tree_replacement{st.swaps[i]->program.get(), std::move(own), &st.swaps[i]->adapter};
+      }
+    std::vector<any_tensor> buffers;
+    for (const any_tensor& b : st.buffers) buffers.push_back(b.clone());
+    return detail::reexport_tree(st.shared->plan, swaps, buffers);
   }
 
   // Every module of the tree, parents first: "", "layers", "layers.0", ...
   std::vector<std::string> modules() const {
     std::vector<std::string> out;
-    for (const auto& m : state()->shared->plan.modules) out.push_back(m.fqn);
+    for (const auto& m : this->live().shared->plan.modules) out.push_back(m.fqn);
     return out;
   }
   // The plan (its calls, steps and their programs): what a test or a picture reads.
-  const detail::unflatten_plan& plan() const { return state()->shared->plan; }
+  const detail::unflatten_plan& plan() const { return this->live().shared->plan; }
 
  private:
   using state_type = detail::unflatten_state<Backend>;
-  const std::shared_ptr<state_type>& state() const { return this->st_; }
 
   static std::shared_ptr<state_type> make(const exported_program& ep, const typename Backend::options& opts) {
     auto sh = std::make_shared<detail::unflatten_shared<Backend>>();
@@ -573,7 +605,7 @@ class typed_submodule {
       };
       (one(args), ...);
       // the call traced with these numbers (fc(x, 2.0) and fc(x, 3.0) are the calls fc and fc@1)
-      const std::string id = call_for(v, numbers);
+      const std::string id = call_for(v, numbers, flat);
       const module_call_signature& sig = v.signature(id);
       const std::vector<any_tensor> out = v.call(id, flat);
       std::vector<std::string> names;
@@ -626,12 +658,16 @@ class typed_submodule {
     ir::detail::print_argument(text, core_->tree.plan().source->graph(), a);
     return text;
   }
-  std::string call_for(const submodule_view<Backend>& v, const std::vector<std::pair<std::size_t, std::string>>& numbers) const {
+  std::string call_for(const submodule_view<Backend>& v, const std::vector<std::pair<std::size_t, std::string>>& numbers,
+                       const std::vector<any_tensor>& tensors) const {
     const std::vector<std::string> ids = v.calls();
+    if (ids.size() == 1 && numbers.empty()) return ids.front();  // (its one call checks the tensors itself)
     for (const std::string& id : ids) {
       const module_call_signature& sig = v.signature(id);
       bool same = true;
       for (const auto& [leaf, text] : numbers) same = same && leaf < sig.inputs.size() && sig.inputs[leaf] == text;
+      // (and the tensors' count, dtypes, ranks and static extents: a call of other shapes is another call)
+      same = same && v.fits(id, tensors);
       if (same) return id;
     }
     detail::raise<argument_error>([&](auto& w) {
@@ -659,6 +695,15 @@ class typed_unflattened : public typed_submodule<M, Backend> {
  public:
   typed_unflattened(const exported_program& ep, const M& model, const typename Backend::options& opts = {})
       : typed_unflattened(make(ep, model, opts)) {}
+  // A copy has buffers and replacements of its own (as unflattened_module's copies).
+  typed_unflattened(const typed_unflattened& o) : typed_unflattened(copy(*o.core_)) {}
+  typed_unflattened(typed_unflattened&&) noexcept = default;
+  typed_unflattened& operator=(const typed_unflattened& o) {
+    if (this != &o) *this = typed_unflattened(o);
+    return *this;
+  }
+  typed_unflattened& operator=(typed_unflattened&&) noexcept = default;
+
   // The type-erased tree (submodule by FQN, reexport, plan).
   const unflattened_module<Backend>& untyped() const { return core_->tree; }
 
@@ -669,6 +714,9 @@ class typed_unflattened : public typed_submodule<M, Backend> {
                                                                       const typename Backend::options& opts) {
     return std::make_shared<const detail::typed_tree_core<Backend>>(
         detail::typed_tree_core<Backend>{unflattened_module<Backend>(ep, opts), std::make_shared<const M>(model)});
+  }
+  static std::shared_ptr<const detail::typed_tree_core<Backend>> copy(const detail::typed_tree_core<Backend>& o) {
+    return std::make_shared<const detail::typed_tree_core<Backend>>(detail::typed_tree_core<Backend>{o.tree, o.model});
   }
   std::shared_ptr<const detail::typed_tree_core<Backend>> core_;
 };
@@ -725,12 +773,8 @@ struct inliner {
       for (const auto& [k, a] : n.kwargs) kwargs.emplace_back(k, map_arg(a));
       std::vector<ir::module_frame> stack;
       if (frames != nullptr) {
-        stack = *frames;
-        for (ir::module_frame f : n.nn_module_stack) {
-          f.path = join_fqn(prefix, f.path);
-          f.call = join_fqn(prefix, f.call_id());
-          stack.push_back(std::move(f));
-        }
+        stack = *frames;  // (a replacement's nodes are the swapped call's own: its inner modules are not the tree's)
+        (void)prefix;
       } else {
         stack = n.nn_module_stack;
       }
@@ -763,7 +807,10 @@ struct inliner {
           feed[placeholders[i]] = args[from];
           ++user;
         } else {
-          feed[placeholders[i]] = state.at(join_fqn(m.fqn, sp.target));
+          const std::string fqn = join_fqn(m.fqn, sp.target);
+          const auto it = state.find(fqn);
+          if (it == state.end()) detail::raise_message<ir::graph_error>("typex::unflatten: re-export: a replacement's tensor is missing");
+          feed[placeholders[i]] = it->second;
         }
       }
       const std::vector<ir::value_ref> all = inline_program(p, feed, &frames, m.fqn);
@@ -776,7 +823,7 @@ struct inliner {
       std::vector<std::optional<ir::value_ref>> env(c.slot_names.size());
       for (std::size_t i = 0; i < c.inputs.size(); ++i) env[c.inputs[i]] = args[i];
       for (std::size_t i = 0; i < c.captured_inputs.size(); ++i) env[c.captured_inputs[i]] = args[c.inputs.size() + i];
-      for (const auto& [slot, fqn] : c.state_slots) env[slot] = state.at(fqn);
+      for (const auto& [slot, fqn] : c.state_slots) env[slot] = source_state(fqn);
       for (const unflatten_step& st : c.steps) {
         if (st.is_call()) {
           std::vector<ir::value_ref> a;
@@ -793,12 +840,12 @@ struct inliner {
         for (std::size_t i = 0; i < placeholders.size(); ++i) {
           const input_spec& sp = p.signature().input_specs()[i];
           if (sp.kind != input_kind::user_input) {
-            feed[placeholders[i]] = state.at(sp.target);
+            feed[placeholders[i]] = source_state(sp.target);
           } else if (user < st.reads.size()) {
             feed[placeholders[i]] = *env[st.reads[user++]];
           } else {
             const std::string& b = st.state[user++ - st.reads.size()];
-            feed[placeholders[i]] = state.at(b);
+            feed[placeholders[i]] = source_state(b);
             buffer_of.emplace(sp.arg, b);
           }
         }
@@ -848,13 +895,27 @@ struct inliner {
     return outs;
   }
   std::vector<buffer_write> root_writes;
+  std::unordered_set<std::string> from_replacement;  // FQNs a replacement brought
+
+  // The current value of the tree's tensor `fqn`, read by a segment of the tree (not by a
+  // replacement): the source's, which a swap may have taken away.
+  ir::value_ref source_state(const std::string& fqn) {
+    const auto it = state.find(fqn);
+    if (it != state.end() && !from_replacement.contains(fqn)) return it->second;
+    detail::raise<unsupported_error>([&](auto& w) {
+      w.put("typex::unflatten: re-export: '"); w.put(fqn);
+      w.put("' is state of a swapped module that the tree still reads outside it (a parent reading its child's tensor, or "
+            "weights tied across the boundary); the tree runs the original tensor there and the replacement its own, which "
+            "one program cannot hold under one name. Restore the module, or swap the module that reads it too");
+    });
+  }
 };
 }  // namespace typex::detail::unflatten_impl
 
 TYPEX_API auto typex::detail::reexport_tree(const unflatten_plan& plan, const std::vector<std::optional<tree_replacement>>& swaps,
                                             const std::vector<any_tensor>& buffers) -> exported_program {
   const exported_program& src = *plan.source;
-  unflatten_impl::inliner in{plan, swaps, {}, {}, {}, std::vector<std::optional<module_call_entry>>(plan.calls.size()), {}, {}};
+  unflatten_impl::inliner in{plan, swaps, {}, {}, {}, std::vector<std::optional<module_call_entry>>(plan.calls.size()), {}, {}, {}};
   auto swapped_module = [&](std::string_view fqn) {
     for (std::size_t i = 0; i < plan.modules.size(); ++i)
       if (swaps[i] && !plan.modules[i].fqn.empty() && inside_module(fqn, plan.modules[i].fqn)) return true;
@@ -892,6 +953,7 @@ TYPEX_API auto typex::detail::reexport_tree(const unflatten_plan& plan, const st
       const any_tensor* now = swaps[mi]->state.find(sp.target);
       const any_tensor t = now != nullptr ? *now : in_state ? p.state_dict().at(sp.target) : p.constants().at(sp.target);
       sp.target = join_fqn(plan.modules[mi].fqn, sp.target);
+      in.from_replacement.insert(sp.target);
       state.push_back({sp, p.graph()[ph[i]].vals.front(), t});
     }
   }
@@ -1011,6 +1073,17 @@ TYPEX_API auto typex::detail::check_call_inputs(const unflatten_call& c, std::sp
       w.put(" were given");
     });
   }
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j) {
+      if (c.inputs[j] != c.inputs[i]) continue;
+      if (inputs[i].raw_data() == inputs[j].raw_data() && inputs[i].extents() == inputs[j].extents()) continue;
+      detail::raise<signature_error>([&](auto& w) {
+        w.put("typex::unflatten: '"); w.put(who); w.put("' was traced with inputs "); w.put_int(static_cast<long long>(j));
+        w.put(" and "); w.put_int(static_cast<long long>(i)); w.put(" the same value ('"); w.put(c.slot_names[c.inputs[i]]);
+        w.put("'), so its nodes read one tensor for both; pass the same tensor twice, or export the module called with "
+              "distinct values (its signature: "); w.put(describe_call(c)); w.put(")");
+      });
+    }
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const ir::tensor_meta& m = c.slot_meta[c.inputs[i]];
     const any_tensor& t = inputs[i];
@@ -1024,6 +1097,19 @@ TYPEX_API auto typex::detail::check_call_inputs(const unflatten_call& c, std::sp
       w.put(" (its signature: "); w.put(describe_call(c)); w.put(")");
     });
   }
+}
+
+TYPEX_API auto typex::detail::check_state_input(const unflatten_call& c, std::size_t i, const any_tensor& given, const any_tensor& tree)
+    -> void {
+  if (given.raw_data() == tree.raw_data() ||
+      (given.nbytes() == tree.nbytes() && given.nbytes() != 0 && std::memcmp(given.raw_data(), tree.raw_data(), given.nbytes()) == 0))
+    return;
+  detail::raise<signature_error>([&](auto& w) {
+    w.put("typex::unflatten: input "); w.put_int(static_cast<long long>(i)); w.put(" of '"); w.put(c.id.empty() ? "(root)" : c.id);
+    w.put("' is the module state '"); w.put(c.input_state[i]);
+    w.put("' handed to it as an argument; its nodes read the tree's tensor, so another tensor there would be ignored: pass "
+          "that tensor (state_dict() of the module holding it), or export the module taking a plain input");
+  });
 }
 
 TYPEX_API auto typex::detail::check_swap(const unflatten_plan& plan, const unflatten_module& m, const exported_program& replacement,

@@ -51,6 +51,9 @@ struct unflatten_call {
   std::vector<std::string> slot_names;    // the call's values (graph names), by slot
   std::vector<ir::tensor_meta> slot_meta;
   std::vector<std::size_t> inputs;        // the slots of the signature's tensor inputs, in order
+  // For each of `inputs`: the FQN of the tree's tensor it is (a parameter or buffer handed to the
+  // module as an argument, whose nodes read the tree's tensor), or "".
+  std::vector<std::string> input_state;
   std::vector<std::size_t> captured_inputs;  // then the slots of `captured` (its parent passes them)
   std::vector<std::pair<std::size_t, std::string>> state_slots;  // slots holding the tree's tensors (FQN)
   std::vector<std::size_t> outputs;       // the slots of its outputs, in order
@@ -225,11 +228,17 @@ inline void builder::build_call(std::size_t ci, std::size_t depth, const std::ve
   std::unordered_set<std::uint64_t> available;  // values a step may read by slot
   {
     unflatten_call& c = plan.calls[ci];
+    const ir::node_id call_first = nodes.empty() ? static_cast<ir::node_id>(g.size()) : nodes.front();
     for (const std::string& in : c.signature.inputs) {
       const auto it = value_of.find(in);
-      if (it == value_of.end()) continue;  // (a number leaf: specialized into the program)
+      if (it == value_of.end()) continue;  // (a number leaf, specialized into the program; or a tensor nothing read)
       const std::size_t s = slot_of(it->second);
       plan.calls[ci].inputs.push_back(s);
+      std::string state;
+      const ir::node& src = g[it->second.node];
+      if (src.op == ir::node_op::placeholder && spec_of.at(src.name)->kind != input_kind::user_input) state = spec_of.at(src.name)->target;
+      else if (const auto b = current_state(it->second, call_first)) state = *b;
+      plan.calls[ci].input_state.push_back(std::move(state));
       available.insert(key(it->second));
     }
   }
@@ -447,6 +456,11 @@ inline void builder::build_call(std::size_t ci, std::size_t depth, const std::ve
           // (a parameter or buffer handed to the submodule: the tree's tensor)
           const std::size_t here = slot_of(v);
           plan.calls[ci].state_slots.emplace_back(here, spec_of.at(src.name)->target);
+          available.insert(key(v));
+        } else if (const auto b = current_state(v, first); b && !available.contains(key(v))) {
+          // (a buffer's value written by an earlier call, handed on: the tree's tensor now)
+          const std::size_t here = slot_of(v);
+          plan.calls[ci].state_slots.emplace_back(here, *b);
           available.insert(key(v));
         }
         if (!available.contains(key(v)) && std::find(c.captured_inputs.begin(), c.captured_inputs.end(), s) != c.captured_inputs.end()) {

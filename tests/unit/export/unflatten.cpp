@@ -110,7 +110,38 @@ struct two {
     return b(relu(a(x)));
   }
 };
+
+// A buffer written in one layer, its new value handed to the next as an argument.
+struct writer {
+  buffer<f32, fix<8>> cache;
+  template <class X>
+  auto operator()(const X& x) const {
+    const module_scope scope(*this, x);
+    copy_(cache, add(cache, x));
+    return scope.returns(mul(x, 2.0));
+  }
+};
+struct reader {
+  parameter<f32, fix<8>> scale;
+  template <class X, class C>
+  auto operator()(const X& x, const C& c) const {
+    const module_scope scope(*this, x, c);
+    return scope.returns(add(mul(x, scale), c));
+  }
+};
+struct cache_net {
+  writer w;
+  reader r;
+  template <class X>
+  auto operator()(const X& x) const {
+    const auto h = w(x);
+    return r(h, w.cache);
+  }
+};
 }  // namespace unflat_test
+BOOST_HANA_ADAPT_STRUCT(unflat_test::writer, cache);
+BOOST_HANA_ADAPT_STRUCT(unflat_test::reader, scale);
+BOOST_HANA_ADAPT_STRUCT(unflat_test::cache_net, w, r);
 BOOST_HANA_ADAPT_STRUCT(unflat_test::affine, weight);
 BOOST_HANA_ADAPT_STRUCT(unflat_test::affine_by_hand, weight);
 BOOST_HANA_ADAPT_STRUCT(unflat_test::two, a, b);
@@ -176,6 +207,8 @@ TEST_CASE("unflatten: a transformer enc_stack, each layer alone matching the fla
   REQUIRE(a.size() == 1);
   const auto want = m.layers[1].self_attn.forward(h0, h0, h0, nullptr, nullptr);
   CHECK(diff(a[0], want.erase()) < 1e-5);
+  // traced as self-attention (one value three times): other tensors there would be ignored
+  CHECK_THROWS_AS(attn({h0.erase(), h1.erase(), h1.erase()}), signature_error);
 
   // an identity call (eval-mode dropout: no nodes) alone returns a copy of its input
   const auto d = tree.submodule("layers.1.dropout1")({h0.erase()});
@@ -360,6 +393,13 @@ TEST_CASE("unflatten: a root buffer passed into every layer is the root's, hande
   const auto h = n.layers[0](in, n.pe);
   CHECK(diff(layer({h.erase(), n.pe.erase()})[0], n.layers[1](h, n.pe).erase()) < 1e-6);
   CHECK(tree.state_dict().contains("pe"));
+  // another tensor where the call reads the root's buffer: refused, not ignored
+  const auto other_pe = typex_test::random_tensor<tensor<f32, fix<8>>>({8}, 9);
+  CHECK_THROWS_AS(layer({h.erase(), other_pe.erase()}), signature_error);
+  // a moved-from tree says so
+  auto moved = std::move(tree);
+  CHECK_THROWS_AS(tree({in.erase()}), state_error);
+  CHECK(diff(moved({in.erase()})[0], ep.exported_program::module()({in.erase()})[0]) < 1e-6);
   CHECK_FALSE(layer.state_dict().contains("pe"));  // (the root's, not the layer's)
 }
 
@@ -398,12 +438,19 @@ TEST_CASE("unflatten: re-export gives the program back, with a swap the replacem
   const auto in = typex_test::random_tensor<tensor<f32, batch, fix<8>>>({3, 8}, 2);
   (void)tree({in.erase()});  // (fc.calls is 2 now: the re-exported program starts from there)
   const exported_program swapped = tree.reexport();
+  {
+    const exported_program snapshot = tree.reexport();  // (its tensors are copies: later calls leave it alone)
+    (void)tree({in.erase()});
+    CHECK(snapshot.state_dict().at("fc.calls").data<float>()[0] == 2.0f);
+    (void)swapped;
+  }
   CHECK(swapped.state_dict().at("fc.calls").data<float>()[0] == 2.0f);
   CHECK(swapped.state_dict().contains("blocks.1.weight"));
   auto run = swapped.module();
   const auto got = run({in.erase()});
   CHECK(diff(got[0], tree({in.erase()})[0]) < 1e-5);
   CHECK(run.buffer("fc.calls").data<float>()[0] == 4.0f);
+  CHECK(unflatten(swapped).modules().size() > 1);  // (the re-exported program unflattens again)
   // (the replacement's count, under its module's path: 1 from the tree's call, 1 from this one)
   CHECK(run.buffer("blocks.1.calls").data<float>()[0] == 2.0f);
 }
@@ -446,4 +493,21 @@ TEST_CASE("unflatten: the typed tree, reached through the model's members") {
   t2.at(&two::b).swap(export_program(hand, ex));
   CHECK(t2.untyped().submodule("b").swapped());
   CHECK(diff(t2(in).erase(), before.erase()) < 1e-6);
+}
+
+TEST_CASE("unflatten: a buffer written in one layer and handed to the next") {
+  cache_net n;
+  init_module(n, 3);
+  const auto x = input<"x">(tensor_spec<f32, shape_c<8>>());
+  const auto ep = export_program(n, x);
+  auto tree = unflatten(ep);
+  auto flat = ep.exported_program::module();
+  const auto in = typex_test::random_tensor<tensor<f32, fix<8>>>({8}, 4);
+  for (int i = 0; i < 3; ++i) CHECK(diff(tree({in.erase()})[0], flat({in.erase()})[0]) < 1e-6);  // (the cache grows each call)
+  CHECK(diff(tree.state_dict().at("w.cache"), flat.buffer("w.cache")) == 0.0);
+  // the reader alone: its second input is the writer's buffer, the tree's tensor
+  const auto cache = tree.state_dict().at("w.cache");
+  const auto r = tree.submodule("r")({in.erase(), cache});
+  const auto want = add(mul(in, n.r.scale), typex::host_tensor<f32, shape_c<8>>::bind(cache, "cache"));
+  CHECK(diff(r[0], want.erase()) < 1e-6);
 }
