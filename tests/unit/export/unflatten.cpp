@@ -138,7 +138,21 @@ struct cache_net {
     return r(h, w.cache);
   }
 };
+
+// Tied weights, a Sequential, and a slice of an array of layers.
+struct containers {
+  affine a;
+  affine b;  // (its weight tied to a's)
+  nn::Sequential<affine, nn::ReLU, affine> seq;
+  std::array<affine, 4> layers;
+  template <class X>
+  auto operator()(const X& x) const {
+    auto h = seq(b(a(x)));
+    return layers[2](layers[1](h));  // (layers 1 and 2 only: a slice)
+  }
+};
 }  // namespace unflat_test
+BOOST_HANA_ADAPT_STRUCT(unflat_test::containers, a, b, seq, layers);
 BOOST_HANA_ADAPT_STRUCT(unflat_test::writer, cache);
 BOOST_HANA_ADAPT_STRUCT(unflat_test::reader, scale);
 BOOST_HANA_ADAPT_STRUCT(unflat_test::cache_net, w, r);
@@ -510,4 +524,30 @@ TEST_CASE("unflatten: a buffer written in one layer and handed to the next") {
   const auto r = tree.submodule("r")({in.erase(), cache});
   const auto want = add(mul(in, n.r.scale), typex::host_tensor<f32, shape_c<8>>::bind(cache, "cache"));
   CHECK(diff(r[0], want.erase()) < 1e-6);
+}
+
+TEST_CASE("unflatten: tied weights, a Sequential, a slice of an array of layers") {
+  containers m;
+  init_module(m, 21);
+  m.b.weight = m.a.weight;  // tied
+  const auto x = input<"x">(tensor_spec<f32, shape<batch, fix<8>>>(shape<batch, fix<8>>(batch(2), {})));
+  const auto ep = export_program(m, x);
+  auto tree = unflatten(ep);
+  const auto in = typex_test::random_tensor<tensor<f32, batch, fix<8>>>({3, 8}, 1);
+  CHECK(diff(tree({in.erase()})[0], ep.exported_program::module()({in.erase()})[0]) < 1e-6);
+  // tied: b computes with a's weight, and its state dict names it as its own
+  CHECK(diff(tree.submodule("b")({in.erase()})[0], m.b(in).erase()) < 1e-6);
+  CHECK(diff(tree.submodule("b").state_dict().at("weight"), tree.submodule("a").state_dict().at("weight")) == 0.0);
+  // the Sequential's children by number, alone
+  CHECK(tree.submodule("seq").children() == std::vector<std::string>{"seq.0", "seq.1", "seq.2"});
+  const auto h = m.b(m.a(in));
+  CHECK(diff(tree.submodule("seq.2")({relu(m.seq.get<0>()(h)).erase()})[0], m.seq(h).erase()) < 1e-6);
+  CHECK(diff(tree.submodule("seq")({h.erase()})[0], m.seq(h).erase()) < 1e-6);
+  // the slice: layers 1 and 2 are modules of the tree, layers 0 and 3 were never called
+  CHECK(tree.submodule("layers").children() == std::vector<std::string>{"layers.1", "layers.2"});
+  CHECK_THROWS_AS(tree.submodule("layers.0"), argument_error);
+  // typed: the Sequential's child through get<I>()
+  const auto typed = unflatten(ep, m);
+  CHECK(typed.at(&containers::seq).get<2>().fqn() == "seq.2");
+  CHECK(diff(typed.at(&containers::layers)[1](h).erase(), m.layers[1](h).erase()) < 1e-6);
 }
