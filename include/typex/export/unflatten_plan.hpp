@@ -523,8 +523,11 @@ inline void builder::build_call(std::size_t ci, std::size_t depth, const std::ve
   }
   const bool one_segment = c.steps.size() == 1 && !c.steps.front().is_call();
   if (!nodes.empty() && !c.steps.empty() && !one_segment) {
-    unflatten_step w = make_segment(nodes, true);
-    plan.calls[ci].whole = std::move(w);
+    try {
+      plan.calls[ci].whole = make_segment(nodes, true);
+    } catch (const typex::error&) {
+      // (a whole program its inputs cannot bind, where its pieces can: the call runs step by step)
+    }
   }
 }
 
