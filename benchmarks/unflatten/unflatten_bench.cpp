@@ -139,32 +139,45 @@ int main(int argc, char** argv) {
   std::printf("first call (planning for [2, 16, 64]): flat %.2f ms, tree %.2f ms; max |tree - flat| = %.3g\n", flat_first * 1e3,
               tree_first * 1e3, max_abs_diff(y_tree.front(), y_flat.front()));
 
-  // (b) forward, in paired rounds
-  auto one_flat = [&] { return flat(in).front().data<float>()[0]; };
-  auto one_tree = [&] { return tree(in).front().data<float>()[0]; };
+  // (b) forward, in paired rounds: the tree as it runs whole (each call's whole program while
+  // nothing in it is swapped), then step by step (every layer's norm2 swapped for a program of a
+  // copy of itself: the root and every layer run their steps, one program_module call each)
   auto per_call = [&](auto&& f, int reps) {
     volatile float sink = 0;
     const auto t = clock_type::now();
     for (int i = 0; i < reps; ++i) sink = sink + f();
     return seconds_since(t) / reps;
   };
-  const double flat_one = per_call(one_flat, 20), tree_one = per_call(one_tree, 20);
-  const int reps_flat = std::max(1, static_cast<int>(std::ceil(0.2 / flat_one)));
-  const int reps_tree = std::max(1, static_cast<int>(std::ceil(0.2 / tree_one)));
-  std::vector<double> ratios, flat_ms, tree_ms;
-  const auto [steal0, total0] = cpu_jiffies();
-  for (int r = 0; r < pairs; ++r) {
-    const double f = per_call(one_flat, reps_flat);
-    const double t = per_call(one_tree, reps_tree);
-    flat_ms.push_back(f * 1e3);
-    tree_ms.push_back(t * 1e3);
-    ratios.push_back(t / f);
-  }
-  const auto [steal1, total1] = cpu_jiffies();
-  std::printf("forward [2, 16, 64], %d pairs (flat x%d, tree x%d calls per side): flat median %.3f ms, tree median %.3f ms\n", pairs,
-              reps_flat, reps_tree, quantile(flat_ms, 0.5), quantile(tree_ms, 0.5));
-  std::printf("tree / flat: median %.3f, quartiles %.3f .. %.3f (min %.3f, max %.3f)\n", quantile(ratios, 0.5), quantile(ratios, 0.25),
-              quantile(ratios, 0.75), quantile(ratios, 0.0), quantile(ratios, 1.0));
-  std::printf("steal over the rounds: %.2f %% (%llu of %llu jiffies)\n",
-              total1 > total0 ? 100.0 * double(steal1 - steal0) / double(total1 - total0) : 0.0, steal1 - steal0, total1 - total0);
+  auto paired = [&](const char* what, auto&& one_flat, auto&& one_tree) {
+    const double flat_one = per_call(one_flat, 20), tree_one = per_call(one_tree, 20);
+    const int reps_flat = std::max(1, static_cast<int>(std::ceil(0.2 / flat_one)));
+    const int reps_tree = std::max(1, static_cast<int>(std::ceil(0.2 / tree_one)));
+    std::vector<double> ratios, flat_ms, tree_ms;
+    const auto [steal0, total0] = cpu_jiffies();
+    for (int r = 0; r < pairs; ++r) {
+      const double f = per_call(one_flat, reps_flat);
+      const double t = per_call(one_tree, reps_tree);
+      flat_ms.push_back(f * 1e3);
+      tree_ms.push_back(t * 1e3);
+      ratios.push_back(t / f);
+    }
+    const auto [steal1, total1] = cpu_jiffies();
+    std::printf("forward [2, 16, 64], %s, %d pairs (flat x%d, tree x%d calls per side): flat median %.3f ms, tree median %.3f ms\n", what,
+                pairs, reps_flat, reps_tree, quantile(flat_ms, 0.5), quantile(tree_ms, 0.5));
+    std::printf("  tree / flat: median %.3f, quartiles %.3f .. %.3f (min %.3f, max %.3f)\n", quantile(ratios, 0.5), quantile(ratios, 0.25),
+                quantile(ratios, 0.75), quantile(ratios, 0.0), quantile(ratios, 1.0));
+    std::printf("  steal over the rounds: %.2f %% (%llu of %llu jiffies)\n",
+                total1 > total0 ? 100.0 * double(steal1 - steal0) / double(total1 - total0) : 0.0, steal1 - steal0, total1 - total0);
+  };
+  paired("whole", [&] { return flat(in).front().data<float>()[0]; }, [&] { return tree(in).front().data<float>()[0]; });
+
+  export_options keep;
+  for (std::size_t i = 0; i < depth; ++i) keep.preserve_module_call_signature.push_back("layers." + std::to_string(i) + ".norm2");
+  const exported_program kept = export_program(keep, *model, input<"src">(tensor_spec<f32, in_shape>(in_shape(batch(2), seq(16), {}))));
+  auto steps = typex::unflatten(kept);
+  for (std::size_t i = 0; i < depth; ++i)
+    steps.submodule("layers." + std::to_string(i) + ".norm2")
+        .swap(export_program(model->layers[i].norm2, input<"x">(tensor_spec<f32, in_shape>(in_shape(batch(2), seq(16), {})))));
+  std::printf("step by step: max |tree - flat| = %.3g\n", max_abs_diff(steps(in).front(), y_flat.front()));
+  paired("step by step", [&] { return flat(in).front().data<float>()[0]; }, [&] { return steps(in).front().data<float>()[0]; });
 }

@@ -191,7 +191,7 @@ auto stack_program(const enc_stack& m) {
 }
 }  // namespace
 
-TEST_CASE("unflatten: a transformer enc_stack, each layer alone matching the flat program's intermediate values") {
+TEST_CASE("unflatten: a transformer stack, each layer alone matching the flat program's intermediate values") {
   const enc_stack m = made_stack();
   const auto ep = stack_program(m);
   auto tree = unflatten(ep);
