@@ -751,36 +751,16 @@ struct inliner {
   static std::string name_of(const ir::graph& gr, ir::value_ref v) { return detail::value_name(gr, v); }
 
   // Copies `p`'s calls into g: its placeholders are `feed` (by placeholder); returns the values of
-  // its outputs, in order; `frames` prefix the stacks of its nodes (a replacement's).
+  // its outputs, in order; `frames`, when given, are the stack of every node (a replacement's).
   std::vector<ir::value_ref> inline_program(const exported_program& p, const std::unordered_map<ir::node_id, ir::value_ref>& feed,
-                                            const std::vector<ir::module_frame>* frames, std::string_view prefix) {
+                                            const std::vector<ir::module_frame>* frames) {
     const ir::graph& pg = p.graph();
     std::unordered_map<std::uint64_t, ir::value_ref> local;
     for (const auto& [ph, v] : feed) local[key(ir::value_ref{ph})] = v;
-    auto map_arg = [&](const ir::argument& a) {
-      ir::argument out = a;
-      if (auto* r = std::get_if<ir::value_ref>(&out)) *r = local.at(key(*r));
-      else if (auto* rs = std::get_if<std::vector<ir::value_ref>>(&out))
-        for (ir::value_ref& x : *rs) x = local.at(key(x));
-      return out;
-    };
     for (ir::node_id i = 0; i < pg.size(); ++i) {
-      const ir::node& n = pg[i];
-      if (n.op != ir::node_op::call_function) continue;
-      std::vector<ir::argument> args;
-      for (const ir::argument& a : n.args) args.push_back(map_arg(a));
-      std::vector<std::pair<std::string, ir::argument>> kwargs;
-      for (const auto& [k, a] : n.kwargs) kwargs.emplace_back(k, map_arg(a));
-      std::vector<ir::module_frame> stack;
-      if (frames != nullptr) {
-        stack = *frames;  // (a replacement's nodes are the swapped call's own: its inner modules are not the tree's)
-        (void)prefix;
-      } else {
-        stack = n.nn_module_stack;
-      }
-      const ir::node_id id = g.add_call({.target = n.target, .args = std::move(args), .kwargs = std::move(kwargs), .vals = n.vals,
-                                         .name_hint = n.name, .nn_module_stack = std::move(stack), .stack_trace = n.stack_trace});
-      for (std::uint32_t k = 0; k < n.vals.size(); ++k) local[key(ir::value_ref{i, k})] = ir::value_ref{id, k};
+      if (pg[i].op != ir::node_op::call_function) continue;
+      // (a replacement's nodes are the swapped call's own: its inner modules are not the tree's)
+      copy_call(g, pg, i, local, frames != nullptr ? *frames : pg[i].nn_module_stack);
     }
     std::vector<ir::value_ref> outs;
     for (const ir::argument& a : pg.output().args) outs.push_back(local.at(key(std::get<ir::value_ref>(a))));
@@ -813,7 +793,7 @@ struct inliner {
           feed[placeholders[i]] = it->second;
         }
       }
-      const std::vector<ir::value_ref> all = inline_program(p, feed, &frames, m.fqn);
+      const std::vector<ir::value_ref> all = inline_program(p, feed, &frames);
       const auto& os = p.signature().output_specs();
       for (std::size_t i = 0; i < os.size(); ++i) {
         if (os[i].kind == output_kind::buffer_mutation) state[join_fqn(m.fqn, os[i].target)] = all[i];
@@ -849,7 +829,7 @@ struct inliner {
             buffer_of.emplace(sp.arg, b);
           }
         }
-        const std::vector<ir::value_ref> all = inline_program(p, feed, nullptr, {});
+        const std::vector<ir::value_ref> all = inline_program(p, feed, nullptr);
         const auto& os = p.signature().output_specs();
         std::size_t produced = 0;
         for (std::size_t i = 0; i < os.size(); ++i) {

@@ -114,6 +114,27 @@ namespace unflatten_impl {
 
 inline std::uint64_t key(ir::value_ref v) noexcept { return std::uint64_t{v.node} << 32 | v.index; }
 
+// Copies call `id` of graph `from` into `into`, its arguments through `local` (from's values ->
+// into's), with the module stack `stack`; maps its values in `local`.
+inline void copy_call(ir::graph& into, const ir::graph& from, ir::node_id id, std::unordered_map<std::uint64_t, ir::value_ref>& local,
+                      std::vector<ir::module_frame> stack) {
+  auto map_arg = [&](const ir::argument& a) {
+    ir::argument out = a;
+    if (auto* r = std::get_if<ir::value_ref>(&out)) *r = local.at(key(*r));
+    else if (auto* rs = std::get_if<std::vector<ir::value_ref>>(&out))
+      for (ir::value_ref& x : *rs) x = local.at(key(x));
+    return out;
+  };
+  const ir::node& n = from[id];
+  std::vector<ir::argument> args;
+  for (const ir::argument& a : n.args) args.push_back(map_arg(a));
+  std::vector<std::pair<std::string, ir::argument>> kwargs;
+  for (const auto& [k, a] : n.kwargs) kwargs.emplace_back(k, map_arg(a));
+  const ir::node_id copy = into.add_call({.target = n.target, .args = std::move(args), .kwargs = std::move(kwargs), .vals = n.vals,
+                                          .name_hint = n.name, .nn_module_stack = std::move(stack), .stack_trace = n.stack_trace});
+  for (std::uint32_t k = 0; k < n.vals.size(); ++k) local[key(ir::value_ref{id, k})] = ir::value_ref{copy, k};
+}
+
 struct builder {
   const exported_program& ep;
   const ir::graph& g;
@@ -368,23 +389,7 @@ inline void builder::build_call(std::size_t ci, std::size_t depth, const std::ve
         }
       for (const auto& [b, v] : last_write) buffer_placeholder(b, g.meta(v));
       // the nodes
-      auto map_arg = [&](const ir::argument& a) {
-        ir::argument out = a;
-        if (auto* r = std::get_if<ir::value_ref>(&out)) *r = local.at(key(*r));
-        else if (auto* rs = std::get_if<std::vector<ir::value_ref>>(&out))
-          for (ir::value_ref& x : *rs) x = local.at(key(x));
-        return out;
-      };
-      for (const ir::node_id n : seg) {
-        const ir::node& nd = g[n];
-        std::vector<ir::argument> args;
-        for (const ir::argument& a : nd.args) args.push_back(map_arg(a));
-        std::vector<std::pair<std::string, ir::argument>> kwargs;
-        for (const auto& [k, a] : nd.kwargs) kwargs.emplace_back(k, map_arg(a));
-        const ir::node_id id = sg.add_call({.target = nd.target, .args = std::move(args), .kwargs = std::move(kwargs), .vals = nd.vals,
-                                            .name_hint = nd.name, .nn_module_stack = nd.nn_module_stack, .stack_trace = nd.stack_trace});
-        for (std::uint32_t k = 0; k < nd.vals.size(); ++k) local[key(ir::value_ref{n, k})] = ir::value_ref{id, k};
-      }
+      for (const ir::node_id n : seg) copy_call(sg, g, n, local, g[n].nn_module_stack);
       // outputs: the buffers written (USER_INPUT_MUTATION of their placeholders), then the values
       // read after this segment
       std::vector<ir::value_ref> out_values;
