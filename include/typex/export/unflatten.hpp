@@ -439,6 +439,53 @@ class unflattened_module : public submodule_view<Backend> {
     return detail::reexport_tree(st.shared->plan, swaps, buffers);
   }
 
+  // New weights for the whole tree (torch's load_state_dict rules, as program_module's: names,
+  // dtypes and extents checked; strict: missing and unexpected names are an error and nothing
+  // changes). The names are the tree's (state_dict()): the program's, and a swapped module's
+  // replacement's under its path, which its replacement loads too. The tree's programs are made
+  // again from the new weights; its buffers take the loaded values. Not concurrent with calls.
+  load_result load_state_dict(const named_tensors& sd, bool strict = true) { return load_state_dict(sd, load_options{.strict = strict}); }
+  load_result load_state_dict(const named_tensors& sd, const load_options& options) {
+    state_type& st = this->live();
+    const std::unique_lock<std::shared_mutex> lock(st.calls);
+    const detail::unflatten_plan& plan = st.shared->plan;
+    // the destination: the program's names, less a swapped module's, plus its replacement's
+    exported_program fresh = detail::with_own_tensors(*plan.source);
+    std::vector<std::pair<std::string, any_tensor>> dst;
+    auto swapped_at = [&](std::string_view fqn) -> std::size_t {
+      for (std::size_t i = 0; i < plan.modules.size(); ++i)
+        if (st.swaps[i] && !plan.modules[i].fqn.empty() && detail::inside_module(fqn, plan.modules[i].fqn)) return i;
+      return plan.modules.size();
+    };
+    for (const auto& [fqn, t] : fresh.state_dict())
+      if (swapped_at(fqn) == plan.modules.size()) dst.emplace_back(fqn, t);
+    std::vector<std::pair<std::size_t, named_tensors>> replacement_state;
+    for (std::size_t i = 0; i < plan.modules.size(); ++i) {
+      if (!st.swaps[i]) continue;
+      named_tensors own;
+      for (const auto& [name, t] : st.swaps[i]->run.state_dict()) {
+        any_tensor c = t.clone();
+        own.insert(name, c);
+        dst.emplace_back(detail::join_fqn(plan.modules[i].fqn, name), c);
+      }
+      replacement_state.emplace_back(i, std::move(own));
+    }
+    load_result r = detail::load_named(dst, sd, options, "typex::unflattened_module::load_state_dict");
+    // (checked and copied: now the tree takes them; a make that throws leaves the tree as it was)
+    auto next = make(fresh, st.shared->opts);
+    for (auto& [i, own] : replacement_state) (void)st.swaps[i]->run.load_state_dict(own, true);
+    for (std::size_t k = 0; k < plan.mutable_state.size(); ++k)
+      if (const any_tensor* t = fresh.state_dict().find(plan.mutable_state[k]); t != nullptr && swapped_at(plan.mutable_state[k]) == plan.modules.size())
+        std::memcpy(st.buffers[k].raw_data(), t->raw_data(), t->nbytes());
+    st.shared = next->shared;
+    {
+      const std::lock_guard<std::mutex> pool(st.pool_mutex);
+      st.pool.clear();
+    }
+    st.mark_swaps();
+    return r;
+  }
+
   // Every module of the tree, parents first: "", "layers", "layers.0", ...
   std::vector<std::string> modules() const {
     std::vector<std::string> out;

@@ -551,3 +551,30 @@ TEST_CASE("unflatten: tied weights, a Sequential, a slice of an array of layers"
   CHECK(typed.at(&containers::seq).get<2>().fqn() == "seq.2");
   CHECK(diff(typed.at(&containers::layers)[1](h).erase(), m.layers[1](h).erase()) < 1e-6);
 }
+
+TEST_CASE("unflatten: load_state_dict gives the whole tree new weights, names and shapes checked") {
+  const net n = made_net();
+  const auto xs = input<"x">(tensor_spec<f32, shape<batch, fix<8>>>(shape<batch, fix<8>>(batch(2), {})));
+  const auto ep = export_program(n, xs);
+  auto tree = unflatten(ep);
+  net other = made_net();
+  init_module(other, 77);
+  const auto other_ep = export_program(other, xs);
+  const auto in = typex_test::random_tensor<tensor<f32, batch, fix<8>>>({2, 8}, 3);
+  const named_tensors sd = other_ep.state_dict();
+  (void)tree.load_state_dict(sd);
+  // the tree computes as the other program, whole and in pieces
+  auto want = other_ep.exported_program::module();
+  CHECK(diff(tree({in.erase()})[0], want({in.erase()})[0]) < 1e-6);
+  CHECK(diff(tree.submodule("blocks.0")({in.erase()})[0], mul(linear(in, other.blocks[0].weight), 0.5).erase()) < 1e-6);
+  CHECK(tree.state_dict().at("fc.calls").data<float>()[0] == 2.0f);  // (the loaded buffer, then one call: fc twice)
+  // a wrong shape or a missing name: an error, and nothing changes
+  named_tensors bad;
+  for (const auto& [fqn, t] : sd) bad.insert(fqn, fqn == "fc.weight" ? typex_test::random_tensor<tensor<f32, fix<8>, fix<4>>>({8, 4}, 2).erase() : t);
+  CHECK_THROWS_AS(tree.load_state_dict(bad), shape_error);
+  named_tensors missing;
+  for (const auto& [fqn, t] : sd)
+    if (fqn != "blocks.1.weight") missing.insert(fqn, t);
+  CHECK_THROWS_AS(tree.load_state_dict(missing), argument_error);
+  CHECK(diff(tree({in.erase()})[0], want({in.erase()})[0]) < 1e-6);
+}
