@@ -61,6 +61,8 @@ namespace detail {
 TYPEX_API std::string describe_call(const unflatten_call& c);
 // Whether a value of meta `given` may stand where `expected` is (dtype, rank, static extents).
 TYPEX_API bool fits_meta(const ir::tensor_meta& expected, const ir::tensor_meta& given);
+// Whether tensor `t` may stand where a value of meta `expected` is (dtype, rank, static extents).
+TYPEX_API bool fits_tensor(const ir::tensor_meta& expected, const any_tensor& t);
 // Checks `replacement` against every call of module `m` (a signature_error naming the path and both
 // signatures otherwise).
 TYPEX_API void check_swap(const unflatten_plan& plan, const unflatten_module& m, const exported_program& replacement,
@@ -282,12 +284,8 @@ class submodule_view {
   bool fits(std::string_view id, std::span<const any_tensor> inputs) const {
     const detail::unflatten_call& c = call_info(id);
     if (inputs.size() != c.inputs.size()) return false;
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      const ir::tensor_meta& m = c.slot_meta[c.inputs[i]];
-      if (inputs[i].scalar_type() != m.scalar_type || inputs[i].rank() != m.rank()) return false;
-      for (std::size_t d = 0; d < m.rank(); ++d)
-        if (const auto e = m.shape[d].value(); e && *e != inputs[i].extents()[d]) return false;
-    }
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      if (!detail::fits_tensor(c.slot_meta[c.inputs[i]], inputs[i])) return false;
     return true;
   }
   // Whether the module is running a replacement (swap()).
@@ -1077,6 +1075,13 @@ TYPEX_API auto typex::detail::fits_meta(const ir::tensor_meta& expected, const i
   return true;
 }
 
+TYPEX_API auto typex::detail::fits_tensor(const ir::tensor_meta& expected, const any_tensor& t) -> bool {
+  if (t.scalar_type() != expected.scalar_type || t.rank() != expected.rank()) return false;
+  for (std::size_t d = 0; d < expected.rank(); ++d)
+    if (const auto v = expected.shape[d].value(); v && *v != t.extents()[d]) return false;
+  return true;
+}
+
 TYPEX_API auto typex::detail::module_at(const unflatten_plan& plan, std::string_view fqn) -> const unflatten_module& {
   if (const unflatten_module* m = plan.find_module(fqn)) return *m;
   detail::raise<argument_error>([&](auto& w) {
@@ -1114,10 +1119,7 @@ TYPEX_API auto typex::detail::check_call_inputs(const unflatten_call& c, std::sp
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const ir::tensor_meta& m = c.slot_meta[c.inputs[i]];
     const any_tensor& t = inputs[i];
-    bool ok = t.scalar_type() == m.scalar_type && t.rank() == m.rank();
-    for (std::size_t d = 0; ok && d < m.rank(); ++d)
-      if (const auto v = m.shape[d].value()) ok = *v == t.extents()[d];
-    if (ok) continue;
+    if (fits_tensor(m, t)) continue;
     detail::raise<shape_error>([&](auto& w) {
       w.put("typex::unflatten: input "); w.put_int(static_cast<long long>(i)); w.put(" ('"); w.put(c.slot_names[c.inputs[i]]);
       w.put("') of '"); w.put(who); w.put("' is "); w.put(t.to_string()); w.put(", expected "); w.put(m.to_string());
