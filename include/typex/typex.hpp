@@ -32,6 +32,7 @@
 #include <typex/ops/unary.hpp>
 
 // ir
+#include <typex/ir/control_flow.hpp>
 #include <typex/ir/graph.hpp>
 #include <typex/ir/op_arguments.hpp>
 #include <typex/ir/printer.hpp>
@@ -40,6 +41,7 @@
 
 // trace
 #include <typex/trace/context.hpp>
+#include <typex/trace/control_flow.hpp>
 #include <typex/trace/init.hpp>
 #include <typex/trace/module.hpp>
 #include <typex/trace/module_tensor.hpp>

@@ -160,8 +160,7 @@ inline std::string violation_head(const shape_requirement& r) {
 
 TYPEX_API std::string describe_violation(const shape_requirement& r, const fact_verdict& v, const range_constraints& ranges);
 
-// A fact's side as the IR's symbolic expression.
-TYPEX_API ir::sym_expr terms_expr(const dim_terms& terms);
+// (terms_expr, a fact's side as the IR's symbolic expression: trace/context.hpp)
 
 // The outcome of deciding a trace's facts: the assertions to keep, or a violation raised.
 struct decided_facts {
@@ -629,23 +628,6 @@ TYPEX_API auto typex::detail::describe_violation(const shape_requirement& r, con
   return s;
 }
 
-TYPEX_API auto typex::detail::terms_expr(const dim_terms& terms) -> ir::sym_expr {
-  std::vector<ir::sym_expr> stack;
-  for (const dim_term& t : terms) {
-    switch (t.k) {
-      case dim_term::kind::constant: stack.emplace_back(t.value); break;
-      case dim_term::kind::symbol: stack.push_back(ir::sym_expr::symbol(std::string(t.name))); break;
-      case dim_term::kind::anonymous: stack.push_back(ir::sym_expr::symbol("?")); break;
-      case dim_term::kind::op: {
-        ir::sym_expr b = std::move(stack.back());
-        stack.pop_back();
-        stack.back() = ir::sym_expr::apply(t.op, stack.back(), b);
-        break;
-      }
-    }
-  }
-  return stack.front();
-}
 
 TYPEX_API auto typex::detail::describe_data_dependent(const shape_requirement& r, const tracing_context::unbacked_symbol& u) -> std::string {
   std::string s = violation_head(r);

@@ -4,12 +4,14 @@
 // outside it. Two are built in:
 //   export   any op: what tracing records (the registry's ops, and user ops, registered or not:
 //            a program built in memory may call an op no name look-up knows)
-//   core     the core op set (ops/core_set.hpp) and run-time assertions: what every backend runs,
+//   core     the core op set (ops/core_set.hpp), run-time assertions and the higher-order calls
+//            (ir/control_flow.hpp; their subgraphs in the core set too): what every backend runs,
 //            and what passes::run_decompositions with the default table gives
 // A backend declares its own (the ops it runs) as a dialect object of its own; a dialect is a name
 // and a predicate over op ids, so any set of ops can be one.
 #pragma once
 
+#include <typex/ir/control_flow.hpp>
 #include <typex/ir/describe.hpp>
 #include <typex/ops/core_set.hpp>
 
@@ -36,7 +38,9 @@ class dialect {
 
 namespace detail {
 inline bool any_op(op_id) { return true; }
-inline bool core_op_or_assertion(op_id id) { return is_core_op(id) || id == op_id_of<assert_shape_op>; }
+inline bool core_op_or_assertion(op_id id) {
+  return is_core_op(id) || id == op_id_of<assert_shape_op> || control_kind_of(id) != control_kind::none;
+}
 }  // namespace detail
 
 inline constexpr dialect export_dialect{"export", &detail::any_op};

@@ -13,6 +13,7 @@
 #include <typex/ops/op.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -187,6 +188,29 @@ class graph {
   // Rebuilds the node list keeping only `keep[i]` nodes, renumbering references. Used by passes.
   TYPEX_API void retain(const std::vector<bool>& keep);
 
+  // -- subgraphs (the branches and bodies of control flow: ir/control_flow.hpp) --------------------
+  // A graph owns the subgraphs its higher-order calls name (torch.export's true_graph_0,
+  // while_loop_body_graph_0: submodules of the GraphModule). A call names one by a string argument.
+  // Subgraphs are immutable once added (shared by copies of the graph: copying is cheap); a pass
+  // that transforms one replaces it (set_subgraph).
+  struct subgraph {
+    std::string name;
+    std::shared_ptr<const graph> body;
+  };
+  // Adds `g` under a name made from `hint` ("true_graph" -> true_graph_0, true_graph_1, ...).
+  TYPEX_API std::string add_subgraph(std::string_view hint, graph g);
+  // Adds `g` under exactly `name` (an identifier no subgraph has: a graph_error otherwise).
+  TYPEX_API void add_subgraph_named(const std::string& name, std::shared_ptr<const graph> g);
+  // Replaces the subgraph `name` (which must exist).
+  TYPEX_API void set_subgraph(std::string_view name, graph g);
+  // The subgraph `name`, or nullptr.
+  TYPEX_API const graph* find_subgraph(std::string_view name) const noexcept;
+  // The subgraph `name`, or a graph_error naming it.
+  TYPEX_API const graph& subgraph_at(std::string_view name) const;
+  const std::vector<subgraph>& subgraphs() const noexcept { return subgraphs_; }
+  // Drops the subgraphs no call names (after a pass removed calls).
+  TYPEX_API void drop_unused_subgraphs();
+
  private:
   static node_id checked(const std::vector<node_id>& remap, node_id old) {
     if (remap[old] == static_cast<node_id>(-1))
@@ -212,6 +236,7 @@ class graph {
   TYPEX_API static std::string sanitize(std::string_view hint);
 
   std::vector<node> nodes_;
+  std::vector<subgraph> subgraphs_;
   std::unordered_set<std::string> names_;  // for unique_name: graphs reach thousands of nodes
   // per hint, the first suffix unique_name has not tried yet (so that naming the n-th `linear`
   // costs one look-up, not n)
@@ -378,6 +403,60 @@ TYPEX_API auto typex::ir::graph::retain(const std::vector<bool>& keep) -> void {
   nodes_ = std::move(kept);
   names_.clear();
   for (const node& n : nodes_) names_.insert(n.name);
+}
+
+TYPEX_API auto typex::ir::graph::add_subgraph(std::string_view hint, graph g) -> std::string {
+  const std::string base = sanitize(hint);
+  for (int k = 0;; ++k) {
+    std::string candidate = typex::detail::with_number(base + "_", k);
+    if (find_subgraph(candidate) == nullptr) {
+      subgraphs_.push_back({candidate, std::make_shared<const graph>(std::move(g))});
+      return candidate;
+    }
+  }
+}
+
+TYPEX_API auto typex::ir::graph::add_subgraph_named(const std::string& name, std::shared_ptr<const graph> g) -> void {
+  if (find_subgraph(name) != nullptr || sanitize(name) != name || g == nullptr) {
+    detail::raise<graph_error>([&](auto& w) {
+      w.put("typex::ir::graph::add_subgraph: '"); w.put(name); w.put("' is not an identifier no other subgraph has");
+    });
+  }
+  subgraphs_.push_back({name, std::move(g)});
+}
+
+TYPEX_API auto typex::ir::graph::set_subgraph(std::string_view name, graph g) -> void {
+  for (subgraph& s : subgraphs_)
+    if (s.name == name) {
+      s.body = std::make_shared<const graph>(std::move(g));
+      return;
+    }
+  (void)subgraph_at(name);  // (raises)
+}
+
+TYPEX_API auto typex::ir::graph::find_subgraph(std::string_view name) const noexcept -> const graph* {
+  for (const subgraph& s : subgraphs_)
+    if (s.name == name) return s.body.get();
+  return nullptr;
+}
+
+TYPEX_API auto typex::ir::graph::subgraph_at(std::string_view name) const -> const graph& {
+  if (const graph* g = find_subgraph(name)) return *g;
+  detail::raise<graph_error>([&](auto& w) {
+    w.put("typex::ir::graph: no subgraph is called '"); w.put(name); w.put('\'');
+  });
+}
+
+TYPEX_API auto typex::ir::graph::drop_unused_subgraphs() -> void {
+  std::vector<subgraph> kept;
+  for (subgraph& s : subgraphs_) {
+    bool used = false;
+    for (const node& n : nodes_)
+      for (const argument& a : n.args)
+        if (const auto* str = std::get_if<std::string>(&a); str != nullptr && *str == s.name && n.op == node_op::call_function) used = true;
+    if (used) kept.push_back(std::move(s));
+  }
+  subgraphs_ = std::move(kept);
 }
 
 TYPEX_API auto typex::ir::graph::check_refs(const argument& a, std::string_view who) const -> void {

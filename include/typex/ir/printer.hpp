@@ -6,9 +6,12 @@
 //           linear: "f32[s0, 512]" = torch.ops.aten.linear.default(x, p_fc1_weight);  x = p_fc1_weight = None
 //           return (linear,)
 //
-// Each call line frees, as torch's does, the values whose last use it is.
+// Each call line frees, as torch's does, the values whose last use it is. A higher-order call
+// (ir/control_flow.hpp) reads its subgraphs as torch's does (`true_graph_0 = self.true_graph_0`),
+// and each subgraph prints after the forward as a nested class of the same form.
 #pragma once
 
+#include <typex/ir/control_flow.hpp>
 #include <typex/ir/graph.hpp>
 
 #include <charconv>
@@ -28,6 +31,9 @@ TYPEX_API void print_value(std::string& s, const graph& g, value_ref r);
 TYPEX_API void print_argument(std::string& s, const graph& g, const argument& a);
 
 TYPEX_API void print_meta_annotation(std::string& s, const node& n);
+
+// The graph as a class named `class_name`, every line after `indent`.
+TYPEX_API void print_graph(std::string& s, const graph& g, std::string_view class_name, std::string_view indent);
 }  // namespace detail
 
 TYPEX_API std::string print_readable(const graph& g, std::string_view class_name = "GraphModule");
@@ -108,9 +114,18 @@ TYPEX_API void typex::ir::detail::print_meta_annotation(std::string& s, const no
 }
 
 TYPEX_API auto typex::ir::print_readable(const graph& g, std::string_view class_name) -> std::string {
-  std::string s = "class ";
+  std::string s;
+  detail::print_graph(s, g, class_name, "");
+  return s;
+}
+
+TYPEX_API void typex::ir::detail::print_graph(std::string& s, const graph& g, std::string_view class_name, std::string_view indent) {
+  s += indent;
+  s += "class ";
   s += class_name;
-  s += "(torch.nn.Module):\n    def forward(self";
+  s += "(torch.nn.Module):\n";
+  s += indent;
+  s += "    def forward(self";
   for (const node& n : g.nodes()) {
     if (n.op != node_op::placeholder) break;
     s += ", ";
@@ -130,6 +145,7 @@ TYPEX_API auto typex::ir::print_readable(const graph& g, std::string_view class_
     const node& n = g[i];
     if (n.op == node_op::placeholder) continue;
     if (n.op == node_op::output) {
+      s += indent;
       s += "        return (";
       for (std::size_t k = 0; k < n.args.size(); ++k) {
         if (k) s += ", ";
@@ -139,10 +155,24 @@ TYPEX_API auto typex::ir::print_readable(const graph& g, std::string_view class_
       continue;
     }
     if (!n.stack_trace.empty()) {
+      s += indent;
       s += "         # File: ";
       s += n.stack_trace;
       s += '\n';
     }
+    const bool higher_order = is_control_flow(n);
+    if (higher_order) {  // (torch reads each subgraph off the module first)
+      for (const argument& a : n.args)
+        if (const auto* sub = std::get_if<std::string>(&a)) {
+          s += indent;
+          s += "        ";
+          s += *sub;
+          s += " = self.";
+          s += *sub;
+          s += '\n';
+        }
+    }
+    s += indent;
     s += "        ";
     s += n.name;
     detail::print_meta_annotation(s, n);
@@ -153,7 +183,8 @@ TYPEX_API auto typex::ir::print_readable(const graph& g, std::string_view class_
     for (const argument& a : n.args) {
       if (!first) s += ", ";
       first = false;
-      detail::print_argument(s, g, a);
+      if (const auto* sub = std::get_if<std::string>(&a); sub != nullptr && higher_order) s += *sub;
+      else detail::print_argument(s, g, a);
     }
     for (const auto& [key, a] : n.kwargs) {
       if (!first) s += ", ";
@@ -181,6 +212,10 @@ TYPEX_API auto typex::ir::print_readable(const graph& g, std::string_view class_
     }
     s += '\n';
   }
-  return s;
+  const std::string inner = std::string(indent) + "    ";
+  for (const graph::subgraph& sub : g.subgraphs()) {
+    s += '\n';
+    print_graph(s, *sub.body, sub.name, inner);
+  }
 }
 #endif  // TYPEX_HEADER_DEFINITIONS

@@ -5,12 +5,14 @@
 // metadata of its values; no in-place op (an ATen name whose op ends in '_', or a schema that
 // writes an argument: exported graphs are functional); the output returns values only; every
 // call's arguments fit its op's schema (ops/schema.hpp: how many, and of which kind each is);
-// every call's op is in the program's dialect (ir/dialect.hpp); and every call's recorded dtype
+// every call's op is in the program's dialect (ir/dialect.hpp); every higher-order call's subgraphs
+// exist, fit the call and verify themselves (ir/control_flow.hpp); and every call's recorded dtype
 // and shape are what its op's run-time rule gives (ir/describe.hpp), symbolic dims included. An
 // error names the node, the op, and what differs (the rule's metadata and the record's).
 #pragma once
 
 #include <typex/core/requirement.hpp>
+#include <typex/ir/control_flow.hpp>
 #include <typex/ir/dialect.hpp>
 #include <typex/ir/graph.hpp>
 
@@ -201,6 +203,18 @@ TYPEX_API void typex::ir::verify(const graph& g, const verify_options& options) 
       }
       bool refs_ok = true;
       graph::for_each_ref(n, [&](value_ref r) { refs_ok = refs_ok && r.node < i && r.index < g[r.node].vals.size(); });
+      if (refs_ok && is_control_flow(n)) {  // (its subgraphs: each a whole graph, in the program's dialect)
+        verify_control_flow(g, n, [&](const graph& sub) {
+          try {
+            verify(sub, options);
+          } catch (const graph_error& e) {
+            std::string what(n.target.name());
+            what += ": ";
+            what += e.what();
+            fail(what, &n);
+          }
+        });
+      }
       if (options.shapes && refs_ok && d != nullptr && d->infer != nullptr) detail::check_rule(g, n, d->traits.data_dependent, fail);
     } else {
       if (i + 1 != g.size()) fail("the output node must be the last node", &n);

@@ -45,11 +45,43 @@ struct module_call_record {
 // Where the user's code recorded an op: "model.cpp:21 in forward" (torch.export's stack_trace).
 TYPEX_API std::string format_location(const std::source_location& loc);
 
+namespace detail {
+// A shape fact's side as the IR's symbolic expression.
+TYPEX_API ir::sym_expr terms_expr(const dim_terms& terms);
+}  // namespace detail
+
 class tracing_context final : public requirement_recorder {
  public:
+  tracing_context() = default;
+  // A context for a subgraph (a branch or loop body of control flow, trace/control_flow.hpp)
+  // traced inside `parent`: its values are the subgraph's. A value of an enclosing context that it
+  // reads (a captured traced value, a parameter, a buffer) becomes a placeholder of the subgraph,
+  // listed by captures(); module tensors written inside it are listed by mutations(); the shape
+  // facts its ops need stay its own (requirements()); symbols, modules and lifted constants are
+  // the root's.
+  explicit tracing_context(tracing_context& parent)
+      : stack_(parent.stack_), call_sites_(parent.call_sites_), parent_(&parent), depth_(parent.depth_ + 1) {}
+  tracing_context(const tracing_context&) = delete;
+  tracing_context& operator=(const tracing_context&) = delete;
+
   ir::graph& graph() noexcept { return graph_; }
   const ir::graph& graph() const noexcept { return graph_; }
-  ir::symbol_namer& namer() noexcept { return namer_; }
+  ir::symbol_namer& namer() noexcept { return parent_ != nullptr ? parent_->namer() : namer_; }
+
+  // -- subgraphs --------------------------------------------------------------------------------------
+  tracing_context* parent() const noexcept { return parent_; }
+  std::size_t depth() const noexcept { return depth_; }
+  bool encloses(const tracing_context& inner) const noexcept {
+    for (const tracing_context* c = &inner; c != nullptr; c = c->parent_)
+      if (c == this) return true;
+    return false;
+  }
+  // The value `v` of the enclosing context `from` as a value of this one (a placeholder of this
+  // subgraph, made once per value; through every context in between).
+  TYPEX_API ir::value_ref import(const tracing_context& from, ir::value_ref v);
+  // The values of the parent context this subgraph read, in the order of their placeholders
+  // (after the subgraph's own inputs).
+  const std::vector<ir::value_ref>& captures() const noexcept { return captures_; }
 
   // -- shape facts --------------------------------------------------------------------------------
   TYPEX_API void record(shape_requirement r) override;
@@ -66,6 +98,13 @@ class tracing_context final : public requirement_recorder {
     return false;
   }
   void add_unbacked(unbacked_symbol u) {
+    if (parent_ != nullptr) {
+      typex::detail::raise<unsupported_error>([&](auto& w) {
+        w.put("typex: "); w.put(u.op); w.put(" (node '"); w.put(u.node);
+        w.put("') makes a data-dependent size inside a branch or loop body of control flow, which typex does not support; "
+              "compute it outside the typex::cond / while_loop / map / scan and pass the result in");
+      });
+    }
     for (const auto& e : unbacked_)
       if (e.name == u.name) {
         typex::detail::raise<argument_error>([&](auto& w) {
@@ -103,6 +142,12 @@ class tracing_context final : public requirement_recorder {
     const auto it = by_storage_.find(storage);
     return it == by_storage_.end() ? nullptr : &it->second;
   }
+  // Whether this context or an enclosing one follows the tensor with storage `storage`.
+  bool follows_storage(const void* storage) const {
+    for (const tracing_context* c = this; c != nullptr; c = c->parent_)
+      if (c->find_storage(storage) != nullptr) return true;
+    return false;
+  }
 
   // The graph value of an eager tensor met while tracing: its placeholder if it was lifted (or an
   // op recorded it), otherwise a new constant placeholder holding it.
@@ -112,6 +157,12 @@ class tracing_context final : public requirement_recorder {
     if (id == nullptr)  // (every tensor typex makes has storage, even an empty one: null is a moved-from tensor)
       detail::raise_message<state_error>("typex: a tensor used while tracing has no storage: it was moved from");
     if (const ir::value_ref* v = find_storage(id)) return current(*v);  // (after a write to it: the value written)
+    if (parent_ != nullptr) {  // (a subgraph: the enclosing context's value, captured)
+      const ir::value_ref outer = parent_->value_of(t);
+      const ir::value_ref v = import(*parent_, outer);
+      bind_storage(id, v);
+      return v;
+    }
     const std::string name = detail::with_number("lifted_tensor_", static_cast<long long>(lifted_constants_.size()));
     std::string placeholder = "c_";
     placeholder += name;
@@ -130,7 +181,7 @@ class tracing_context final : public requirement_recorder {
   ir::value_ref value_of_tensor(const T& t) {
     if constexpr (module_tensor_type<T>) {
       const void* id = t.get_storage().data();
-      if (T::role != tensor_role::constant && id != nullptr && find_storage(id) == nullptr) {
+      if (T::role != tensor_role::constant && id != nullptr && !follows_storage(id)) {
         detail::raise<state_error>([&](auto& w) {
           w.put("typex::export_program: a ");
           w.put(T::role == tensor_role::parameter ? "parameter " : "buffer ");
@@ -235,7 +286,7 @@ class tracing_context final : public requirement_recorder {
   // Remembers a module object's FQN and type (export registers the whole tree before tracing).
   // A module is known by its address and its type together: a struct's first member, and the
   // elements of a std::tuple of modules (empty ones share addresses), live where their parent does.
-  TYPEX_API void register_module(const void* address, std::string fqn, std::string type);
+  TYPEX_API void register_module(const void* address, std::string fqn, std::string type);  // (the root's)
   // The module at `address` of type `type`; failing that, the only module at `address` (a module
   // deriving from another calls its base's operator(), whose scope names the base type).
   TYPEX_API const ir::module_frame* find_module(const void* address, std::string_view type) const;
@@ -263,8 +314,9 @@ class tracing_context final : public requirement_recorder {
   template <class DT, class S>
   ir::tensor_meta meta_of_type() {
     ir::tensor_meta m{DT::value, {}};
+    [[maybe_unused]] ir::symbol_namer& names = namer();
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (m.shape.push_back(ir::to_sym_expr<typename S::template dim_t<I>>(namer_)), ...);
+      (m.shape.push_back(ir::to_sym_expr<typename S::template dim_t<I>>(names)), ...);
     }(std::make_index_sequence<S::rank>{});
     return m;
   }
@@ -294,6 +346,10 @@ class tracing_context final : public requirement_recorder {
   static std::uint64_t key(ir::value_ref v) noexcept { return std::uint64_t{v.node} << 32 | v.index; }
   std::map<std::pair<const void*, std::string>, ir::module_frame> modules_;
   std::vector<module_call_record> module_calls_;
+  tracing_context* parent_ = nullptr;
+  std::size_t depth_ = 0;
+  std::vector<ir::value_ref> captures_;                          // (a subgraph) the parent's values read, in order
+  std::unordered_map<std::uint64_t, ir::value_ref> imported_;    // (a subgraph) a parent value -> its placeholder
 };
 
 namespace detail {
@@ -326,7 +382,7 @@ namespace detail {
 // constants, tensors that are not traced (a parameter handed to a submodule) by their storage.
 template <class L>
 ir::argument call_leaf_argument(tracing_context& ctx, const L& leaf) {
-  if constexpr (requires { leaf.value(); leaf.context(); }) return ctx.current(leaf.value());
+  if constexpr (requires { leaf.value(); leaf.context(); }) return ctx.current(ctx.import(leaf.context(), leaf.value()));
   else if constexpr (std::is_same_v<L, bool>) return leaf;
   else if constexpr (std::is_integral_v<L>) return static_cast<std::int64_t>(leaf);
   else if constexpr (std::is_floating_point_v<L>) return static_cast<double>(leaf);
@@ -461,14 +517,34 @@ TYPEX_API auto typex::format_location(const std::source_location& loc) -> std::s
   return s;
 }
 
+TYPEX_API auto typex::detail::terms_expr(const dim_terms& terms) -> ir::sym_expr {
+  std::vector<ir::sym_expr> stack;
+  for (const dim_term& t : terms) {
+    switch (t.k) {
+      case dim_term::kind::constant: stack.emplace_back(t.value); break;
+      case dim_term::kind::symbol: stack.push_back(ir::sym_expr::symbol(std::string(t.name))); break;
+      case dim_term::kind::anonymous: stack.push_back(ir::sym_expr::symbol("?")); break;
+      case dim_term::kind::op: {
+        ir::sym_expr b = std::move(stack.back());
+        stack.pop_back();
+        stack.back() = ir::sym_expr::apply(t.op, stack.back(), b);
+        break;
+      }
+    }
+  }
+  return stack.front();
+}
+
 TYPEX_API auto typex::tracing_context::record(shape_requirement r) -> void { requirements_.push_back(std::move(r)); }
 
 TYPEX_API auto typex::tracing_context::register_module(const void* address, std::string fqn, std::string type) -> void {
+  if (parent_ != nullptr) return parent_->register_module(address, std::move(fqn), std::move(type));
   std::string key = type;
   modules_.insert_or_assign(std::pair{address, std::move(key)}, ir::module_frame{std::move(fqn), std::move(type)});
 }
 
 TYPEX_API auto typex::tracing_context::find_module(const void* address, std::string_view type) const -> const ir::module_frame* {
+  if (parent_ != nullptr) return parent_->find_module(address, type);
   if (const auto it = modules_.find(std::pair{address, std::string(type)}); it != modules_.end()) return &it->second;
   auto it = modules_.lower_bound(std::pair{address, std::string{}});
   if (it == modules_.end() || it->first.first != address) return nullptr;
@@ -506,6 +582,19 @@ TYPEX_API auto typex::tracing_context::call(op_id target, std::vector<ir::argume
                                          .nn_module_stack = stack_,
                                          .stack_trace = where ? format_location(*where) : std::string{}});
   return ir::value_ref{n};
+}
+
+TYPEX_API auto typex::tracing_context::import(const tracing_context& from, ir::value_ref v) -> ir::value_ref {
+  if (&from == this) return v;
+  if (parent_ == nullptr || !from.encloses(*this))
+    detail::raise_message<argument_error>("typex: an op mixes values traced by two different exports");
+  const ir::value_ref outer = parent_->import(from, v);  // (the value as the parent sees it)
+  const ir::value_ref now = parent_->current(outer);
+  if (const auto it = imported_.find(key(now)); it != imported_.end()) return it->second;
+  const ir::value_ref ph{graph_.add_placeholder(parent_->graph()[now.node].name, parent_->graph().meta(now))};
+  imported_.emplace(key(now), ph);
+  captures_.push_back(now);
+  return ph;
 }
 
 TYPEX_API auto typex::tracing_context::current(ir::value_ref v) -> ir::value_ref {

@@ -22,19 +22,22 @@ template <class DT, class S>
 struct is_traced_argument<traced<DT, S>> : std::true_type {};
 
 namespace detail {
-template <class A, class... Rest>
-tracing_context& context_of(const A& a, const Rest&... rest);
-
-template <class... T, class... Rest>
-tracing_context& context_of(const tensor_list<T...>& l, const Rest&... rest) {
-  if constexpr ((traced_type<T> || ...)) return std::apply([](const auto&... t) -> tracing_context& { return context_of(t...); }, l.items);
-  else return context_of(rest...);
+// The context an op on these arguments records into: the innermost of their traced values'
+// contexts (inside a branch of typex::cond, an op on a branch value and a captured outer value
+// records into the branch; the outer value becomes the branch's input).
+template <class A>
+void innermost_context(tracing_context*& best, const A& a) {
+  if constexpr (is_tensor_list_v<A>) {
+    std::apply([&](const auto&... t) { (innermost_context(best, t), ...); }, a.items);
+  } else if constexpr (traced_type<A>) {
+    if (best == nullptr || a.context().depth() > best->depth()) best = &a.context();
+  }
 }
-
-template <class A, class... Rest>
-tracing_context& context_of(const A& a, const Rest&... rest) {
-  if constexpr (traced_type<A>) return a.context();
-  else return context_of(rest...);
+template <class... A>
+tracing_context& context_of(const A&... args) {
+  tracing_context* best = nullptr;
+  (innermost_context(best, args), ...);
+  return *best;  // (the trace-mode runner runs only with a traced argument)
 }
 
 template <class T>
@@ -50,9 +53,9 @@ ir::argument to_ir_argument(tracing_context& ctx, const tensor_list<T...>& l) {
 template <class T>
 ir::argument to_ir_argument(tracing_context& ctx, const T& a) {
   if constexpr (traced_type<T>) {
-    if (&a.context() != &ctx)
-      raise_message<argument_error>("typex: an op mixes values traced by two different exports");
-    return ctx.current(a.value());  // (after an in-place write to it: the value written)
+    // (a value of an enclosing context, read inside a branch or loop body: captured as its input;
+    // after an in-place write to it: the value written)
+    return ctx.current(&a.context() == &ctx ? a.value() : ctx.import(a.context(), a.value()));
   } else if constexpr (std::is_null_pointer_v<T>) {
     return ir::none_t{};
   } else if constexpr (std::is_same_v<T, bool>) {

@@ -36,12 +36,15 @@ class traced {
   }
   // An error here means: the model branches (`if`, `while`, `?:`, `&&`) on a traced value, which
   // has no value while the program is recorded: the branch taken would be baked into the program.
+  // typex::where picks between two values; typex::cond and typex::while_loop (trace/control_flow.hpp)
+  // record the branch or the loop itself.
   template <int = 0>
   explicit operator bool() const {
     TYPEX_STATIC_FAIL(static_type_error, [](auto& w) {
       w.put("typex: a branch (if, while, ?:, &&) on a traced value ("); write_type(w);
       w.put("): its value is not known while the model is recorded, so the program would keep one branch; "
-            "compute both and pick with typex::where(condition, a, b)");
+            "compute both and pick with typex::where(condition, a, b), branch with typex::cond(pred, true_fn, false_fn, "
+            "operands...), or loop with typex::while_loop(cond_fn, body_fn, carried...)");
     });
     return false;
   }
