@@ -17,10 +17,12 @@
 #include <typex/core/error.hpp>
 #include <typex/core/symbol_table.hpp>
 #include <typex/export/program_binding.hpp>
+#include <typex/ir/control_flow.hpp>
 #include <typex/ir/graph.hpp>
 #include <typex/plan/plan.hpp>
 #include <typex/tensor/host_tensor.hpp>
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -100,17 +102,29 @@ template <class Supports>
 void check_supported(const ir::graph& g, std::string_view backend, std::string_view title, Supports&& supports) {
   for (const ir::node& node : g.nodes()) {
     if (node.op != ir::node_op::call_function || ir::is_assertion(node)) continue;  // (assertions: checked on binding)
+    if (ir::is_control_flow(node)) {  // (run by the control-flow engine; its subgraphs' nodes by the backend)
+      for (const std::string& name : ir::read_control_call(node).graphs) check_supported(g.subgraph_at(name), backend, title, supports);
+      continue;
+    }
     if (node.vals.size() != 1) detail::several_results(backend, title, node);
     if (!supports(g, node)) detail::unsupported_node(backend, title, node);
   }
 }
 
-// A backend's engine for `binding`: supports() checked for every node first; then a stepwise
+// A program with higher-order calls (ir/control_flow.hpp), cut at them into parts that `compile`
+// compiles (backend/kit/control_flow.hpp).
+TYPEX_API std::shared_ptr<engine> make_control_flow_engine(program_binding binding,
+                                                           std::function<std::shared_ptr<engine>(program_binding)> compile);
+
+// A backend's engine for `binding`: supports() checked for every node first (and in every
+// subgraph); a program with control flow is cut into parts, each compiled as below; then a stepwise
 // engine for a program with data-dependent sizes, a checked one for a program whose shapes are
 // not trusted, a planned one otherwise.
 template <class S, class P, class W>
 std::shared_ptr<engine> compile_program(program_binding binding, backend_parts<S, P, W> parts) {
   check_supported(*binding.graph, parts.name, parts.title, parts.supports);
+  if (ir::has_control_flow(*binding.graph))
+    return make_control_flow_engine(std::move(binding), [parts](program_binding b) { return compile_program(std::move(b), parts); });
   constexpr bool stepwise = !std::is_null_pointer_v<W>;
   if (!binding.data_dependent.empty() || binding.check_shapes) {
     if constexpr (stepwise) {
@@ -150,3 +164,5 @@ TYPEX_API void no_stepwise_engine(std::string_view backend, std::string_view tit
 }
 }  // namespace typex::kit::detail
 #endif  // TYPEX_HEADER_DEFINITIONS
+
+#include <typex/backend/kit/control_flow.hpp>  // (make_control_flow_engine)
