@@ -389,6 +389,20 @@ struct writer {
     if (!n.derived_from.empty()) j["derived_from"] = n.derived_from;
     return j;
   }
+
+  // {"nodes": [...]} and, for a graph with control flow, "subgraphs": [{"name", "graph"}, ...]
+  static json whole(const ir::graph& g) {
+    const writer w{g};
+    json nodes = json::array();
+    for (const auto& n : g.nodes()) nodes.push_back(w.node(n));
+    json out{{"nodes", std::move(nodes)}};
+    if (!g.subgraphs().empty()) {
+      json subs = json::array();
+      for (const auto& sub : g.subgraphs()) subs.push_back(json{{"name", sub.name}, {"graph", whole(*sub.body)}});
+      out["subgraphs"] = std::move(subs);
+    }
+    return out;
+  }
 };
 
 // The description, and the tensors it names (each storage once: tied tensors share a key).
@@ -400,10 +414,7 @@ struct described {
 inline described describe(const exported_program& ep, const std::vector<specialized_number>* scalars) {
   described d;
   json& p = d.program;
-  const writer w{ep.graph()};
-  json nodes = json::array();
-  for (const auto& n : ep.graph().nodes()) nodes.push_back(w.node(n));
-  p["graph"] = json{{"nodes", std::move(nodes)}};
+  p["graph"] = writer::whole(ep.graph());
   json ins = json::array(), outs = json::array();
   for (const auto& s : ep.signature().input_specs()) {
     json j{{"kind", input_kind_names[static_cast<std::size_t>(s.kind)]}, {"arg", s.arg}};
@@ -694,7 +705,8 @@ struct graph_reader {
         break;
       case ir::node_op::call_function: {
         const std::string target = r.string(r.field(j, "target", where), where);
-        const op_id found = target == op_id_of<ir::assert_shape_op>.name() ? op_id_of<ir::assert_shape_op> : find_op(target);
+        op_id found = target == op_id_of<ir::assert_shape_op>.name() ? op_id_of<ir::assert_shape_op> : find_op(target);
+        if (!found) found = ir::find_control_flow_op(target);
         if (!found) {
           r.fail(where, [&](auto& w) {
             w.put("op '"); w.put(target); w.put("' is not one this program knows (a user-defined op: register it with typex::register_op<Op>() before loading)");
@@ -728,6 +740,29 @@ struct graph_reader {
       });
     }
     ids.emplace(name, id);
+  }
+
+  // A graph's nodes, then its subgraphs (each read the same way, before the nodes that name them
+  // are checked by the verifier).
+  static ir::graph whole(const reader& r, const json& j, const std::string& where) {
+    graph_reader gr{r, {}, {}};
+    if (const json* subs = r.optional_field(j, "subgraphs", where)) {
+      for (const json& sj : r.array(*subs, where + ".subgraphs")) {
+        const std::string name = r.string(r.field(sj, "name", where + ".subgraphs"), where + ".subgraphs");
+        const std::string inner = where + ".subgraphs['" + name + "']";
+        ir::graph sub = whole(r, r.field(sj, "graph", inner), inner);
+        if (!sub.has_output()) r.fail(inner, "no output node");
+        try {
+          gr.g.add_subgraph_named(name, std::make_shared<const ir::graph>(std::move(sub)));
+        } catch (const ir::graph_error&) {
+          r.fail(inner, "the name is not an identifier, or is used twice");
+        }
+      }
+    }
+    const json& nodes = r.array(r.field(j, "nodes", where), where + ".nodes");
+    std::size_t i = 0;
+    for (const json& n : nodes) gr.node(n, i++);
+    return std::move(gr.g);
   }
 };
 
@@ -786,10 +821,7 @@ TYPEX_API auto typex::detail::read_archive(const safetensors_file& file) -> load
   }
   if (!p.is_object()) r.fail("typex.program", "expected an object");
   try {
-    graph_reader gr{r, {}, {}};
-    const json& nodes = r.array(r.field(r.field(p, "graph", "graph"), "nodes", "graph"), "graph.nodes");
-    std::size_t i = 0;
-    for (const json& n : nodes) gr.node(n, i++);
+    graph_reader gr{r, graph_reader::whole(r, r.field(p, "graph", "graph"), "graph"), {}};
     if (!gr.g.has_output()) r.fail("graph", "no output node");
     // signature
     const json& sig = r.field(p, "signature", "signature");

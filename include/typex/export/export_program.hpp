@@ -615,14 +615,14 @@ auto export_program(const export_options& options, const M& module, const In&...
   for (std::size_t i = 0; i < g.output().args.size(); ++i) {
     const auto r = std::get<ir::value_ref>(g.output().args[i]);
     if (i < n_buffer_mutations) {
-      out_specs.push_back({output_kind::buffer_mutation, g[r.node].name, mutated[i]});
+      out_specs.push_back({output_kind::buffer_mutation, detail::value_name(g, r), mutated[i]});
     } else if (i < n_mutations) {
       // (the placeholders keep their order: user input k is the k-th user placeholder)
       const std::size_t k = static_cast<std::size_t>(input_writes[i - n_buffer_mutations].first) - first_user;
-      out_specs.push_back({output_kind::user_input_mutation, g[r.node].name, g[placeholders[placeholders.size() - n_user + k]].name});
+      out_specs.push_back({output_kind::user_input_mutation, detail::value_name(g, r), g[placeholders[placeholders.size() - n_user + k]].name});
     } else {
-      output_names.push_back(g[r.node].name);
-      out_specs.push_back({output_kind::user_output, g[r.node].name, ""});
+      output_names.push_back(detail::value_name(g, r));
+      out_specs.push_back({output_kind::user_output, detail::value_name(g, r), ""});
     }
   }
 

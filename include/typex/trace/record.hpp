@@ -105,8 +105,8 @@ bool reads_traced_state([[maybe_unused]] const tracing_context& ctx, const A&...
   [[maybe_unused]] const auto one = [&](const auto& a) {
     using T = std::remove_cvref_t<decltype(a)>;
     if constexpr (is_tensor_list_v<T>)
-      return std::apply([&](const auto&... t) { return ((ctx.find_storage(t.get_storage().data()) != nullptr) || ...); }, a.items);
-    else if constexpr (requires { a.get_storage(); }) return ctx.find_storage(a.get_storage().data()) != nullptr;
+      return std::apply([&](const auto&... t) { return (ctx.follows_storage(t.get_storage().data()) || ...); }, a.items);
+    else if constexpr (requires { a.get_storage(); }) return ctx.follows_storage(a.get_storage().data());  // (an enclosing context's too)
     else return false;
   };
   return (one(args) || ... || false);

@@ -140,7 +140,7 @@ struct eager_runner {
     if (tracing_context* const ctx = current_tracing_context()) {
       const void* d = dst.get_storage().data();
       const ir::value_ref* w = ctx->find_storage(r.get_storage().data());
-      if (d != nullptr && ctx->find_storage(d) != nullptr && !ctx->is_forward_constant(d)) {
+      if (d != nullptr && ctx->follows_storage(d) && !ctx->is_forward_constant(d)) {  // (an enclosing context's too: a write inside control flow)
         const ir::value_ref value = w != nullptr ? ctx->current(*w) : ctx->value_of_tensor(r);
         ctx->overwrite(ctx->value_of_tensor(dst), value);
         return;
