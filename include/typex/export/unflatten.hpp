@@ -800,6 +800,7 @@ struct inliner {
   std::vector<ir::value_ref> inline_program(const exported_program& p, const std::unordered_map<ir::node_id, ir::value_ref>& feed,
                                             const std::vector<ir::module_frame>* frames) {
     const ir::graph& pg = p.graph();
+    g.copy_subgraphs_from(pg);  // (control flow in the segment: its subgraphs, by name)
     std::unordered_map<std::uint64_t, ir::value_ref> local;
     for (const auto& [ph, v] : feed) local[key(ir::value_ref{ph})] = v;
     for (ir::node_id i = 0; i < pg.size(); ++i) {

@@ -420,6 +420,8 @@ inline void builder::build_call(std::size_t ci, std::size_t depth, const std::ve
           available.insert(key(v));
         }
       sg.set_output(std::move(out_values));
+      sg.copy_subgraphs_from(g);  // (the branches and bodies of its control flow)
+      sg.drop_unused_subgraphs();
       module_call_signature root;
       for (const input_spec& i : ins)
         if (i.kind == input_kind::user_input) root.inputs.push_back(i.arg);

@@ -14,12 +14,15 @@
 // with the op, the dtype and shape of what they produce and the node's name. An edge for each value
 // read (labelled [i] where the producer has several outputs). A cluster for each module of the
 // nn_module_stack, nested as the modules nest, labelled with its path and type. collapse_repeated
-// draws a run of identical sibling modules (a transformer's layers.0 .. layers.11) once. Labels are
+// draws a run of identical sibling modules (a transformer's layers.0 .. layers.11) once. Each
+// subgraph of control flow (true_graph_0, a loop's body) is drawn inside a dashed cluster of its
+// name, with a dotted edge from the higher-order call that runs it. Labels are
 // plain quoted strings: quotes, backslashes and line breaks are escaped and invalid UTF-8 replaced;
 // no record or HTML labels are used, so <, >, {, } and | are written as they are.
 #pragma once
 
 #include <typex/core/error.hpp>
+#include <typex/ir/control_flow.hpp>
 #include <typex/ir/graph.hpp>
 
 #include <algorithm>
@@ -572,6 +575,53 @@ TYPEX_API auto typex::ir::to_dot(const graph& g, const dot_options& options, con
     };
     for (std::size_t a = 0; a < nd.args.size(); ++a) graph::for_each_ref(nd.args[a], [&](value_ref r) { edge(r, a); });
     for (const auto& kv : nd.kwargs) graph::for_each_ref(kv.second, [&](value_ref r) { edge(r, none); });
+  }
+
+  // the subgraphs of control flow: each drawn as its own picture, inside a cluster of its name
+  // (node and cluster ids prefixed with it), a dotted edge from each call that names it
+  for (const graph::subgraph& sub : g.subgraphs()) {
+    const std::string inner = to_dot(*sub.body, options);
+    const std::size_t open_brace = inner.find('{'), close_brace = inner.rfind('}');
+    if (open_brace == std::string::npos || close_brace == std::string::npos || close_brace <= open_brace) continue;
+    const std::string_view body = std::string_view(inner).substr(open_brace + 1, close_brace - open_brace - 1);
+    const std::string prefix = sub.name + "_";
+    out += "  subgraph cluster_";
+    out += sub.name;
+    out += " {\n    label=";
+    put_quoted(sub.name);
+    out += "; style=\"rounded,dashed\"; color=\"#7c3aed\";\n";
+    const auto ident = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; };
+    bool quoted = false;
+    for (std::size_t k = 0; k < body.size(); ++k) {  // (ids n12 and cluster_3 outside quotes get the prefix)
+      const char c = body[k];
+      if (c == '"' && (k == 0 || body[k - 1] != '\\')) quoted = !quoted;
+      const bool starts = !quoted && (k == 0 || !ident(body[k - 1]));
+      if (starts && c == 'n' && k + 1 < body.size() && body[k + 1] >= '0' && body[k + 1] <= '9') out += prefix;
+      if (starts && body.substr(k).starts_with("cluster_")) {
+        out += "cluster_";
+        out += prefix;
+        k += 7;
+        continue;
+      }
+      out += c;
+    }
+    out += "  }\n";
+    for (node_id i = 0; i < n; ++i) {
+      if (!is_control_flow(nodes[i])) continue;
+      for (const argument& a : nodes[i].args) {
+        const auto* name = std::get_if<std::string>(&a);
+        if (name == nullptr || *name != sub.name || sub.body->size() == 0) continue;
+        out += "  n";
+        put_number(i);
+        out += " -> ";
+        out += prefix;
+        out += "n0 [style=dotted, color=\"#7c3aed\", lhead=";
+        put_quoted("cluster_" + sub.name);
+        out += ", label=";
+        put_quoted(sub.name);
+        out += "];\n";
+      }
+    }
   }
 
   if (!deco.legend.empty()) {

@@ -210,6 +210,9 @@ class graph {
   const std::vector<subgraph>& subgraphs() const noexcept { return subgraphs_; }
   // Drops the subgraphs no call names (after a pass removed calls).
   TYPEX_API void drop_unused_subgraphs();
+  // Adds the subgraphs of `other` that this graph has no subgraph of the same name for (a pass that
+  // builds a new graph from another's nodes keeps the subgraphs those nodes name).
+  TYPEX_API void copy_subgraphs_from(const graph& other);
 
  private:
   static node_id checked(const std::vector<node_id>& remap, node_id old) {
@@ -457,6 +460,11 @@ TYPEX_API auto typex::ir::graph::drop_unused_subgraphs() -> void {
     if (used) kept.push_back(std::move(s));
   }
   subgraphs_ = std::move(kept);
+}
+
+TYPEX_API auto typex::ir::graph::copy_subgraphs_from(const graph& other) -> void {
+  for (const subgraph& s : other.subgraphs_)
+    if (find_subgraph(s.name) == nullptr) subgraphs_.push_back(s);
 }
 
 TYPEX_API auto typex::ir::graph::check_refs(const argument& a, std::string_view who) const -> void {

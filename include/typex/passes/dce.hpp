@@ -58,7 +58,10 @@ TYPEX_API auto typex::passes::eliminate_dead_code(ir::graph& g) -> std::size_t {
   }
   std::size_t removed = 0;
   for (bool l : live) removed += l ? 0 : 1;
-  if (removed) g.retain(live);
+  if (removed) {
+    g.retain(live);
+    g.drop_unused_subgraphs();  // (the branches and bodies of removed control flow)
+  }
   return removed;
 }
 

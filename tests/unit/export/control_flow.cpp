@@ -4,6 +4,9 @@
 
 #include <typex/backend/eigen.hpp>
 #include <typex/export/archive.hpp>
+#include <typex/export/decompositions.hpp>
+#include <typex/export/dot.hpp>
+#include <typex/export/unflatten.hpp>
 #include <typex/nn.hpp>
 
 #include <boost/hana/adapt_struct.hpp>
@@ -164,4 +167,31 @@ TEST_CASE("control flow: map over rows and scan with a buffer written in the bod
   const auto got2 = again({x.erase()});
   check_close(got2[0], want_total);
   check_close(got2[1], want_partial);
+}
+
+TEST_CASE("control flow: subgraphs kept through run_decompositions (lowered too), pictured, unflattened") {
+  using namespace cf_test;
+  picker m;
+  init_module(m, 3);
+  const auto spec = input<"x">(tensor_spec<f32, shape<batch, fix<8>>>(shape<batch, fix<8>>(batch(2), {})));
+  const auto ep = export_program(m, spec);
+  const exported_program core = run_decompositions(ep);
+  CHECK(core.dialect() == ir::core_dialect);
+  const std::string text = core.to_string();
+  CHECK(text.find("class true_graph_0(torch.nn.Module)") != std::string::npos);
+  CHECK(text.find("aten.linear.default") == std::string::npos);  // (lowered inside the branches too)
+  const std::string dot = to_dot(ep);
+  CHECK(dot.find("subgraph cluster_true_graph_0") != std::string::npos);
+  CHECK(dot.find("lhead=\"cluster_false_graph_0\"") != std::string::npos);
+  auto flat = ep.exported_program::module();
+  auto lowered = core.module();
+  auto tree = unflatten(ep);
+  for (float sign : {1.0f, -1.0f}) {
+    host_tensor<f32, shape<batch, fix<8>>> x(shape<batch, fix<8>>(batch(4), {}));
+    for (index_t i = 0; i < x.numel(); ++i) x.data()[i] = sign * (0.2f + 0.03f * static_cast<float>(i % 5));
+    const auto want = m(x);
+    check_close(flat({x.erase()})[0], want);
+    check_close(lowered({x.erase()})[0], want, 1e-5);
+    check_close(tree({x.erase()})[0], want);
+  }
 }

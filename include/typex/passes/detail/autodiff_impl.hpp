@@ -550,6 +550,8 @@ TYPEX_API auto differentiate(const ir::graph& forward, const gradient_request& r
     outs.push_back(s ? *s : c.zeros_like(value_ref{w, 0}));
   }
   g.set_output(std::move(outs));
+  g.copy_subgraphs_from(forward);
+  g.drop_unused_subgraphs();
   return g;
 }
 
@@ -598,6 +600,7 @@ TYPEX_API auto expose_dropout_masks(const ir::graph& graph, std::size_t* exposed
                            .name_hint = f.name, .nn_module_stack = f.nn_module_stack, .stack_trace = f.stack_trace});
   }
   if (exposed != nullptr) *exposed = count;
+  g.copy_subgraphs_from(graph);
   return g;
 }
 

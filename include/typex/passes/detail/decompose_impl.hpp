@@ -246,5 +246,8 @@ TYPEX_API auto typex::passes::decomposition_table::ops() const -> std::vector<op
 
 TYPEX_API auto typex::passes::decompose(const ir::graph& g, const decomposition_table& table, std::vector<std::string>* names)
     -> ir::graph {
-  return detail::decomposer(g, table).run(names);
+  ir::graph out = detail::decomposer(g, table).run(names);
+  for (const ir::graph::subgraph& sub : g.subgraphs())  // (control flow: each branch and body lowered the same way)
+    out.add_subgraph_named(sub.name, std::make_shared<const ir::graph>(decompose(*sub.body, table, nullptr)));
+  return out;
 }

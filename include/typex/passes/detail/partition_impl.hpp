@@ -255,6 +255,7 @@ TYPEX_API auto typex::passes::partition_joint(const ir::graph& joint, std::size_
     for (const auto& m : nd.vals) (nd.op == ir::node_op::placeholder ? p.saved_input_bytes : p.saved_bytes) += bytes_of(m, options.sizes);
   }
   p.forward.set_output(std::move(fouts));
+  p.forward.copy_subgraphs_from(joint);
   eliminate_dead_code(p.forward);  // (what neither the outputs nor the saved values need)
   // 4. the backward graph: the saved values as placeholders, the recomputed nodes, the backward's
   for (std::size_t i = 0; i < n; ++i)
@@ -270,6 +271,9 @@ TYPEX_API auto typex::passes::partition_joint(const ir::graph& joint, std::size_
     bouts.push_back({bmap[r.node], r.index});
   }
   p.backward.set_output(std::move(bouts));
+  p.backward.copy_subgraphs_from(joint);
+  p.forward.drop_unused_subgraphs();
+  p.backward.drop_unused_subgraphs();
   return p;
 }
 

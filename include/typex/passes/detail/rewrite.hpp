@@ -95,6 +95,7 @@ TYPEX_API typex::passes::detail::graph_rewriter::graph_rewriter(const ir::graph&
   slots_.assign(n, ir::value_ref{unbound, 0});
   reserved_.reserve(source.size());
   for (const ir::node& nd : source.nodes()) reserved_.insert(nd.name);
+  out_.copy_subgraphs_from(source);  // (the subgraphs its control flow names: kept, as they are)
 }
 
 TYPEX_API auto typex::passes::detail::graph_rewriter::slot(ir::value_ref r) const -> std::size_t {
