@@ -178,7 +178,7 @@ TYPEX_API auto typex::make_joint(const exported_program& ep, const joint_options
   outs[first_user + options.loss].kind = output_kind::loss_output;
   outs.insert(outs.end(), grads.begin(), grads.end());
   const ir::node& out = g.output();
-  for (std::size_t k = 0; k < outs.size(); ++k) outs[k].arg = g[std::get<ir::value_ref>(out.args[k]).node].name;
+  for (std::size_t k = 0; k < outs.size(); ++k) outs[k].arg = detail::value_name(g, std::get<ir::value_ref>(out.args[k]));  // (scan[0])
   exported_program joint(std::move(g), graph_signature(sig.input_specs(), std::move(outs)), ep.state_dict(), ep.constants(),
                          ep.ranges(), ep.module_call_graph(), ep.example_inputs());
   joint.set_trusted_shapes(ep.trusted_shapes());  // (its shapes are derived from the forward's records)

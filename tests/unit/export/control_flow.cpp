@@ -6,6 +6,7 @@
 #include <typex/export/archive.hpp>
 #include <typex/export/decompositions.hpp>
 #include <typex/export/dot.hpp>
+#include <typex/export/joint.hpp>
 #include <typex/export/unflatten.hpp>
 #include <typex/nn.hpp>
 
@@ -194,4 +195,150 @@ TEST_CASE("control flow: subgraphs kept through run_decompositions (lowered too)
     check_close(lowered({x.erase()})[0], want, 1e-5);
     check_close(tree({x.erase()})[0], want);
   }
+}
+
+// ---- derivatives ------------------------------------------------------------------------------
+namespace cf_test {
+struct cond_loss {
+  nn::Linear<4, 4> fc;
+  template <class X>
+  auto operator()(const X& x) const {
+    const auto y = cond(
+        gt(mean(x), 0.0), [&](const auto& v) { return tanh(fc(v)); }, [&](const auto& v) { return mul(sigmoid(fc(v)), 2.0); }, x);
+    return sum(mul(y, y));
+  }
+};
+struct map_loss {
+  nn::Linear<4, 4> fc;
+  template <class X>
+  auto operator()(const X& x) const {
+    return sum(map([&](const auto& row) { return tanh(fc(row)); }, x));
+  }
+};
+struct scan_loss {
+  nn::Linear<4, 4> fc;
+  template <class X>
+  auto operator()(const X& x) const {
+    const auto h0 = mul(select<0>(x, 0), 0.25);
+    auto [h, ys] = scan(
+        [&](const auto& hp, const auto& xt) {
+          const auto hn = tanh(add(fc(xt), mul(hp, 0.5)));
+          return std::pair(hn, mul(hn, hn));
+        },
+        h0, x);
+    return add(sum(h), sum(ys));
+  }
+};
+struct while_loss {
+  nn::Linear<4, 4> fc;
+  template <class X>
+  auto operator()(const X& x) const {
+    const auto i0 = mul(sum(x), 0.0);
+    auto [h, i] = while_loop(
+        max_iterations{6}, [](const auto&, const auto& it) { return lt(it, 3.0); },
+        [&](const auto& hp, const auto& it) { return std::tuple(tanh(fc(hp)), add(it, 1.0)); }, x, i0);
+    (void)i;
+    return sum(mul(h, h));
+  }
+};
+struct unbounded {
+  template <class X>
+  auto operator()(const X& x) const {
+    auto [h, i] = while_loop([](const auto&, const auto& it) { return lt(it, 3.0); },
+                             [](const auto& hp, const auto& it) { return std::tuple(tanh(hp), add(it, 1.0)); }, x, mul(sum(x), 0.0));
+    (void)i;
+    return sum(h);
+  }
+};
+}  // namespace cf_test
+BOOST_HANA_ADAPT_STRUCT(cf_test::cond_loss, fc);
+BOOST_HANA_ADAPT_STRUCT(cf_test::unbounded);
+BOOST_HANA_ADAPT_STRUCT(cf_test::map_loss, fc);
+BOOST_HANA_ADAPT_STRUCT(cf_test::scan_loss, fc);
+BOOST_HANA_ADAPT_STRUCT(cf_test::while_loss, fc);
+
+namespace cf_test {
+// The joint program's gradients (of x and of fc.weight) against central differences of the flat
+// program's loss, in double steps of the f32 program.
+template <class S>
+void check_fd(const exported_program& ep, const any_tensor& x0) {
+  const exported_program joint = make_joint(ep, {.input_gradients = {"x"}});
+  const auto out = program_module<eigen_backend>(joint)({x0});
+  const joint_outputs r = read_joint_outputs(joint, out);
+  auto flat = ep.module();
+  const auto loss_at = [&](const any_tensor& x) { return static_cast<double>(flat({x})[0].data<float>()[0]); };
+  const any_tensor* dx = r.input_gradients.find("x");
+  REQUIRE(dx != nullptr);
+  const double eps = 1e-2;
+  for (index_t i = 0; i < static_cast<index_t>(x0.numel()); ++i) {
+    any_tensor xp = x0.clone(), xm = x0.clone();
+    xp.data<float>()[i] += static_cast<float>(eps);
+    xm.data<float>()[i] -= static_cast<float>(eps);
+    const double fd = (loss_at(xp) - loss_at(xm)) / (2 * eps);
+    INFO("x[" << i << "]");
+    CHECK(std::abs(fd - dx->data<float>()[i]) <= 2e-3 + 2e-3 * std::abs(fd));
+  }
+  const any_tensor* dw = r.gradients.find("fc.weight");
+  REQUIRE(dw != nullptr);
+  const any_tensor w0 = *ep.state_dict().find("fc.weight");
+  for (index_t i = 0; i < static_cast<index_t>(w0.numel()); i += 3) {
+    named_tensors sp, sm;
+    any_tensor wp = w0.clone(), wm = w0.clone();
+    wp.data<float>()[i] += static_cast<float>(eps);
+    wm.data<float>()[i] -= static_cast<float>(eps);
+    sp.insert("fc.weight", wp);
+    sm.insert("fc.weight", wm);
+    sp.insert("fc.bias", *ep.state_dict().find("fc.bias"));
+    sm.insert("fc.bias", *ep.state_dict().find("fc.bias"));
+    auto fp = ep.module();
+    auto fm = ep.module();
+    fp.load_state_dict(sp);
+    fm.load_state_dict(sm);
+    const double fd = (static_cast<double>(fp({x0})[0].data<float>()[0]) - static_cast<double>(fm({x0})[0].data<float>()[0])) / (2 * eps);
+    INFO("fc.weight[" << i << "]");
+    CHECK(std::abs(fd - dw->data<float>()[i]) <= 2e-3 + 2e-3 * std::abs(fd));
+  }
+  (void)sizeof(S);
+}
+inline any_tensor ramp(std::vector<index_t> extents, float sign) {
+  any_tensor t(dtype::f32, std::move(extents));
+  for (index_t i = 0; i < static_cast<index_t>(t.numel()); ++i) t.data<float>()[i] = sign * (0.3f + 0.11f * static_cast<float>(i % 7)) - 0.1f * static_cast<float>(i % 3);
+  return t;
+}
+}  // namespace cf_test
+
+TEST_CASE("control flow: gradients through cond (both branches), map, scan and a bounded while_loop against finite differences") {
+  using namespace cf_test;
+  SUBCASE("cond") {
+    cond_loss m;
+    init_module(m, 21);
+    const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape_c<4>>()));
+    CHECK(make_joint(ep).to_string().find("torch.ops.higher_order.cond(gt, true_graph_0_backward") != std::string::npos);
+    check_fd<cond_loss>(ep, ramp({4}, 1.0f));   // (the true branch)
+    check_fd<cond_loss>(ep, ramp({4}, -1.0f));  // (the false branch)
+  }
+  SUBCASE("map") {
+    map_loss m;
+    init_module(m, 22);
+    const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape_c<3, 4>>()));
+    check_fd<map_loss>(ep, ramp({3, 4}, 1.0f));
+  }
+  SUBCASE("scan") {
+    scan_loss m;
+    init_module(m, 23);
+    const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape_c<5, 4>>()));
+    CHECK(make_joint(ep).to_string().find("torch.ops.higher_order.scan(scan_combine_graph_0_backward") != std::string::npos);
+    check_fd<scan_loss>(ep, ramp({5, 4}, 1.0f));
+  }
+  SUBCASE("bounded while_loop") {
+    while_loss m;
+    init_module(m, 24);
+    const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape_c<4>>()));
+    check_fd<while_loss>(ep, ramp({4}, 1.0f));
+  }
+}
+
+TEST_CASE("control flow: a while_loop without a declared bound is not differentiable, and says how to declare one") {
+  const auto ep = export_program(cf_test::unbounded{}, input<"x">(tensor_spec<f32, shape_c<4>>()));
+  CHECK_THROWS_WITH_AS(make_joint(ep, {.input_gradients = {"x"}}), doctest::Contains("typex::max_iterations{N}"), unsupported_error);
 }

@@ -2,6 +2,7 @@
 // typex::runtime, or inline in header-only builds). Included by autodiff.hpp only.
 #pragma once
 
+#include <typex/ir/control_flow.hpp>
 #include <typex/passes/autodiff.hpp>
 
 #include <algorithm>
@@ -458,8 +459,400 @@ TYPEX_API auto detail::add_user_derivative(op_id id, derivative_kind kind, vjp_f
 
 TYPEX_API auto derivative_kind_of(op_id id) -> derivative_kind { return detail::find_derivative(id).kind; }
 
+namespace detail {
+using grad_table = std::vector<std::vector<std::optional<value_ref>>>;
+
+// Copies forward's nodes (all but the output) into g, same ids and names.
+inline void copy_forward(const ir::graph& forward, ir::graph& g) {
+  const std::size_t n = forward.size() - 1;  // (the output node last)
+  for (ir::node_id i = 0; i < n; ++i) {
+    const ir::node& f = forward[i];
+    if (f.op == ir::node_op::placeholder) {
+      g.add_placeholder(f.name, f.vals.front());
+    } else {
+      g.add_call({.target = f.target, .args = f.args, .kwargs = f.kwargs, .vals = f.vals, .name_hint = f.name,
+                  .nn_module_stack = f.nn_module_stack, .stack_trace = f.stack_trace});
+    }
+  }
+  g.copy_subgraphs_from(forward);
+}
+
+// wanted[i]: node i lies on a path from a placeholder in `wrt` (a floating-point value).
+inline std::vector<bool> wanted_nodes(const ir::graph& forward, const std::vector<ir::node_id>& wrt) {
+  const std::size_t n = forward.size() - 1;
+  std::vector<bool> wanted(n, false);
+  for (ir::node_id w : wrt) wanted[w] = is_floating_point(forward[w].vals.front().scalar_type);
+  for (ir::node_id i = 0; i < n; ++i) {
+    const ir::node& f = forward[i];
+    if (f.op != ir::node_op::call_function || wanted[i]) continue;
+    bool any = false;
+    ir::graph::for_each_ref(f, [&](value_ref v) { any = any || wanted[v.node]; });
+    bool floating = false;
+    for (const auto& m : f.vals) floating = floating || is_floating_point(m.scalar_type);
+    wanted[i] = any && floating && derivative_kind_of(f.target) != derivative_kind::not_differentiable;
+  }
+  return wanted;
+}
+
+inline void add_grad(vjp_context& c, grad_table& grads, value_ref at, value_ref g) {
+  std::optional<value_ref>& slot = grad_slot(grads, at);
+  slot = slot ? c.add(*slot, g) : g;
+}
+
+TYPEX_API void sweep(const ir::graph& forward, vjp_context& c, grad_table& grads, const std::vector<bool>& wanted,
+                     const std::vector<bool>& reaches, std::size_t last);
+
+// The backward of a whole graph as a graph: placeholders (its inputs..., one seed per output),
+// outputs the gradients of the inputs with wrt[k] set (zeros where none flows). The forward is
+// recomputed inside it (control flow's derivatives recompute their subgraphs' intermediates).
+TYPEX_API ir::graph vjp_graph(const ir::graph& f, const std::vector<bool>& wrt) {
+  static constexpr std::string_view who = "typex::passes::differentiate";
+  (void)who;
+  ir::graph g;
+  copy_forward(f, g);
+  const std::size_t n = f.size() - 1;
+  const auto placeholders = f.placeholders();
+  std::vector<ir::node_id> wrt_ids;
+  for (std::size_t k = 0; k < placeholders.size(); ++k)
+    if (k < wrt.size() && wrt[k]) wrt_ids.push_back(placeholders[k]);
+  const std::vector<bool> wanted = wanted_nodes(f, wrt_ids);
+  std::vector<bool> reaches(n, false);
+  grad_table grads(n);
+  vjp_context c(g);
+  std::vector<ir::node_id> seeds;
+  const auto& outs = f.output().args;
+  for (std::size_t j = 0; j < outs.size(); ++j) {
+    const value_ref o = std::get<value_ref>(outs[j]);
+    const ir::tensor_meta& m = f.meta(o);
+    if (!is_floating_point(m.scalar_type)) {
+      typex::detail::raise<unsupported_error>([&](auto& w) {
+        w.put(who); w.put(": a subgraph of control flow returns "); w.put(m.to_string()); w.put(" (output "); w.put_int(static_cast<long long>(j));
+        w.put("), which carries no gradient; differentiating through control flow needs floating-point results and carried values");
+      });
+    }
+    const ir::node_id seed = g.add_placeholder("tangents_" + std::to_string(j + 1), m);
+    seeds.push_back(seed);
+    reaches[o.node] = true;
+    add_grad(c, grads, o, value_ref{seed, 0});
+  }
+  for (std::size_t i = n; i-- > 0;)
+    if (reaches[i]) ir::graph::for_each_ref(f[static_cast<ir::node_id>(i)], [&](value_ref v) { reaches[v.node] = true; });
+  if (n > 0) sweep(f, c, grads, wanted, reaches, n - 1);
+  std::vector<value_ref> result;
+  for (ir::node_id w : wrt_ids) {
+    std::optional<value_ref> gw = grads[w].empty() ? std::nullopt : grads[w].front();
+    result.push_back(gw ? *gw : c.zeros_like(value_ref{w, 0}));
+  }
+  g.set_output(std::move(result));
+  // (placeholders first: the inputs, then the seeds)
+  std::vector<ir::node_id> order(placeholders.begin(), placeholders.end());
+  order.insert(order.end(), seeds.begin(), seeds.end());
+  std::vector<bool> placed(g.size(), false);
+  for (ir::node_id p : order) placed[p] = true;
+  for (ir::node_id i = 0; i < g.size(); ++i)
+    if (!placed[i]) order.push_back(i);
+  g.reorder(order);
+  g.drop_unused_subgraphs();
+  return g;
+}
+
+// g with its placeholders in the order `perm` (perm[k]: which placeholder comes k-th).
+inline void permute_placeholders(ir::graph& g, const std::vector<std::size_t>& perm) {
+  const auto ph = g.placeholders();
+  std::vector<ir::node_id> order;
+  for (std::size_t k : perm) order.push_back(ph.at(k));
+  for (ir::node_id i = 0; i < g.size(); ++i)
+    if (g[i].op != ir::node_op::placeholder) order.push_back(i);
+  g.reorder(order);
+}
+
+// Copies `sub`'s calls into `into`, its placeholders fed by `inputs`; returns its outputs.
+inline std::vector<value_ref> inline_graph(ir::graph& into, const ir::graph& sub, const std::vector<value_ref>& inputs) {
+  std::vector<ir::node_id> remap(sub.size(), 0);
+  std::vector<value_ref> ph_value(sub.size());
+  std::size_t k = 0;
+  const auto moved = [&](ir::argument a) {
+    const auto fix = [&](value_ref r) { return sub[r.node].op == ir::node_op::placeholder ? ph_value[r.node] : value_ref{remap[r.node], r.index}; };
+    if (auto* r = std::get_if<value_ref>(&a)) *r = fix(*r);
+    else if (auto* rs = std::get_if<std::vector<value_ref>>(&a))
+      for (value_ref& x : *rs) x = fix(x);
+    return a;
+  };
+  std::vector<value_ref> outs;
+  for (ir::node_id i = 0; i < sub.size(); ++i) {
+    const ir::node& nd = sub[i];
+    if (nd.op == ir::node_op::placeholder) {
+      ph_value[i] = inputs.at(k++);
+    } else if (nd.op == ir::node_op::output) {
+      for (const ir::argument& a : nd.args) outs.push_back(std::get<value_ref>(moved(a)));
+    } else {
+      std::vector<ir::argument> args;
+      for (const ir::argument& a : nd.args) args.push_back(moved(a));
+      std::vector<std::pair<std::string, ir::argument>> kwargs;
+      for (const auto& [key, a] : nd.kwargs) kwargs.emplace_back(key, moved(a));
+      remap[i] = into.add_call({.target = nd.target, .args = std::move(args), .kwargs = std::move(kwargs), .vals = nd.vals, .name_hint = nd.name,
+                                .nn_module_stack = nd.nn_module_stack, .stack_trace = nd.stack_trace});
+    }
+  }
+  into.copy_subgraphs_from(sub);
+  return outs;
+}
+
+inline ir::node_id emit_control(vjp_context& c, const ir::control_call& call, std::vector<ir::tensor_meta> vals, std::string_view name,
+                                const ir::node& origin) {
+  const op_id target = call.kind == ir::control_kind::cond ? op_id_of<ir::cond_op>
+                       : call.kind == ir::control_kind::while_loop ? op_id_of<ir::while_loop_op>
+                       : call.kind == ir::control_kind::map ? op_id_of<ir::map_op> : op_id_of<ir::scan_op>;
+  const ir::node_id id = c.graph().add_call({.target = target, .args = ir::control_call_arguments(call), .vals = std::move(vals),
+                                             .name_hint = std::string(name), .nn_module_stack = origin.nn_module_stack,
+                                             .stack_trace = origin.stack_trace});
+  ir::check_control_flow(c.graph(), c.graph()[id]);
+  return id;
+}
+
+inline value_ref grad_or_zeros(vjp_context& c, grad_table& grads, value_ref v) {
+  const auto& per = grads[v.node];
+  if (v.index < per.size() && per[v.index]) return *per[v.index];
+  return c.zeros_like(v);
+}
+
+inline std::vector<ir::tensor_meta> metas(const ir::graph& g, const std::vector<value_ref>& vs) {
+  std::vector<ir::tensor_meta> out;
+  for (value_ref v : vs) out.push_back(g.meta(v));
+  return out;
+}
+
+// The gradients of a scan node's inputs: (init..., xs..., additional...), each a value or none.
+// seeds: the gradients flowing into its outputs (carry..., ys...). Recomputes the forward once
+// (a scan that also stacks each step's input carry), then runs the combine's backward as a
+// reverse scan carrying the carry's gradient; the additional inputs' per-step gradients are
+// stacked and summed.
+TYPEX_API std::vector<std::optional<value_ref>> scan_vjp(vjp_context& c, const ir::node& f_in, const std::vector<value_ref>& seeds,
+                                                          const std::vector<bool>& want_x, const std::vector<bool>& want_a) {
+  const ir::node f = f_in;  // (a copy: f_in may be a node of the graph this adds to)
+  const ir::graph& g0 = c.graph();
+  const ir::control_call call = ir::read_control_call(f);
+  const ir::graph& combine = g0.subgraph_at(call.graphs[0]);
+  const std::size_t nc = call.carried.size(), nx = call.xs.size(), na = call.additional.size();
+  const std::size_t ny = f.vals.size() - nc;
+  // 1. the forward again, stacking each step's input carry
+  ir::graph aug;
+  {
+    ir::graph copy;
+    copy_forward(combine, copy);
+    std::vector<value_ref> outs;
+    for (const ir::argument& a : combine.output().args) outs.push_back(std::get<value_ref>(a));
+    const auto ph = combine.placeholders();
+    for (std::size_t k = 0; k < nc; ++k) outs.push_back({ph[k], 0});
+    copy.set_output(std::move(outs));
+    aug = std::move(copy);
+  }
+  ir::control_call fwd = call;
+  fwd.graphs = {c.graph().add_subgraph(call.graphs[0] + "_steps", std::move(aug))};
+  std::vector<ir::tensor_meta> fvals = f.vals;
+  const ir::sym_expr lead = c.graph().meta(call.xs.front()).shape.front();
+  for (std::size_t k = 0; k < nc; ++k) {
+    ir::tensor_meta m = c.graph().meta(call.carried[k]);
+    m.shape.insert(m.shape.begin(), lead);
+    fvals.push_back(std::move(m));
+  }
+  const ir::node_id steps = emit_control(c, fwd, fvals, "scan_steps", f);
+  // 2. the combine's backward: inputs (carry, x, additional, seeds (carry', y)) -> grads (carry, x, additional)
+  std::vector<bool> wrt(nc + nx + na, true);
+  for (std::size_t k = 0; k < nx; ++k) wrt[nc + k] = want_x[k];
+  for (std::size_t k = 0; k < na; ++k) wrt[nc + nx + k] = want_a[k];
+  ir::graph back = vjp_graph(combine, wrt);
+  // placeholders as the reverse scan takes them: carry = the carry's grads (seeds 0..nc),
+  // xs = (x..., carry_t..., gy...), additional
+  std::vector<std::size_t> perm;
+  const std::size_t seed0 = nc + nx + na;
+  for (std::size_t k = 0; k < nc; ++k) perm.push_back(seed0 + k);
+  for (std::size_t k = 0; k < nx; ++k) perm.push_back(nc + k);
+  for (std::size_t k = 0; k < nc; ++k) perm.push_back(k);
+  for (std::size_t k = 0; k < ny; ++k) perm.push_back(seed0 + nc + k);
+  for (std::size_t k = 0; k < na; ++k) perm.push_back(nc + nx + k);
+  permute_placeholders(back, perm);
+  std::vector<ir::tensor_meta> back_outs = ir::output_metas(back);
+  ir::control_call bwd;
+  bwd.kind = ir::control_kind::scan;
+  bwd.reverse = !call.reverse;
+  for (std::size_t k = 0; k < nc; ++k) bwd.carried.push_back(seeds[k]);
+  for (std::size_t k = 0; k < nx; ++k) bwd.xs.push_back(call.xs[k]);
+  for (std::size_t k = 0; k < nc; ++k) bwd.xs.push_back({steps, static_cast<std::uint32_t>(nc + ny + k)});
+  for (std::size_t k = 0; k < ny; ++k) bwd.xs.push_back(seeds[nc + k]);
+  bwd.additional = call.additional;
+  bwd.graphs = {c.graph().add_subgraph(call.graphs[0] + "_backward", std::move(back))};
+  std::vector<ir::tensor_meta> bvals;
+  for (std::size_t k = 0; k < back_outs.size(); ++k) {
+    ir::tensor_meta m = back_outs[k];
+    if (k >= nc) m.shape.insert(m.shape.begin(), lead);
+    bvals.push_back(std::move(m));
+  }
+  const ir::node_id b = emit_control(c, bwd, bvals, "scan_backward", f);
+  std::vector<std::optional<value_ref>> out(nc + nx + na);
+  std::uint32_t k = 0;
+  for (std::size_t j = 0; j < nc; ++j) out[j] = value_ref{b, k++};
+  for (std::size_t j = 0; j < nx; ++j)
+    if (want_x[j]) out[nc + j] = value_ref{b, k++};
+  for (std::size_t j = 0; j < na; ++j)
+    if (want_a[j]) out[nc + nx + j] = c.sum(value_ref{b, k++}, {0});
+  return out;
+}
+
+// The derivative of one higher-order call (node i of forward), into grads.
+TYPEX_API void control_flow_vjp(const ir::graph& forward, vjp_context& c, grad_table& grads, const std::vector<bool>& wanted, ir::node_id i) {
+  const ir::node& f = forward[i];
+  const ir::control_call call = ir::read_control_call(f);
+  const auto want = [&](value_ref v) { return v.node < wanted.size() && wanted[v.node] && is_floating_point(forward.meta(v).scalar_type); };
+  std::vector<value_ref> seeds;
+  for (std::uint32_t k = 0; k < f.vals.size(); ++k) seeds.push_back(grad_or_zeros(c, grads, {i, k}));
+  switch (call.kind) {
+    case ir::control_kind::cond: {
+      std::vector<bool> wrt;
+      for (value_ref v : call.carried) wrt.push_back(want(v));
+      ir::control_call b;
+      b.kind = ir::control_kind::cond;
+      b.pred = call.pred;
+      b.carried = call.carried;
+      b.carried.insert(b.carried.end(), seeds.begin(), seeds.end());
+      ir::graph t = vjp_graph(forward.subgraph_at(call.graphs[0]), wrt);
+      ir::graph e = vjp_graph(forward.subgraph_at(call.graphs[1]), wrt);
+      std::vector<ir::tensor_meta> vals = ir::output_metas(t);
+      if (vals.empty()) return;
+      b.graphs = {c.graph().add_subgraph(call.graphs[0] + "_backward", std::move(t)), c.graph().add_subgraph(call.graphs[1] + "_backward", std::move(e))};
+      const ir::node_id n = emit_control(c, b, std::move(vals), "cond_backward", f);
+      std::uint32_t k = 0;
+      for (std::size_t j = 0; j < call.carried.size(); ++j)
+        if (wrt[j]) add_grad(c, grads, call.carried[j], value_ref{n, k++});
+      return;
+    }
+    case ir::control_kind::map: {
+      const std::size_t nx = call.xs.size(), na = call.additional.size();
+      std::vector<bool> wrt;
+      for (value_ref v : call.xs) wrt.push_back(want(v));
+      for (value_ref v : call.additional) wrt.push_back(want(v));
+      ir::graph back = vjp_graph(forward.subgraph_at(call.graphs[0]), wrt);
+      if (back.output().args.empty()) return;
+      // placeholders: (x slices..., y seeds..., additional...)
+      std::vector<std::size_t> perm;
+      for (std::size_t k = 0; k < nx; ++k) perm.push_back(k);
+      for (std::size_t k = 0; k < f.vals.size(); ++k) perm.push_back(nx + na + k);
+      for (std::size_t k = 0; k < na; ++k) perm.push_back(nx + k);
+      permute_placeholders(back, perm);
+      ir::control_call b;
+      b.kind = ir::control_kind::map;
+      b.xs = call.xs;
+      b.xs.insert(b.xs.end(), seeds.begin(), seeds.end());
+      b.additional = call.additional;
+      std::vector<ir::tensor_meta> vals = ir::output_metas(back);
+      const ir::sym_expr lead = forward.meta(call.xs.front()).shape.front();
+      for (ir::tensor_meta& m : vals) m.shape.insert(m.shape.begin(), lead);
+      b.graphs = {c.graph().add_subgraph(call.graphs[0] + "_backward", std::move(back))};
+      const ir::node_id n = emit_control(c, b, std::move(vals), "map_backward", f);
+      std::uint32_t k = 0;
+      for (std::size_t j = 0; j < nx; ++j)
+        if (wrt[j]) add_grad(c, grads, call.xs[j], value_ref{n, k++});
+      for (std::size_t j = 0; j < na; ++j)
+        if (wrt[nx + j]) add_grad(c, grads, call.additional[j], c.sum(value_ref{n, k++}, {0}));
+      return;
+    }
+    case ir::control_kind::scan: {
+      std::vector<bool> want_x, want_a;
+      for (value_ref v : call.xs) want_x.push_back(want(v));
+      for (value_ref v : call.additional) want_a.push_back(want(v));
+      const auto g = scan_vjp(c, f, seeds, want_x, want_a);
+      for (std::size_t j = 0; j < call.carried.size(); ++j)
+        if (want(call.carried[j])) add_grad(c, grads, call.carried[j], *g[j]);
+      for (std::size_t j = 0; j < call.xs.size(); ++j)
+        if (g[call.carried.size() + j]) add_grad(c, grads, call.xs[j], *g[call.carried.size() + j]);
+      for (std::size_t j = 0; j < call.additional.size(); ++j)
+        if (const auto& ga = g[call.carried.size() + call.xs.size() + j]) add_grad(c, grads, call.additional[j], *ga);
+      return;
+    }
+    case ir::control_kind::while_loop: {
+      if (call.max_iterations < 0) {
+        typex::detail::raise<unsupported_error>([&](auto& w) {
+          w.put("typex::passes::differentiate: the while_loop '"); w.put(f.name);
+          if (!f.stack_trace.empty()) { w.put("' (at "); w.put(f.stack_trace); w.put(')'); } else { w.put('\''); }
+          w.put(" has no declared bound, and a loop's backward needs one (to keep each iteration's carried values): "
+                "declare it, typex::while_loop(typex::max_iterations{N}, cond_fn, body_fn, carried...)");
+        });
+      }
+      // as a scan of max_iterations steps: each step runs the body where the condition holds and
+      // keeps the carried values where it does not (the forward's own node gave the results)
+      const std::size_t nc = call.carried.size(), na = call.additional.size();
+      const ir::graph& cg = forward.subgraph_at(call.graphs[0]);
+      const ir::graph& bg = forward.subgraph_at(call.graphs[1]);
+      ir::graph step;
+      std::vector<value_ref> ins;
+      for (std::size_t k = 0; k < nc; ++k) ins.push_back({step.add_placeholder("carried_" + std::to_string(k), forward.meta(call.carried[k])), 0});
+      step.add_placeholder("step", ir::tensor_meta{dtype::f32, {}});
+      for (std::size_t k = 0; k < na; ++k) ins.push_back({step.add_placeholder("additional_" + std::to_string(k), forward.meta(call.additional[k])), 0});
+      const value_ref p = inline_graph(step, cg, ins).front();
+      const std::vector<value_ref> next = inline_graph(step, bg, ins);
+      graph_builder sb(step);
+      std::vector<value_ref> outs;
+      for (std::size_t k = 0; k < nc; ++k) outs.push_back(sb.where(p, next[k], ins[k]));
+      step.set_output(std::move(outs));
+      ir::control_call sc;
+      sc.kind = ir::control_kind::scan;
+      sc.carried = call.carried;
+      sc.xs = {c.full({ir::sym_expr(call.max_iterations)}, 0.0, dtype::f32)};
+      sc.additional = call.additional;
+      sc.graphs = {c.graph().add_subgraph(call.graphs[1] + "_bounded", std::move(step))};
+      const ir::node_id s = emit_control(c, sc, metas(c.graph(), call.carried), "while_loop_bounded", f);
+      std::vector<bool> want_a;
+      for (value_ref v : call.additional) want_a.push_back(want(v));
+      const auto g = scan_vjp(c, c.graph()[s], seeds, {false}, want_a);
+      for (std::size_t j = 0; j < nc; ++j)
+        if (want(call.carried[j])) add_grad(c, grads, call.carried[j], *g[j]);
+      for (std::size_t j = 0; j < na; ++j)
+        if (const auto& ga = g[nc + 1 + j]) add_grad(c, grads, call.additional[j], *ga);
+      return;
+    }
+    case ir::control_kind::none: return;
+  }
+}
+
+// Walks the forward nodes from `last` down to the first, adding each wanted node's derivative.
+TYPEX_API void sweep(const ir::graph& forward, vjp_context& c, grad_table& grads, const std::vector<bool>& wanted,
+                     const std::vector<bool>& reaches, std::size_t last) {
+  static constexpr std::string_view who = "typex::passes::differentiate";
+  (void)who;
+  for (std::size_t i = last + 1; i-- > 0;) {
+    const ir::node& f = forward[static_cast<ir::node_id>(i)];
+    if (f.op != ir::node_op::call_function || !wanted[i] || !reaches[i]) continue;
+    bool flows = false;
+    for (const auto& s : grads[i]) flows = flows || s.has_value();
+    if (!flows) continue;
+    if (ir::is_control_flow(f)) {
+      c.set_origin(f.nn_module_stack, f.stack_trace);
+      control_flow_vjp(forward, c, grads, wanted, static_cast<ir::node_id>(i));
+      continue;
+    }
+    const detail::derivative_entry d = detail::find_derivative(f.target);
+    if (d.kind == derivative_kind::missing) {
+      typex::detail::raise<unsupported_error>([&](auto& w) {
+        w.put(who); w.put(": "); w.put(f.target.name()); w.put(" (node '"); w.put(f.name); w.put('\'');
+        if (!f.stack_trace.empty()) { w.put(", at "); w.put(f.stack_trace); }
+        w.put(") has no derivative: the op defines none (an op gives one as `template <class C> static void vjp(C& c)`, "
+              "or declares `static constexpr bool differentiable = false`; a user-defined op then registers it with "
+              "typex::passes::register_derivative<Op>()); detach the value it computes from the parameters, or give the "
+              "op its derivative");
+      });
+    }
+    const std::vector<const any_tensor*> no_tensors;
+    const ir::call_args a(f.target, f.args, no_tensors);
+    c.bind(static_cast<ir::node_id>(i), f, a, grads, wanted);
+    c.set_origin(f.nn_module_stack, f.stack_trace);
+    d.fn(c);
+  }
+}
+}  // namespace detail
+
 TYPEX_API auto differentiate(const ir::graph& forward, const gradient_request& r) -> ir::graph {
   static constexpr std::string_view who = "typex::passes::differentiate";
+  (void)who;
   if (!forward.has_output()) typex::detail::raise_message<ir::graph_error>(std::string(who) + ": the graph has no output node");
   const ir::node& fwd_out = forward.output();
   if (r.loss >= fwd_out.args.size()) {
@@ -485,62 +878,23 @@ TYPEX_API auto differentiate(const ir::graph& forward, const gradient_request& r
 
   // 1. the forward, node for node (same ids, names, provenance)
   ir::graph g;
-  const std::size_t n = forward.size() - 1;  // (the output node last)
-  for (ir::node_id i = 0; i < n; ++i) {
-    const ir::node& f = forward[i];
-    if (f.op == ir::node_op::placeholder) {
-      g.add_placeholder(f.name, f.vals.front());
-    } else {
-      g.add_call({.target = f.target, .args = f.args, .kwargs = f.kwargs, .vals = f.vals, .name_hint = f.name,
-                  .nn_module_stack = f.nn_module_stack, .stack_trace = f.stack_trace});
-    }
-  }
+  detail::copy_forward(forward, g);
+  const std::size_t n = forward.size() - 1;
 
   // 2. the nodes between a wanted value and the loss
-  std::vector<bool> wanted(n, false), reaches(n, false);
-  for (ir::node_id w : r.wrt) wanted[w] = is_floating_point(forward[w].vals.front().scalar_type);
-  for (ir::node_id i = 0; i < n; ++i) {
-    const ir::node& f = forward[i];
-    if (f.op != ir::node_op::call_function || wanted[i]) continue;
-    bool any = false;
-    ir::graph::for_each_ref(f, [&](value_ref v) { any = any || wanted[v.node]; });
-    bool floating = false;
-    for (const auto& m : f.vals) floating = floating || is_floating_point(m.scalar_type);
-    wanted[i] = any && floating && derivative_kind_of(f.target) != derivative_kind::not_differentiable;
-  }
+  const std::vector<bool> wanted = detail::wanted_nodes(forward, r.wrt);
+  std::vector<bool> reaches(n, false);
   reaches[loss.node] = true;
   for (std::size_t i = n; i-- > 0;)
     if (reaches[i]) ir::graph::for_each_ref(forward[static_cast<ir::node_id>(i)], [&](value_ref v) { reaches[v.node] = true; });
 
   // 3. backward, from the loss to the first node
-  std::vector<std::vector<std::optional<value_ref>>> grads(n);
+  detail::grad_table grads(n);
   vjp_context c(g);
   c.set_origin(forward[loss.node].nn_module_stack, forward[loss.node].stack_trace);
   // (the seed reads nothing of the forward: a partition hands the backward no value for it)
   detail::grad_slot(grads, loss) = c.full({}, 1.0, loss_meta.scalar_type);
-  for (std::size_t i = loss.node + 1; i-- > 0;) {
-    const ir::node& f = forward[static_cast<ir::node_id>(i)];
-    if (f.op != ir::node_op::call_function || !wanted[i] || !reaches[i]) continue;
-    bool flows = false;
-    for (const auto& s : grads[i]) flows = flows || s.has_value();
-    if (!flows) continue;
-    const detail::derivative_entry d = detail::find_derivative(f.target);
-    if (d.kind == derivative_kind::missing) {
-      typex::detail::raise<unsupported_error>([&](auto& w) {
-        w.put(who); w.put(": "); w.put(f.target.name()); w.put(" (node '"); w.put(f.name); w.put('\'');
-        if (!f.stack_trace.empty()) { w.put(", at "); w.put(f.stack_trace); }
-        w.put(") has no derivative: the op defines none (an op gives one as `template <class C> static void vjp(C& c)`, "
-              "or declares `static constexpr bool differentiable = false`; a user-defined op then registers it with "
-              "typex::passes::register_derivative<Op>()); detach the value it computes from the parameters, or give the "
-              "op its derivative");
-      });
-    }
-    const std::vector<const any_tensor*> no_tensors;
-    const ir::call_args a(f.target, f.args, no_tensors);
-    c.bind(static_cast<ir::node_id>(i), f, a, grads, wanted);
-    c.set_origin(f.nn_module_stack, f.stack_trace);
-    d.fn(c);
-  }
+  detail::sweep(forward, c, grads, wanted, reaches, loss.node);
 
   // 4. the outputs: the forward's, then the gradients asked for
   std::vector<value_ref> outs;
@@ -550,7 +904,6 @@ TYPEX_API auto differentiate(const ir::graph& forward, const gradient_request& r
     outs.push_back(s ? *s : c.zeros_like(value_ref{w, 0}));
   }
   g.set_output(std::move(outs));
-  g.copy_subgraphs_from(forward);
   g.drop_unused_subgraphs();
   return g;
 }
