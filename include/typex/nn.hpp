@@ -11,3 +11,4 @@
 #include <typex/nn/linear.hpp>
 #include <typex/nn/normalization.hpp>
 #include <typex/nn/optim.hpp>
+#include <typex/nn/rnn.hpp>

@@ -38,9 +38,16 @@ namespace typex {
 template <class T>
 concept numbered_module_type = requires { requires T::numbered_children; };
 
+// A module whose tensors have names of its own making (torch's nn.LSTM: weight_ih_l0,
+// weight_hh_l1_reverse, ...) says `static constexpr bool flat_named_tensors = true;` and has
+// `template <class Self, class F> static void for_each_named_tensor(Self& self, F&& f)` calling
+// f(name, tensor) for each of its module tensors, in order.
 template <class T>
-concept module_type = (boost::hana::Struct<T>::value || numbered_module_type<T>) && !module_tensor_type<T> &&
-                      !host_tensor_type<T>;
+concept flat_named_module_type = requires { requires T::flat_named_tensors; };
+
+template <class T>
+concept module_type = (boost::hana::Struct<T>::value || numbered_module_type<T> || flat_named_module_type<T>) &&
+                      !module_tensor_type<T> && !host_tensor_type<T>;
 
 namespace detail {
 // An error here means: the model type has no reflection, so its parameters, buffers and submodules
@@ -76,7 +83,12 @@ void walk_members(M& m, const std::string& prefix, OnTensor&& on_tensor, OnModul
 template <class M, class OnTensor, class OnModule>
 void walk_module(M& m, const std::string& prefix, OnTensor&& on_tensor, OnModule&& on_module) {
   on_module(prefix, m);
-  if constexpr (numbered_module_type<std::remove_const_t<M>>) {
+  if constexpr (flat_named_module_type<std::remove_const_t<M>>) {
+    std::remove_const_t<M>::for_each_named_tensor(m, [&](std::string_view name, auto& t) {
+      using T = std::remove_cvref_t<decltype(t)>;
+      on_tensor(join_fqn(prefix, name), T::role, T::persistent, t);
+    });
+  } else if constexpr (numbered_module_type<std::remove_const_t<M>>) {
     std::size_t i = 0;
     std::apply([&](auto&... c) { (walk_module(c, join_fqn(prefix, std::to_string(i++)), on_tensor, on_module), ...); },
                m.children);
