@@ -1,6 +1,7 @@
 // Compile-fail pair "model_branch_on_traced": an `if` on a traced value (data-dependent control
-// flow) names typex::where, and the rest of the model compiles on.
-// expect: typex: a branch \(if, while, \?:, &&\) on a traced value .*compute both and pick with typex::where\(condition, a, b\)
+// flow) names typex::where and typex::cond, and the rest of the model compiles on; the fixed twin
+// records the branch with typex::cond.
+// expect: typex: a branch \(if, while, \?:, &&\) on a traced value .*typex::where\(condition, a, b\), branch with typex::cond\(pred, true_fn, false_fn, operands\.\.\.\)
 #include <typex/backend/eigen.hpp>
 #include <typex/typex.hpp>
 
@@ -11,7 +12,8 @@ struct gate {
   auto operator()(const X& x) const {
     const auto h = fc(x);
 #ifdef TYPEX_CF_FIXED
-    return typex::where(typex::gt(h, 0.0), h, typex::neg(h));
+    return typex::cond(
+        typex::gt(typex::sum(h), 0.0), [](const auto& v) { return v; }, [](const auto& v) { return typex::neg(v); }, h);
 #else
     if (typex::gt(typex::sum(h), 0.0)) return h;  // the mistake: the branch depends on data
     return typex::neg(h);

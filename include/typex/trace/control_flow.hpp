@@ -271,7 +271,7 @@ auto cond(const P& pred, TrueFn&& true_fn, FalseFn&& false_fn, const Ops&... ope
       detail::write_two_types<RT, RF>(w);
       w.put("; make both return the same dtype and shape (convert with typex::to, reshape, or pad the smaller)");
     });
-    return RT{};
+    return RT(true_fn(operands...));  // (the true branch's type: what follows compiles on, no second error)
   } else if constexpr (!traced_type<P>) {
     return detail::predicate_value(pred, "typex::cond") ? RT(true_fn(operands...)) : RT(false_fn(operands...));
   } else {
@@ -360,7 +360,8 @@ auto while_loop(max_iterations bound, CondFn&& cond_fn, BodyFn&& body_fn, const 
       detail::write_type_name<carry_t>(w);
       w.put("; the body must return each carried value with its dtype and shape (as a std::tuple, or the one value)");
     });
-    return result_t{};
+    if constexpr (sizeof...(Cs) == 1) return std::get<0>(carry_t(carried...));  // (the carried values: no second error)
+    else return carry_t(carried...);
   } else if constexpr (!(traced_type<Cs> || ...)) {
     if (bound.value < -1) detail::raise_message<argument_error>("typex::while_loop: max_iterations must be >= 0 (or -1: no bound)");
     carry_t cur(carried...);
@@ -598,7 +599,7 @@ auto scan(Fn&& fn, const C& init, const X& xs, scan_options options = {}) {
         w.put("typex::scan: the body returns the carry as "); detail::write_type_name<NC>(w); w.put(" where it is ");
         detail::write_type_name<carry_t>(w); w.put("; the carry keeps its dtype and shape from one step to the next");
       });
-      return std::pair<carry_t, int>{};
+      return std::pair<carry_t, int>(init, 0);  // (the carry as it came: no second error)
     } else {
       auto t = trace({});
       std::vector<const void*> state = detail::written_state(*t.ctx, "typex::scan's body");
