@@ -351,7 +351,6 @@ auto while_loop(max_iterations bound, CondFn&& cond_fn, BodyFn&& body_fn, const 
   using BR = std::remove_cvref_t<std::invoke_result_t<BodyFn&, const Cs&...>>;
   using body_t = typename detail::as_tuple_of<BR>::type;
   using P = std::remove_cvref_t<std::invoke_result_t<CondFn&, const Cs&...>>;
-  using result_t = std::conditional_t<sizeof...(Cs) == 1, std::tuple_element_t<0, carry_t>, carry_t>;
   if constexpr (!std::is_same_v<body_t, carry_t>) {
     // An error here means: the loop body returns other types than the loop carries; a carried
     // value keeps its dtype and shape from one iteration to the next.
