@@ -12,7 +12,9 @@
 
 #include <boost/hana/adapt_struct.hpp>
 
+#include <atomic>
 #include <cmath>
+#include <thread>
 #include <filesystem>
 #include <tuple>
 
@@ -54,7 +56,8 @@ TEST_CASE("control flow: cond picks a sub-network from the input's mean, exporte
   init_module(m, 3);
   const auto spec = input<"x">(tensor_spec<f32, shape<batch, fix<8>>>(shape<batch, fix<8>>(batch(2), {})));
   const auto ep = export_program(m, spec);
-  const std::string text = ep.to_string();
+  typex_test::check_golden("export_cond.txt", ep.to_string());
+  ir::verify(ep.graph());
 }
 
 TEST_CASE("control flow: cond runs the branch the data picks, equal to eager") {
@@ -75,8 +78,10 @@ TEST_CASE("control flow: cond runs the branch the data picks, equal to eager") {
 }
 
 namespace cf_test {
-// Newton's iteration for sqrt(a), elementwise, until every step is below a tolerance (at most 50).
+// Newton's iteration for sqrt(a), elementwise, until every step is below a tolerance (at most 50),
+// counting its iterations in a buffer written inside the body.
 struct newton {
+  buffer<f32, fix<1>> iterations;
   template <class A>
   auto operator()(const A& a) const {
     const auto x0 = add(mul(a, 0.5), 0.5);
@@ -84,6 +89,7 @@ struct newton {
     auto [x, step] = while_loop(
         max_iterations{50}, [](const auto&, const auto& s) { return gt(amax(abs(s)), 1e-6); },
         [&](const auto& x, const auto&) {
+          copy_(iterations, add(iterations, 1.0));
           const auto next = mul(add(x, div(a, x)), 0.5);
           return std::tuple(next, sub(next, x));
         },
@@ -113,7 +119,7 @@ struct rows {
   }
 };
 }  // namespace cf_test
-BOOST_HANA_ADAPT_STRUCT(cf_test::newton);
+BOOST_HANA_ADAPT_STRUCT(cf_test::newton, iterations);
 BOOST_HANA_ADAPT_STRUCT(cf_test::rows, fc, steps);
 
 TEST_CASE("control flow: while_loop runs a fixed-point iteration to a tolerance, as eager does") {
@@ -125,9 +131,15 @@ TEST_CASE("control flow: while_loop runs a fixed-point iteration to a tolerance,
   auto run = ep.exported_program::module();
   host_tensor<f32, shape<n>> a(shape<n>(n(5)));
   for (index_t i = 0; i < 5; ++i) a.data()[i] = 0.5f + 3.0f * static_cast<float>(i);
-  const auto want = m(a);
+  newton eager;
+  const auto want = eager(a);
+  const float trips = eager.iterations.data()[0];
+  CHECK(trips > 2.0f);
+  CHECK(trips < 50.0f);
   const auto got = run({a.erase()});
   check_close(got[0], want, 1e-6);
+  CHECK(run.state_dict().find("iterations")->data<float>()[0] == trips);  // (carried through the loop, written back once)
+  CHECK(m.iterations.data()[0] == 0.0f);  // (exporting wrote nothing into the model)
   for (index_t i = 0; i < 5; ++i) CHECK(std::abs(got[0].data<float>()[i] - std::sqrt(a.data()[i])) < 1e-5);
 }
 
@@ -341,4 +353,56 @@ TEST_CASE("control flow: gradients through cond (both branches), map, scan and a
 TEST_CASE("control flow: a while_loop without a declared bound is not differentiable, and says how to declare one") {
   const auto ep = export_program(cf_test::unbounded{}, input<"x">(tensor_spec<f32, shape_c<4>>()));
   CHECK_THROWS_WITH_AS(make_joint(ep, {.input_gradients = {"x"}}), doctest::Contains("typex::max_iterations{N}"), unsupported_error);
+}
+
+namespace cf_test {
+struct halver {
+  template <class X>
+  auto operator()(const X& x) const {
+    return while_loop(
+        max_iterations{3}, [](const auto& h) { return gt(amax(abs(h)), 1.0); }, [](const auto& h) { return mul(h, 0.5); }, x);
+  }
+};
+}  // namespace cf_test
+BOOST_HANA_ADAPT_STRUCT(cf_test::halver);
+
+TEST_CASE("control flow: a while_loop past its declared bound is a state_error, eagerly and in the program; the inputs are left alone") {
+  using namespace cf_test;
+  using n = sym<"n", 1, 100>;
+  const auto ep = export_program(halver{}, input<"x">(tensor_spec<f32, shape<n>>(shape<n>(n(2)))));
+  auto run = ep.exported_program::module();
+  host_tensor<f32, shape<n>> small(shape<n>(n(2))), big(shape<n>(n(2)));
+  small.fill(6.0f);  // 6 -> 3 -> 1.5 -> 0.75: three halvings
+  big.fill(12.0f);   // four needed
+  CHECK(halver{}(small).data()[0] == 0.75f);
+  CHECK(run({small.erase()})[0].data<float>()[0] == 0.75f);
+  CHECK(small.data()[0] == 6.0f);  // (the loop's buffers are its own: the input is never written)
+  CHECK_THROWS_WITH_AS(halver{}(big), doctest::Contains("max_iterations = 3"), state_error);
+  CHECK_THROWS_WITH_AS(run({big.erase()}), doctest::Contains("ran past its declared bound, max_iterations = 3"), state_error);
+  CHECK(run({small.erase()})[0].data<float>()[0] == 0.75f);  // (and the module still runs)
+}
+
+TEST_CASE("control flow: one program called from several threads at once, each branch, equal to eager") {
+  using namespace cf_test;
+  picker m;
+  init_module(m, 5);
+  const auto spec = input<"x">(tensor_spec<f32, shape<batch, fix<8>>>(shape<batch, fix<8>>(batch(2), {})));
+  const auto run = export_program(m, spec).exported_program::module();
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 20; ++k) {
+        host_tensor<f32, shape<batch, fix<8>>> x(shape<batch, fix<8>>(batch(1 + (t + k) % 3), {}));
+        const float sign = (t + k) % 2 == 0 ? 1.0f : -1.0f;
+        for (index_t i = 0; i < x.numel(); ++i) x.data()[i] = sign * (0.1f + 0.07f * static_cast<float>((i + t) % 5));
+        const auto want = m(x);
+        const auto got = run({x.erase()});
+        for (index_t i = 0; i < want.numel(); ++i)
+          if (std::abs(got[0].data<float>()[i] - want.data()[i]) > 1e-5f) ++wrong;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(wrong.load() == 0);
 }

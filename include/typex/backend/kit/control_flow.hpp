@@ -20,6 +20,7 @@
 #pragma once
 
 #include <typex/backend/kit/engine.hpp>
+#include <typex/core/requirement.hpp>
 #include <typex/ir/control_flow.hpp>
 
 #include <functional>
