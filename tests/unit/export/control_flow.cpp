@@ -366,7 +366,7 @@ struct halver {
 }  // namespace cf_test
 BOOST_HANA_ADAPT_STRUCT(cf_test::halver);
 
-TEST_CASE("control flow: a while_loop past its declared bound is a state_error, eagerly and in the program; the inputs are left alone") {
+TEST_CASE("control flow: a while_loop past its declared bound is a state_error, eagerly and in the program, and the inputs are left alone") {
   using namespace cf_test;
   using n = sym<"n", 1, 100>;
   const auto ep = export_program(halver{}, input<"x">(tensor_spec<f32, shape<n>>(shape<n>(n(2)))));
