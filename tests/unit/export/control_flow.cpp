@@ -406,3 +406,22 @@ TEST_CASE("control flow: one program called from several threads at once, each b
   for (auto& th : threads) th.join();
   CHECK(wrong.load() == 0);
 }
+
+TEST_CASE("control flow: every subgraph planned once, nothing allocated per call or per iteration") {
+  using namespace cf_test;
+  rows m;
+  init_module(m, 11);
+  using r = sym<"r", 1, 32>;
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<r, fix<4>>>(shape<r, fix<4>>(r(3), {}))));
+  const auto run = ep.exported_program::module();
+  any_tensor x(dtype::f32, {7, 4});
+  for (index_t i = 0; i < 28; ++i) x.data<float>()[i] = 0.05f * static_cast<float>(i % 11) - 0.2f;
+  const std::vector<any_tensor> inputs{x};
+  std::vector<any_tensor> out;
+  run.run(inputs, out);
+  run.run(inputs, out);
+  const long before = typex_test::allocation_count();
+  run.run(inputs, out);  // (7 map iterations and 7 scan steps)
+  CHECK(typex_test::allocation_count() - before == 0);
+  CHECK(run.report().steps > 0);
+}

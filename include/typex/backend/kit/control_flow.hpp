@@ -139,9 +139,22 @@ inline void copy_into(any_tensor& dst, const any_tensor& src) {
   if (dst.scalar_type() != src.scalar_type() || dst.extents() != src.extents()) dst = any_tensor(src.scalar_type(), src.extents());
   if (src.nbytes() != 0) std::memcpy(dst.raw_data(), src.raw_data(), src.nbytes());
 }
-// t made to (dt, extents) if it is not (allocates only then).
-inline void ensure(any_tensor& t, dtype dt, const std::vector<index_t>& extents) {
-  if (t.scalar_type() != dt || t.extents() != extents) t = any_tensor(dt, extents);
+// t made to dtype dt and extents (lead, rest...) / (rest without its dim 0), if it is not: allocates
+// only then (a call with the extents of the last one allocates nothing).
+inline void ensure_stacked(any_tensor& t, dtype dt, index_t lead, const std::vector<index_t>& rest) {
+  const auto& e = t.extents();
+  bool same = t.scalar_type() == dt && e.size() == rest.size() + 1 && !e.empty() && e[0] == lead;
+  for (std::size_t d = 0; same && d < rest.size(); ++d) same = e[d + 1] == rest[d];
+  if (same) return;
+  std::vector<index_t> x{lead};
+  x.insert(x.end(), rest.begin(), rest.end());
+  t = any_tensor(dt, std::move(x));
+}
+inline void ensure_slice(any_tensor& t, dtype dt, const std::vector<index_t>& whole) {
+  const auto& e = t.extents();
+  bool same = t.scalar_type() == dt && e.size() + 1 == whole.size();
+  for (std::size_t d = 0; same && d < e.size(); ++d) same = e[d] == whole[d + 1];
+  if (!same) t = any_tensor(dt, std::vector<index_t>(whole.begin() + 1, whole.end()));
 }
 }  // namespace detail
 
@@ -332,8 +345,7 @@ TYPEX_API void control_flow_engine::run(std::span<const any_tensor> inputs, cons
               w.put("typex: the xs of '"); w.put(n.name); w.put("' do not share their leading dim");
             });
           }
-          std::vector<index_t> e(x.extents().begin() + 1, x.extents().end());
-          detail::ensure(h.slices[k], x.scalar_type(), e);
+          detail::ensure_slice(h.slices[k], x.scalar_type(), x.extents());
           bp.in[nc + k] = h.slices[k];
         }
         for (std::size_t k = 0; k < nc; ++k) bp.in[k] = s.at(c.carried[k]);
@@ -354,11 +366,7 @@ TYPEX_API void control_flow_engine::run(std::span<const any_tensor> inputs, cons
           bp.e->run(bp.in, symbols, bp.out);
           for (std::size_t k = nc; k < bp.out.size(); ++k) {  // (the per-slice results, stacked)
             const any_tensor& y = bp.out[k];
-            if (step == 0) {
-              std::vector<index_t> e = y.extents();
-              e.insert(e.begin(), len);
-              detail::ensure(h.stacked[k], y.scalar_type(), e);
-            }
+            if (step == 0) detail::ensure_stacked(h.stacked[k], y.scalar_type(), len, y.extents());
             const std::size_t bytes = y.nbytes();
             if (bytes != 0) std::memcpy(h.stacked[k].raw_data() + static_cast<std::size_t>(i) * bytes, y.raw_data(), bytes);
           }
