@@ -91,6 +91,15 @@ class any_tensor {
 
   any_tensor clone() const { return any_tensor(dtype_, extents_, storage_.clone()); }
 
+  // This tensor becomes a view of `other` that owns nothing (its dtype, extents and bytes;
+  // storage::borrow): other must outlive the use. No allocation once this tensor's extents have the
+  // capacity (a runner's slots, refilled every call).
+  void borrow(const any_tensor& other) {
+    dtype_ = other.dtype_;
+    extents_ = other.extents_;
+    storage_ = storage::borrow(other.storage_);
+  }
+
   // This tensor (its dtype and extents kept) now reads other's storage: a reshaped view of it,
   // made without allocating. other's storage must hold at least as many bytes as this tensor needs.
   void view_storage_of(const any_tensor& other) {

@@ -51,6 +51,17 @@ class storage {
   // `bytes` bytes at `owner.get()` that `owner` keeps alive (a memory-mapped file, a buffer from
   // another library): no allocation, no copy. Its address must satisfy the alignment of whatever
   // dtype a tensor over it holds (any_tensor checks).
+  // A view of o's bytes that owns nothing (use_count() 0): a runner hands a tensor it keeps to a
+  // consumer for one call this way, so that the consumer's copy does not count as a second owner
+  // (a planned engine reuses an output buffer that no one else holds). o must outlive its use.
+  static storage borrow(const storage& o) noexcept {
+    storage s;
+    s.data_ = std::shared_ptr<std::byte>(std::shared_ptr<std::byte>{}, o.data_.get());
+    s.bytes_ = o.bytes_;
+    s.device_ = o.device_;
+    return s;
+  }
+
   static storage adopt(std::shared_ptr<std::byte> owner, std::size_t bytes) noexcept {
     storage s;
     s.data_ = std::move(owner);

@@ -13,7 +13,9 @@
 //   - map and scan copy each slice of xs into a buffer of the body's input shape, run the body and
 //     copy its per-slice results into the stacked outputs.
 // Nothing is allocated per iteration: the body's outputs, the slices and the stacked results are
-// reused from one iteration (and, at the same extents, from one call) to the next. A subgraph's
+// reused from one iteration (and, at the same extents, from one call) to the next; values go from
+// part to part as borrowed views (any_tensor::borrow), so that no part's output buffer gains a
+// second owner and every planned part reuses its buffers. A subgraph's
 // run-time assertions (the shape facts its ops needed, kept in it by tracing) are checked each time
 // it runs, before it runs. Values cross between the parts as host tensors: a device backend pays a
 // copy at each boundary.
@@ -38,7 +40,9 @@ class control_flow_engine final : public engine {
   TYPEX_API ~control_flow_engine() override;
 
   TYPEX_API void run(std::span<const any_tensor> inputs, const symbol_table& symbols, std::vector<any_tensor>& outputs) override;
-  bool planned_for(std::span<const any_tensor>) const noexcept override { return false; }  // (the parts need the symbols)
+  // The last call had these inputs' extents (and ran to the end): every part is planned for what
+  // it will get, and the subgraphs' assertions held for the symbols they bind.
+  TYPEX_API bool planned_for(std::span<const any_tensor> inputs) const noexcept override;
   TYPEX_API plan::report report() const override;
 
   struct state;  // (the parts and their buffers)
@@ -88,6 +92,9 @@ struct control_flow_engine::state {
   std::vector<hop> hops;
   std::vector<step> steps;
   env_t env;
+  std::vector<std::vector<index_t>> last;  // the input extents of the last call that ran to the end
+  symbol_table last_symbols;               // and the symbols they bound
+  bool has_last = false;
 
   any_tensor& at(ir::value_ref v) { return env[v.node][v.index]; }
 };
@@ -282,18 +289,31 @@ TYPEX_API control_flow_engine::control_flow_engine(program_binding binding, comp
 
 TYPEX_API control_flow_engine::~control_flow_engine() = default;
 
+TYPEX_API bool control_flow_engine::planned_for(std::span<const any_tensor> inputs) const noexcept {
+  const state& s = *s_;
+  if (!s.has_last || inputs.size() != s.last.size()) return false;
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].extents() != s.last[i]) return false;
+  return true;
+}
+
 TYPEX_API void control_flow_engine::run(std::span<const any_tensor> inputs, const symbol_table& symbols, std::vector<any_tensor>& outputs) {
   state& s = *s_;
   const ir::graph& g = *s.binding.graph;
-  for (std::size_t i = 0; i < s.binding.inputs.size(); ++i) s.env[s.binding.inputs[i]][0] = inputs[i];
-  for (const auto& [id, t] : s.binding.constants) s.env[id][0] = t;
+  // (the same extents as the last call: the assertions held for them, and the symbols may not be bound)
+  const bool again = planned_for(inputs);
+  s.has_last = false;
+  if (!again) s.last_symbols = symbols;
+  const symbol_table& syms = s.last_symbols;  // (the same extents bind the same symbols)
+  for (std::size_t i = 0; i < s.binding.inputs.size(); ++i) s.env[s.binding.inputs[i]][0].borrow(inputs[i]);
+  for (const auto& [id, t] : s.binding.constants) s.env[id][0].borrow(t);
   const auto bool_of = [](const any_tensor& t) { return *reinterpret_cast<const bool*>(t.raw_data()); };
   for (const state::step& st : s.steps) {
     if (!st.is_hop) {
       state::segment& seg = s.segments[st.index];
-      for (std::size_t k = 0; k < seg.reads.size(); ++k) seg.p.in[k] = s.at(seg.reads[k]);
-      seg.p.e->run(seg.p.in, symbols, seg.p.out);
-      for (std::size_t k = 0; k < seg.writes.size(); ++k) s.at(seg.writes[k]) = seg.p.out[k];
+      for (std::size_t k = 0; k < seg.reads.size(); ++k) seg.p.in[k].borrow(s.at(seg.reads[k]));
+      seg.p.e->run(seg.p.in, syms, seg.p.out);
+      for (std::size_t k = 0; k < seg.writes.size(); ++k) s.at(seg.writes[k]).borrow(seg.p.out[k]);
       continue;
     }
     state::hop& h = s.hops[st.index];
@@ -303,21 +323,27 @@ TYPEX_API void control_flow_engine::run(std::span<const any_tensor> inputs, cons
     switch (c.kind) {
       case ir::control_kind::cond: {
         state::part& p = h.parts[bool_of(s.at(*c.pred)) ? 0 : 1];
-        for (std::size_t k = 0; k < nc; ++k) p.in[k] = s.at(c.carried[k]);
-        detail::check_part_assertions(p, symbols);
-        p.e->run(p.in, symbols, p.out);
-        for (std::size_t k = 0; k < p.out.size(); ++k) s.env[h.node][k] = p.out[k];
+        for (std::size_t k = 0; k < nc; ++k) p.in[k].borrow(s.at(c.carried[k]));
+        detail::check_part_assertions(p, syms);
+        p.e->run(p.in, syms, p.out);
+        for (std::size_t k = 0; k < p.out.size(); ++k) s.env[h.node][k].borrow(p.out[k]);
         break;
       }
       case ir::control_kind::while_loop: {
         state::part& cp = h.parts[0];
         state::part& bp = h.parts[1];
-        for (std::size_t k = 0; k < nc; ++k) cp.in[k] = bp.in[k] = s.at(c.carried[k]);
-        for (std::size_t k = 0; k < c.additional.size(); ++k) cp.in[nc + k] = bp.in[nc + k] = s.at(c.additional[k]);
-        detail::check_part_assertions(cp, symbols);
-        detail::check_part_assertions(bp, symbols);
+        for (std::size_t k = 0; k < nc; ++k) {
+          cp.in[k].borrow(s.at(c.carried[k]));
+          bp.in[k].borrow(s.at(c.carried[k]));
+        }
+        for (std::size_t k = 0; k < c.additional.size(); ++k) {
+          cp.in[nc + k].borrow(s.at(c.additional[k]));
+          bp.in[nc + k].borrow(s.at(c.additional[k]));
+        }
+        detail::check_part_assertions(cp, syms);
+        detail::check_part_assertions(bp, syms);
         for (std::int64_t it = 0;; ++it) {
-          cp.e->run(cp.in, symbols, cp.out);
+          cp.e->run(cp.in, syms, cp.out);
           if (!bool_of(cp.out.front())) break;
           if (c.max_iterations >= 0 && it >= c.max_iterations) {
             typex::detail::raise<state_error>([&](auto& w) {
@@ -325,13 +351,14 @@ TYPEX_API void control_flow_engine::run(std::span<const any_tensor> inputs, cons
               w.put_int(c.max_iterations);
             });
           }
-          bp.e->run(bp.in, symbols, bp.out);
+          bp.e->run(bp.in, syms, bp.out);
           for (std::size_t k = 0; k < nc; ++k) {  // (the new carried values; the old buffers take the next results)
             std::swap(h.carry[k], bp.out[k]);
-            cp.in[k] = bp.in[k] = h.carry[k];
+            cp.in[k].borrow(h.carry[k]);
+            bp.in[k].borrow(h.carry[k]);
           }
         }
-        for (std::size_t k = 0; k < nc; ++k) s.env[h.node][k] = bp.in[k];
+        for (std::size_t k = 0; k < nc; ++k) s.env[h.node][k].borrow(bp.in[k]);
         break;
       }
       case ir::control_kind::map:
@@ -346,11 +373,11 @@ TYPEX_API void control_flow_engine::run(std::span<const any_tensor> inputs, cons
             });
           }
           detail::ensure_slice(h.slices[k], x.scalar_type(), x.extents());
-          bp.in[nc + k] = h.slices[k];
+          bp.in[nc + k].borrow(h.slices[k]);
         }
-        for (std::size_t k = 0; k < nc; ++k) bp.in[k] = s.at(c.carried[k]);
-        for (std::size_t k = 0; k < c.additional.size(); ++k) bp.in[nc + nx + k] = s.at(c.additional[k]);
-        detail::check_part_assertions(bp, symbols);
+        for (std::size_t k = 0; k < nc; ++k) bp.in[k].borrow(s.at(c.carried[k]));
+        for (std::size_t k = 0; k < c.additional.size(); ++k) bp.in[nc + nx + k].borrow(s.at(c.additional[k]));
+        detail::check_part_assertions(bp, syms);
         if (len == 0) {
           typex::detail::raise<shape_error>([&](auto& w) {
             w.put("typex: '"); w.put(n.name); w.put("' iterates over a leading dim of 0; it needs at least one slice");
@@ -363,7 +390,7 @@ TYPEX_API void control_flow_engine::run(std::span<const any_tensor> inputs, cons
             const std::size_t bytes = h.slices[k].nbytes();
             if (bytes != 0) std::memcpy(h.slices[k].raw_data(), x.raw_data() + static_cast<std::size_t>(i) * bytes, bytes);
           }
-          bp.e->run(bp.in, symbols, bp.out);
+          bp.e->run(bp.in, syms, bp.out);
           for (std::size_t k = nc; k < bp.out.size(); ++k) {  // (the per-slice results, stacked)
             const any_tensor& y = bp.out[k];
             if (step == 0) detail::ensure_stacked(h.stacked[k], y.scalar_type(), len, y.extents());
@@ -372,11 +399,11 @@ TYPEX_API void control_flow_engine::run(std::span<const any_tensor> inputs, cons
           }
           for (std::size_t k = 0; k < nc; ++k) {
             std::swap(h.carry[k], bp.out[k]);
-            bp.in[k] = h.carry[k];
+            bp.in[k].borrow(h.carry[k]);
           }
         }
-        for (std::size_t k = 0; k < nc; ++k) s.env[h.node][k] = bp.in[k];
-        for (std::size_t k = nc; k < n.vals.size(); ++k) s.env[h.node][k] = h.stacked[k];
+        for (std::size_t k = 0; k < nc; ++k) s.env[h.node][k].borrow(bp.in[k]);
+        for (std::size_t k = nc; k < n.vals.size(); ++k) s.env[h.node][k].borrow(h.stacked[k]);
         break;
       }
       case ir::control_kind::none: break;
@@ -386,6 +413,9 @@ TYPEX_API void control_flow_engine::run(std::span<const any_tensor> inputs, cons
   const auto& outs = g.output().args;
   outputs.resize(outs.size());
   for (std::size_t i = 0; i < outs.size(); ++i) detail::copy_into(outputs[i], s.at(std::get<ir::value_ref>(outs[i])));
+  s.last.resize(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) s.last[i] = inputs[i].extents();  // (no allocation once sized)
+  s.has_last = true;
 }
 
 TYPEX_API std::shared_ptr<engine> make_control_flow_engine(program_binding binding,
