@@ -17,8 +17,9 @@
 // part to part as borrowed views (any_tensor::borrow), so that no part's output buffer gains a
 // second owner and every planned part reuses its buffers. A subgraph's
 // run-time assertions (the shape facts its ops needed, kept in it by tracing) are checked each time
-// it runs, before it runs. Values cross between the parts as host tensors: a device backend pays a
-// copy at each boundary.
+// it runs, before it runs. The driver reads predicates and copies slices on the host: a program
+// with control flow runs on host backends (Eigen); one given device tensors (the CUDA backend's)
+// is an unsupported_error naming the input. The compile callback is used by the constructor only.
 #pragma once
 
 #include <typex/backend/kit/engine.hpp>
@@ -301,6 +302,15 @@ TYPEX_API void control_flow_engine::run(std::span<const any_tensor> inputs, cons
   state& s = *s_;
   const ir::graph& g = *s.binding.graph;
   // (the same extents as the last call: the assertions held for them, and the symbols may not be bound)
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].device().is_host()) continue;
+    typex::detail::raise<unsupported_error>([&](auto& w) {
+      w.put("typex: input "); w.put_int(static_cast<long long>(i)); w.put(" of a program with control flow is on ");
+      w.put(inputs[i].device().to_string());
+      w.put("; the control-flow driver reads predicates and copies slices on the host, so such a program runs on host "
+            "backends (Eigen) today: the CUDA backend runs programs without cond / while_loop / map / scan");
+    });
+  }
   const bool again = planned_for(inputs);
   s.has_last = false;
   if (!again) s.last_symbols = symbols;
