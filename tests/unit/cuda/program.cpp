@@ -324,3 +324,26 @@ TEST_CASE("cuda eager: ops on device tensors run on their device and equal the E
   // an op the CUDA backend does not run (a reduction over every dim): named
   CHECK_THROWS_WITH_AS((void)sum(da), doctest::Contains("which the CUDA backend does not run"), unsupported_error);
 }
+
+namespace {
+struct branchy {
+  nn::Linear<4, 4> fc;
+  template <class X>
+  auto operator()(const X& x) const {
+    return cond(gt(mean(x), 0.0), [&](const auto& v) { return fc(v); }, [](const auto& v) { return neg(v); }, x);
+  }
+};
+}  // namespace
+BOOST_HANA_ADAPT_STRUCT(branchy, fc);
+
+TEST_CASE("cuda program: a program with control flow given device tensors is an unsupported_error naming the input, on the host it runs") {
+  branchy model;
+  init_module(model, 3);
+  const exported_program ep = export_program(model, input<"x">(tensor_spec<f32, shape_c<2, 4>>()));
+  const auto gpu = cuda::make_emulated_device();
+  const program_module<cuda_backend> gpu_run(ep, {.device = gpu});
+  const any_tensor x = random_input(2, 4, 9);
+  CHECK_THROWS_WITH_AS(gpu_run({cuda::to_device(x, gpu)}), doctest::Contains("input 0 of a program with control flow is on cuda:0"), unsupported_error);
+  const program_module<eigen_backend> cpu_run(ep);
+  CHECK(cpu_run({x}).size() == 1);
+}
