@@ -7,6 +7,7 @@
 #include <typex/export/decompositions.hpp>
 #include <typex/export/dot.hpp>
 #include <typex/export/joint.hpp>
+#include <typex/passes/partition.hpp>
 #include <typex/export/unflatten.hpp>
 #include <typex/nn.hpp>
 
@@ -484,4 +485,13 @@ TEST_CASE("control flow: a cond inside submodules, unflattened, each submodule c
   host_tensor<f32, shape<batch, fix<8>>> x(shape<batch, fix<8>>(batch(2), {}));
   x.fill(0.3f);
   check_close(again.module()({x.erase()})[0], m(x));
+}
+
+TEST_CASE("control flow: partitioning a joint program with control flow is refused by name, the whole joint program trains") {
+  using namespace cf_test;
+  scan_loss m;
+  init_module(m, 23);
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape_c<5, 4>>()));
+  const exported_program joint = make_joint(ep);
+  CHECK_THROWS_WITH_AS(passes::partition_joint(joint.graph(), 1), doctest::Contains("run the joint program whole"), unsupported_error);
 }

@@ -2,6 +2,7 @@
 // typex::runtime, or inline in header-only builds). Included by partition.hpp only.
 #pragma once
 
+#include <typex/ir/control_flow.hpp>
 #include <typex/ops/all.hpp>
 #include <typex/passes/dce.hpp>
 #include <typex/passes/partition.hpp>
@@ -157,6 +158,15 @@ TYPEX_API auto typex::passes::bytes_of(const ir::tensor_meta& m, const symbol_ta
 TYPEX_API auto typex::passes::partition_joint(const ir::graph& joint, std::size_t forward_outputs, std::size_t first_backward,
                                               const partition_options& options) -> partition {
   static constexpr std::string_view who = "typex::passes::partition_joint";
+  for (const ir::node& nd : joint.nodes()) {
+    if (!ir::is_control_flow(nd)) continue;
+    // (a saved value is a node's one result here; a control-flow call has several)
+    typex::detail::raise<unsupported_error>([&](auto& w) {
+      w.put(who); w.put(": the joint program has control flow ("); w.put(nd.target.name()); w.put(", node '"); w.put(nd.name);
+      w.put("'), whose several results the partitioner does not save yet; run the joint program whole (joint.module(), "
+            "make_joint's program), which computes the same gradients");
+    });
+  }
   // 1. which nodes are needed, by the forward's outputs or by any output
   const std::vector<bool> fwd_needed = detail::ancestors_of_outputs(joint, 0, forward_outputs);
   const ir::node& out = joint.output();
