@@ -799,8 +799,7 @@ struct inliner {
   // its outputs, in order; `frames`, when given, are the stack of every node (a replacement's).
   std::vector<ir::value_ref> inline_program(const exported_program& p, const std::unordered_map<ir::node_id, ir::value_ref>& feed,
                                             const std::vector<ir::module_frame>* frames) {
-    const ir::graph& pg = p.graph();
-    g.copy_subgraphs_from(pg);  // (control flow in the segment: its subgraphs, by name)
+    const ir::graph& pg = p.graph();  // (copy_call brings the subgraphs its control flow names)
     std::unordered_map<std::uint64_t, ir::value_ref> local;
     for (const auto& [ph, v] : feed) local[key(ir::value_ref{ph})] = v;
     for (ir::node_id i = 0; i < pg.size(); ++i) {

@@ -14,6 +14,7 @@
 
 #include <typex/export/export_program.hpp>
 #include <typex/export/exported_program.hpp>
+#include <typex/ir/control_flow.hpp>
 
 #include <cstddef>
 #include <memory>
@@ -128,6 +129,9 @@ inline void copy_call(ir::graph& into, const ir::graph& from, ir::node_id id, st
   const ir::node& n = from[id];
   std::vector<ir::argument> args;
   for (const ir::argument& a : n.args) args.push_back(map_arg(a));
+  if (ir::is_control_flow(n))  // (its subgraphs, brought along: renamed where `into` has the name for another body)
+    for (ir::argument& a : args)
+      if (auto* s = std::get_if<std::string>(&a)) *s = into.import_subgraph(from, *s);
   std::vector<std::pair<std::string, ir::argument>> kwargs;
   for (const auto& [k, a] : n.kwargs) kwargs.emplace_back(k, map_arg(a));
   const ir::node_id copy = into.add_call({.target = n.target, .args = std::move(args), .kwargs = std::move(kwargs), .vals = n.vals,
@@ -420,8 +424,6 @@ inline void builder::build_call(std::size_t ci, std::size_t depth, const std::ve
           available.insert(key(v));
         }
       sg.set_output(std::move(out_values));
-      sg.copy_subgraphs_from(g);  // (the branches and bodies of its control flow)
-      sg.drop_unused_subgraphs();
       module_call_signature root;
       for (const input_spec& i : ins)
         if (i.kind == input_kind::user_input) root.inputs.push_back(i.arg);

@@ -591,10 +591,16 @@ TYPEX_API auto typex::ir::to_dot(const graph& g, const dot_options& options, con
     put_quoted(sub.name);
     out += "; style=\"rounded,dashed\"; color=\"#7c3aed\";\n";
     const auto ident = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; };
-    bool quoted = false;
+    bool quoted = false, escaped = false;
     for (std::size_t k = 0; k < body.size(); ++k) {  // (ids n12 and cluster_3 outside quotes get the prefix)
       const char c = body[k];
-      if (c == '"' && (k == 0 || body[k - 1] != '\\')) quoted = !quoted;
+      if (quoted && escaped) {
+        escaped = false;
+      } else if (quoted && c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        quoted = !quoted;
+      }
       const bool starts = !quoted && (k == 0 || !ident(body[k - 1]));
       if (starts && c == 'n' && k + 1 < body.size() && body[k + 1] >= '0' && body[k + 1] <= '9') out += prefix;
       if (starts && body.substr(k).starts_with("cluster_")) {

@@ -211,8 +211,13 @@ class graph {
   // Drops the subgraphs no call names (after a pass removed calls).
   TYPEX_API void drop_unused_subgraphs();
   // Adds the subgraphs of `other` that this graph has no subgraph of the same name for (a pass that
-  // builds a new graph from another's nodes keeps the subgraphs those nodes name).
+  // builds a new graph from another's nodes keeps the subgraphs those nodes name). A name this graph
+  // has for another body is a graph_error (never the wrong body silently: use import_subgraph).
   TYPEX_API void copy_subgraphs_from(const graph& other);
+  // Subgraph `name` of `other` as a subgraph of this graph: the name it has here (the same name, or
+  // a fresh one where this graph has that name for another body). A node copied from `other`
+  // names the result.
+  TYPEX_API std::string import_subgraph(const graph& other, const std::string& name);
 
  private:
   static node_id checked(const std::vector<node_id>& remap, node_id old) {
@@ -463,8 +468,37 @@ TYPEX_API auto typex::ir::graph::drop_unused_subgraphs() -> void {
 }
 
 TYPEX_API auto typex::ir::graph::copy_subgraphs_from(const graph& other) -> void {
+  for (const subgraph& s : other.subgraphs_) {
+    const graph* mine = find_subgraph(s.name);
+    if (mine == nullptr) {
+      subgraphs_.push_back(s);
+    } else if (mine != s.body.get()) {
+      detail::raise<graph_error>([&](auto& w) {
+        w.put("typex::ir::graph: both graphs have a subgraph called '"); w.put(s.name);
+        w.put("' with different bodies (copy the nodes that name it with import_subgraph)");
+      });
+    }
+  }
+}
+
+TYPEX_API auto typex::ir::graph::import_subgraph(const graph& other, const std::string& name) -> std::string {
+  std::shared_ptr<const graph> body;
   for (const subgraph& s : other.subgraphs_)
-    if (find_subgraph(s.name) == nullptr) subgraphs_.push_back(s);
+    if (s.name == name) body = s.body;
+  if (body == nullptr) (void)other.subgraph_at(name);  // (raises, naming it)
+  for (const subgraph& s : subgraphs_)
+    if (s.body == body) return s.name;  // (already here, under this name)
+  if (find_subgraph(name) == nullptr) {
+    subgraphs_.push_back({name, body});
+    return name;
+  }
+  for (int k = 1;; ++k) {
+    std::string candidate = typex::detail::with_number(name + "_", k);
+    if (find_subgraph(candidate) == nullptr) {
+      subgraphs_.push_back({candidate, body});
+      return candidate;
+    }
+  }
 }
 
 TYPEX_API auto typex::ir::graph::check_refs(const argument& a, std::string_view who) const -> void {

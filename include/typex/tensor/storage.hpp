@@ -48,9 +48,6 @@ class storage {
     return s;
   }
 
-  // `bytes` bytes at `owner.get()` that `owner` keeps alive (a memory-mapped file, a buffer from
-  // another library): no allocation, no copy. Its address must satisfy the alignment of whatever
-  // dtype a tensor over it holds (any_tensor checks).
   // A view of o's bytes that owns nothing (use_count() 0): a runner hands a tensor it keeps to a
   // consumer for one call this way, so that the consumer's copy does not count as a second owner
   // (a planned engine reuses an output buffer that no one else holds). o must outlive its use.
@@ -62,6 +59,9 @@ class storage {
     return s;
   }
 
+  // `bytes` bytes at `owner.get()` that `owner` keeps alive (a memory-mapped file, a buffer from
+  // another library): no allocation, no copy. Its address must satisfy the alignment of whatever
+  // dtype a tensor over it holds (any_tensor checks).
   static storage adopt(std::shared_ptr<std::byte> owner, std::size_t bytes) noexcept {
     storage s;
     s.data_ = std::move(owner);

@@ -362,6 +362,17 @@ inline tracing_context*& current_tracing_context_slot() noexcept {
 // The context tracing on this thread, or nullptr.
 inline tracing_context* current_tracing_context() noexcept { return detail::current_tracing_context_slot(); }
 
+// The context a call records into: the innermost of `from_args` (its arguments' contexts') and the
+// context tracing now. A branch or loop body being traced records every op it makes into its own
+// subgraph, even one whose traced arguments are all outer values (they are captured), so that the
+// op runs only when the branch does and reads the branch's state.
+inline tracing_context& recording_context(tracing_context* from_args) {
+  tracing_context* const now = current_tracing_context();
+  if (from_args == nullptr) return *now;
+  if (now != nullptr && now != from_args && now->depth() > from_args->depth() && from_args->encloses(*now)) return *now;
+  return *from_args;
+}
+
 // Makes `ctx` the thread's tracing context and requirement recorder for its lifetime.
 class scoped_tracing {
  public:

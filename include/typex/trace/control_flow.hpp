@@ -147,7 +147,9 @@ std::vector<ir::value_ref> traced_values(tracing_context& ctx, const T& tree, st
   for_each_leaf(tree, [&](const auto& leaf) {
     using L = std::remove_cvref_t<decltype(leaf)>;
     if constexpr (traced_type<L>) out.push_back(ctx.current(ctx.import(leaf.context(), leaf.value())));
-    else if constexpr (requires { leaf.get_storage(); }) out.push_back(ctx.value_of_tensor(leaf));
+    else if constexpr (requires { leaf.get_storage(); })
+      detail::raise_message<argument_error>(std::string(who) + ": a branch or body returns a tensor that is not traced (a parameter or "
+                                            "buffer as is); return a value computed from it (typex::as_traced(t, x), or an op's result)");
     else detail::raise_message<argument_error>(std::string(who) + ": a branch or body returns a number; control flow returns tensors only");
   });
   return out;
@@ -276,8 +278,10 @@ auto cond(const P& pred, TrueFn&& true_fn, FalseFn&& false_fn, const Ops&... ope
     return detail::predicate_value(pred, "typex::cond") ? RT(true_fn(operands...)) : RT(false_fn(operands...));
   } else {
     static_assert(std::is_same_v<typename P::dtype_type, b8>, "typex::cond: the predicate must be a bool tensor (a comparison)");
-    tracing_context& parent = pred.context();
     const std::tuple<Ops...> own(operands...);
+    tracing_context* inner = &pred.context();
+    if (tracing_context* o = detail::context_in(own); o != nullptr && o->depth() > inner->depth()) inner = o;
+    tracing_context& parent = recording_context(inner);
     auto t = detail::trace_subgraph(parent, true_fn, own, "typex::cond");
     auto f = detail::trace_subgraph(parent, false_fn, own, "typex::cond");
     // buffers written in either branch: both return their new values
@@ -293,7 +297,7 @@ auto cond(const P& pred, TrueFn&& true_fn, FalseFn&& false_fn, const Ops&... ope
     if (out_t != out_f) detail::branch_shapes_differ("typex::cond", out_t, out_f, "the true branch", "the false branch");
     ir::control_call c;
     c.kind = ir::control_kind::cond;
-    c.pred = parent.current(pred.value());
+    c.pred = parent.current(parent.import(pred.context(), pred.value()));
     c.carried = detail::operand_values(parent, own);
     c.carried.insert(c.carried.end(), captured.begin(), captured.end());
     c.graphs = {parent.graph().add_subgraph("true_graph", std::move(tg)), parent.graph().add_subgraph("false_graph", std::move(fg))};
@@ -378,7 +382,7 @@ auto while_loop(max_iterations bound, CondFn&& cond_fn, BodyFn&& body_fn, const 
     static_assert(traced_type<P>, "typex::while_loop: traced, the condition must return a traced bool tensor (a comparison)");
     static_assert((traced_type<Cs> && ...), "typex::while_loop: traced, every carried value must be traced (a tensor that is not is read by the body from outside)");
     if (bound.value < -1) detail::raise_message<argument_error>("typex::while_loop: max_iterations must be >= 0 (or -1: no bound)");
-    tracing_context& parent = *detail::context_in(std::tuple<const Cs&...>(carried...));
+    tracing_context& parent = recording_context(detail::context_in(std::tuple<const Cs&...>(carried...)));
     const carry_t own(carried...);
     auto wrapped_body = [&](const auto&... c) { return detail::to_tuple(body_fn(c...)); };
     std::vector<const void*> state;
@@ -507,7 +511,7 @@ auto map(Fn&& fn, const Xs&... xs) {
   } else {
     static_assert((traced_type<Xs> && ...), "typex::map: traced, every xs must be traced");
     const std::tuple<const Xs&...> all(xs...);
-    tracing_context& parent = *detail::context_in(all);
+    tracing_context& parent = recording_context(detail::context_in(all));
     detail::subgraph_trace t;
     t.ctx = std::make_unique<tracing_context>(parent);
     const auto slices = std::tuple(detail::slice_placeholders(*t.ctx, xs, t.inputs)...);
@@ -577,7 +581,9 @@ auto scan(Fn&& fn, const C& init, const X& xs, scan_options options = {}) {
     }
     return std::pair<carry_t, decltype(out)>(std::move(carry), std::move(out));
   } else {
-    tracing_context& parent = *detail::context_in(xs);
+    tracing_context* inner = detail::context_in(xs);
+    if (tracing_context* i = detail::context_in(init); i != nullptr && (inner == nullptr || i->depth() > inner->depth())) inner = i;
+    tracing_context& parent = recording_context(inner);
     const auto trace = [&](const std::vector<const void*>& state) {
       using S = decltype(detail::slice_placeholders(parent, xs, std::declval<std::size_t&>()));
       using RR = std::remove_cvref_t<std::invoke_result_t<Fn&, const C&, const S&>>;

@@ -37,7 +37,7 @@ template <class... A>
 tracing_context& context_of(const A&... args) {
   tracing_context* best = nullptr;
   (innermost_context(best, args), ...);
-  return *best;  // (the trace-mode runner runs only with a traced argument)
+  return recording_context(best);  // (the trace-mode runner runs only with a traced argument)
 }
 
 template <class T>

@@ -495,3 +495,91 @@ TEST_CASE("control flow: partitioning a joint program with control flow is refus
   const exported_program joint = make_joint(ep);
   CHECK_THROWS_WITH_AS(passes::partition_joint(joint.graph(), 1), doctest::Contains("run the joint program whole"), unsupported_error);
 }
+
+namespace cf_test {
+// a while_loop on an outer value inside a branch: it runs only when the branch does
+struct nested_loop {
+  template <class X>
+  auto operator()(const X& x) const {
+    const auto y = mul(x, 3.0);
+    return cond(
+        gt(sum(x), 0.0),
+        [&](const auto& v) {
+          // (on y, an outer value: still the branch's, bounded by 4 halvings of |y| <= 16 * 3)
+          return add(v, while_loop(max_iterations{4}, [](const auto& h) { return gt(amax(abs(h)), 1.0); },
+                                   [](const auto& h) { return mul(h, 0.5); }, y));
+        },
+        [](const auto& v) { return neg(v); }, x);
+  }
+};
+// subgraphs named alike in a loop's condition and body, differentiated (the bounded while's
+// backward brings both into one graph)
+struct twin_conds {
+  nn::Linear<4, 4> fc;
+  template <class X>
+  auto operator()(const X& x) const {
+    const auto i0 = mul(sum(x), 0.0);
+    auto [h, i] = while_loop(
+        max_iterations{5},
+        [](const auto& hp, const auto& it) {
+          return lt(cond(gt(sum(hp), 100.0), [](const auto& a) { return mul(a, 2.0); }, [](const auto& a) { return a; }, it), 3.0);
+        },
+        [&](const auto& hp, const auto& it) {
+          const auto hn = cond(gt(sum(hp), 0.0), [&](const auto& a) { return tanh(fc(a)); }, [&](const auto& a) { return sigmoid(fc(a)); }, hp);
+          return std::tuple(hn, add(it, 1.0));
+        },
+        x, i0);
+    (void)i;
+    return sum(mul(h, h));
+  }
+};
+}  // namespace cf_test
+BOOST_HANA_ADAPT_STRUCT(cf_test::nested_loop);
+BOOST_HANA_ADAPT_STRUCT(cf_test::twin_conds, fc);
+
+TEST_CASE("control flow: a loop on outer values inside a branch runs only with the branch, as eager") {
+  using namespace cf_test;
+  const auto ep = export_program(nested_loop{}, input<"x">(tensor_spec<f32, shape_c<4>>()));
+  const std::string text = ep.to_string();
+  CHECK(text.find("class true_graph_0") != std::string::npos);
+  CHECK(text.find("while_loop_body_graph_0") > text.find("class true_graph_0"));  // (the loop is the branch's)
+  auto run = ep.exported_program::module();
+  any_tensor pos(dtype::f32, {4}), neg_x(dtype::f32, {4});
+  for (index_t i = 0; i < 4; ++i) {
+    pos.data<float>()[i] = 1.0f + static_cast<float>(i);
+    neg_x.data<float>()[i] = -100.0f;  // (the loop on y would run past its bound: it must not run at all)
+  }
+  const auto want_pos = nested_loop{}(host_tensor<f32, shape_c<4>>::bind(pos));
+  check_close(run({pos})[0], want_pos);
+  const auto want_neg = nested_loop{}(host_tensor<f32, shape_c<4>>::bind(neg_x));
+  check_close(run({neg_x})[0], want_neg);
+}
+
+TEST_CASE("control flow: a kept output is never written by the next call") {
+  using namespace cf_test;
+  picker m;
+  init_module(m, 3);
+  const auto run = export_program(m, input<"x">(tensor_spec<f32, shape<batch, fix<8>>>(shape<batch, fix<8>>(batch(2), {}))))
+                       .exported_program::module();
+  any_tensor a(dtype::f32, {2, 8}), b(dtype::f32, {2, 8});
+  for (index_t i = 0; i < 16; ++i) {
+    a.data<float>()[i] = 0.5f;
+    b.data<float>()[i] = -0.5f;
+  }
+  std::vector<any_tensor> out;
+  run.run(std::vector<any_tensor>{a}, out);
+  const any_tensor kept = out[0];
+  const any_tensor first = kept.clone();
+  run.run(std::vector<any_tensor>{b}, out);
+  for (index_t i = 0; i < 8; ++i) CHECK(kept.data<float>()[i] == first.data<float>()[i]);
+  CHECK(out[0].data<float>()[0] != first.data<float>()[0]);
+}
+
+TEST_CASE("control flow: gradients through a bounded while_loop whose condition and body each hold a cond") {
+  using namespace cf_test;
+  twin_conds m;
+  init_module(m, 31);
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape_c<4>>()));
+  check_fd<twin_conds>(ep, ramp({4}, 1.0f));
+  check_fd<twin_conds>(ep, ramp({4}, -1.0f));
+}

@@ -26,6 +26,7 @@
 #include <typex/core/requirement.hpp>
 #include <typex/ir/control_flow.hpp>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <span>
@@ -142,9 +143,73 @@ inline void check_part_assertions(const control_flow_engine::state::part& p, con
   }
 }
 
-// dst := src's elements (dst made to src's dtype and extents, reusing its storage when they fit).
+// The symbols an expression names.
+inline void symbols_in(const ir::sym_expr& e, std::vector<std::string>& out) {
+  if (e.is_symbol()) {
+    if (std::find(out.begin(), out.end(), e.name()) == out.end()) out.emplace_back(e.name());
+  } else if (!e.is_constant()) {
+    symbols_in(e.lhs(), out);
+    symbols_in(e.rhs(), out);
+  }
+}
+// The symbols the nodes `ids` of g name (their values' shapes and their symbolic arguments).
+inline std::vector<std::string> symbols_named(const ir::graph& g, const std::vector<ir::node_id>& ids) {
+  std::vector<std::string> out;
+  for (ir::node_id i : ids) {
+    const ir::node& n = g[i];
+    for (const ir::tensor_meta& m : n.vals)
+      for (const ir::sym_expr& e : m.shape) symbols_in(e, out);
+    const auto arg = [&](const ir::argument& a) {
+      if (const auto* e = std::get_if<ir::sym_expr>(&a)) symbols_in(*e, out);
+      else if (const auto* es = std::get_if<std::vector<ir::sym_expr>>(&a))
+        for (const ir::sym_expr& x : *es) symbols_in(x, out);
+    };
+    for (const ir::argument& a : n.args) arg(a);
+    for (const auto& kv : n.kwargs) arg(kv.second);
+  }
+  return out;
+}
+// The symbols a part names that its inputs' shapes do not determine: a part planned for its
+// inputs' extents would keep a stale size for them.
+inline std::vector<std::string> free_symbols(const ir::graph& g) {
+  std::vector<ir::node_id> calls, inputs;
+  for (ir::node_id i = 0; i < g.size(); ++i) {
+    if (g[i].op == ir::node_op::placeholder) inputs.push_back(i);
+    else if (g[i].op == ir::node_op::call_function && !ir::is_assertion(g[i])) calls.push_back(i);  // (assertions: checked, not planned)
+  }
+  const std::vector<std::string> bound = symbols_named(g, inputs);
+  std::vector<std::string> out;
+  for (std::string& s : symbols_named(g, calls))
+    if (std::find(bound.begin(), bound.end(), s) == bound.end()) out.push_back(std::move(s));
+  return out;
+}
+
+// The symbols the calls `run` of g name that the values they read (from outside the run) do not.
+inline std::vector<std::string> free_symbols_of_run(const ir::graph& g, const std::vector<ir::node_id>& run, const std::vector<bool>& in_run) {
+  std::vector<std::string> bound;
+  for (ir::node_id n : run)
+    ir::graph::for_each_ref(g[n], [&](ir::value_ref r) {
+      if (in_run[r.node]) return;
+      for (const ir::sym_expr& e : g.meta(r).shape) symbols_in(e, bound);
+    });
+  std::vector<std::string> out;
+  for (std::string& s : symbols_named(g, run))
+    if (std::find(bound.begin(), bound.end(), s) == bound.end()) out.push_back(std::move(s));
+  return out;
+}
+[[noreturn]] inline void sizes_not_determined(const ir::node& n, std::string_view sym) {
+  typex::detail::raise<unsupported_error>([&](auto& w) {
+    w.put("typex: node '"); w.put(n.name); w.put("' ("); w.put(n.target.name()); w.put(") of a program with control flow uses the size '");
+    w.put(sym); w.put("', which none of the values it reads has (and no input of the program); the parts of such a program are "
+                      "planned from their inputs' extents: pass a tensor with that dim in");
+  });
+}
+
+// dst := src's elements (dst made to src's dtype and extents, reusing its storage when they fit and
+// no one else holds it: a tensor the caller kept from the last call, or an input given as an output).
 inline void copy_into(any_tensor& dst, const any_tensor& src) {
-  if (dst.scalar_type() != src.scalar_type() || dst.extents() != src.extents()) dst = any_tensor(src.scalar_type(), src.extents());
+  if (dst.scalar_type() != src.scalar_type() || dst.extents() != src.extents() || dst.get_storage().use_count() > 1)
+    dst = any_tensor(src.scalar_type(), src.extents());
   if (src.nbytes() != 0) std::memcpy(dst.raw_data(), src.raw_data(), src.nbytes());
 }
 // t made to dtype dt and extents (lead, rest...) / (rest without its dim 0), if it is not: allocates
@@ -209,6 +274,18 @@ TYPEX_API control_flow_engine::control_flow_engine(program_binding binding, comp
       ir::graph::for_each_ref(g[n], [&](ir::value_ref r) {
         if (!in_run[r.node]) (void)input_of(r);
       });
+    // a size the run names that none of its inputs has (reshape to another input's dim): the
+    // program's input that has it comes in too, unread, so that the segment is planned again when
+    // it changes
+    for (const std::string& sym : detail::free_symbols_of_run(g, run, in_run)) {
+      bool found = false;
+      for (ir::node_id p = 0; p < g.size() && !found; ++p) {
+        if (g[p].op != ir::node_op::placeholder) continue;
+        for (const ir::sym_expr& e : g[p].vals.front().shape) found = found || e.mentions(sym);
+        if (found) (void)input_of({p, 0});
+      }
+      if (!found) detail::sizes_not_determined(g[run.front()], sym);
+    }
     const ir::node_id base = static_cast<ir::node_id>(sg.size());
     for (std::size_t k = 0; k < run.size(); ++k) remap[run[k]] = base + static_cast<ir::node_id>(k);
     for (ir::node_id n : run) {
@@ -272,6 +349,13 @@ TYPEX_API control_flow_engine::control_flow_engine(program_binding binding, comp
       for (const auto& sg : g.subgraphs())
         if (sg.name == name) sub = sg.body;
       state::part p;
+      if (const auto free = detail::free_symbols(*sub); !free.empty()) {
+        typex::detail::raise<unsupported_error>([&](auto& w) {
+          w.put("typex: the subgraph '"); w.put(name); w.put("' of node '"); w.put(n.name); w.put("' uses the size '"); w.put(free.front());
+          w.put("', which none of its inputs has; it is planned from its inputs' extents, so pass a tensor with that dim in (an "
+                "operand, or a value it reads)");
+        });
+      }
       p.e = compile(detail::subgraph_binding(sub, s.binding));
       p.in.resize(sub->placeholders().size());
       for (const ir::node& m : sub->nodes())

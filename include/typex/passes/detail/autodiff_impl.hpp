@@ -508,6 +508,16 @@ TYPEX_API void sweep(const ir::graph& forward, vjp_context& c, grad_table& grads
 TYPEX_API ir::graph vjp_graph(const ir::graph& f, const std::vector<bool>& wrt) {
   static constexpr std::string_view who = "typex::passes::differentiate";
   (void)who;
+  for (const ir::node& nd : f.nodes()) {
+    // (the backward recomputes the subgraph's forward: a random draw there would differ from the forward's)
+    if (nd.op == ir::node_op::call_function && ir::draws_randomness(nd.target, nd.args)) {
+      typex::detail::raise<unsupported_error>([&](auto& w) {
+        w.put(who); w.put(": "); w.put(nd.target.name()); w.put(" (node '"); w.put(nd.name);
+        w.put("') draws random numbers inside a branch or loop body; its backward recomputes the body, which would draw other "
+              "numbers: apply the dropout outside the control flow, or in eval mode");
+      });
+    }
+  }
   ir::graph g;
   copy_forward(f, g);
   const std::size_t n = f.size() - 1;
@@ -524,14 +534,9 @@ TYPEX_API ir::graph vjp_graph(const ir::graph& f, const std::vector<bool>& wrt) 
   for (std::size_t j = 0; j < outs.size(); ++j) {
     const value_ref o = std::get<value_ref>(outs[j]);
     const ir::tensor_meta& m = f.meta(o);
-    if (!is_floating_point(m.scalar_type)) {
-      typex::detail::raise<unsupported_error>([&](auto& w) {
-        w.put(who); w.put(": a subgraph of control flow returns "); w.put(m.to_string()); w.put(" (output "); w.put_int(static_cast<long long>(j));
-        w.put("), which carries no gradient; differentiating through control flow needs floating-point results and carried values");
-      });
-    }
     const ir::node_id seed = g.add_placeholder("tangents_" + std::to_string(j + 1), m);
     seeds.push_back(seed);
+    if (!is_floating_point(m.scalar_type)) continue;  // (an integer result, a counter: no gradient flows from it)
     reaches[o.node] = true;
     add_grad(c, grads, o, value_ref{seed, 0});
   }
@@ -588,13 +593,15 @@ inline std::vector<value_ref> inline_graph(ir::graph& into, const ir::graph& sub
     } else {
       std::vector<ir::argument> args;
       for (const ir::argument& a : nd.args) args.push_back(moved(a));
+      if (ir::is_control_flow(nd))  // (its subgraphs: renamed where `into` has the name for another body)
+        for (ir::argument& a : args)
+          if (auto* s = std::get_if<std::string>(&a)) *s = into.import_subgraph(sub, *s);
       std::vector<std::pair<std::string, ir::argument>> kwargs;
       for (const auto& [key, a] : nd.kwargs) kwargs.emplace_back(key, moved(a));
       remap[i] = into.add_call({.target = nd.target, .args = std::move(args), .kwargs = std::move(kwargs), .vals = nd.vals, .name_hint = nd.name,
                                 .nn_module_stack = nd.nn_module_stack, .stack_trace = nd.stack_trace});
     }
   }
-  into.copy_subgraphs_from(sub);
   return outs;
 }
 
@@ -781,6 +788,11 @@ TYPEX_API void control_flow_vjp(const ir::graph& forward, vjp_context& c, grad_t
       // as a scan of max_iterations steps: each step runs the body where the condition holds and
       // keeps the carried values where it does not (the forward's own node gave the results)
       const std::size_t nc = call.carried.size(), na = call.additional.size();
+      if (call.max_iterations == 0) {  // (no step may run: the results are the carried values)
+        for (std::size_t j = 0; j < nc; ++j)
+          if (want(call.carried[j])) add_grad(c, grads, call.carried[j], seeds[j]);
+        return;
+      }
       const ir::graph& cg = forward.subgraph_at(call.graphs[0]);
       const ir::graph& bg = forward.subgraph_at(call.graphs[1]);
       ir::graph step;
@@ -788,9 +800,10 @@ TYPEX_API void control_flow_vjp(const ir::graph& forward, vjp_context& c, grad_t
       for (std::size_t k = 0; k < nc; ++k) ins.push_back({step.add_placeholder("carried_" + std::to_string(k), forward.meta(call.carried[k])), 0});
       step.add_placeholder("step", ir::tensor_meta{dtype::f32, {}});
       for (std::size_t k = 0; k < na; ++k) ins.push_back({step.add_placeholder("additional_" + std::to_string(k), forward.meta(call.additional[k])), 0});
-      const value_ref p = inline_graph(step, cg, ins).front();
-      const std::vector<value_ref> next = inline_graph(step, bg, ins);
+      value_ref p = inline_graph(step, cg, ins).front();
       graph_builder sb(step);
+      if (step.meta(p).rank() != 0) p = sb.reshape(p, {});  // (a [1] predicate would broadcast a rank-0 carry)
+      const std::vector<value_ref> next = inline_graph(step, bg, ins);
       std::vector<value_ref> outs;
       for (std::size_t k = 0; k < nc; ++k) outs.push_back(sb.where(p, next[k], ins[k]));
       step.set_output(std::move(outs));
