@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cmath>
 #include <thread>
 
 using namespace typex;
@@ -168,6 +169,59 @@ TEST_CASE("threads: a module that writes buffers serializes its calls, copies co
   CHECK(bad == 0);
   CHECK(run.buffer("calls").data<std::int64_t>()[0] == 1 + threads * (calls / 4));
   CHECK(copy.buffer("calls").data<std::int64_t>()[0] == 0);
+}
+
+namespace {
+// Control flow: a branch picked by the data, a scan carrying a buffer (the control-flow engine's
+// parts and buffers are each executor's own).
+struct branch_scan {
+  nn::Linear<8, 8> fc;
+  buffer<f32, fix<1>> steps;
+  template <class X>
+  auto operator()(const X& x) const {
+    const auto y = cond(gt(mean(x), 0.0), [&](const auto& v) { return tanh(fc(v)); }, [](const auto& v) { return mul(v, -0.5); }, x);
+    auto [h, hs] = scan(
+        [&](const auto& acc, const auto& row) {
+          copy_(steps, add(steps, 1.0));
+          const auto next = add(mul(acc, 0.5), row);
+          return std::pair(next, next);
+        },
+        mul(select<0>(y, 0), 0.0), y);
+    return add(sum(h), sum(hs));
+  }
+};
+}  // namespace
+BOOST_HANA_ADAPT_STRUCT(branch_scan, fc, steps);
+
+TEST_CASE("threads: a program with cond and a scan writing a buffer, shared by 8 threads, bit-identical to serial") {
+  branch_scan m;
+  init_module(m, 41);
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, rb::x_shape>(rb::spec_shape(4))));
+  const auto run = program_module<eigen_backend>(ep);
+  const auto serial = program_module<eigen_backend>(ep);
+  std::vector<any_tensor> inputs, want;
+  for (int k = 0; k < 4; ++k) {
+    any_tensor x = rb::random_x(2 + k, static_cast<std::uint64_t>(k + 7)).erase();
+    if (k % 2 == 1)
+      for (index_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = -std::abs(x.data<float>()[i]);  // (the false branch)
+    else
+      for (index_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::abs(x.data<float>()[i]);
+    want.push_back(serial({x})[0]);
+    inputs.push_back(std::move(x));
+  }
+  const int bad = on_threads([&](int t) {
+    int mismatches = 0;
+    for (int i = 0; i < calls / 4; ++i) {
+      const std::size_t k = static_cast<std::size_t>(t + i) % inputs.size();
+      mismatches += !rb::same_bits(run({inputs[k]})[0], want[k]);
+    }
+    return mismatches;
+  });
+  CHECK(bad == 0);
+  double expected = 0;  // (one step per row, every call)
+  for (int t = 0; t < threads; ++t)
+    for (int i = 0; i < calls / 4; ++i) expected += static_cast<double>(2 + static_cast<int>((static_cast<std::size_t>(t + i)) % inputs.size()));
+  CHECK(run.buffer("steps").data<float>()[0] == static_cast<float>(expected));
 }
 
 TEST_CASE("threads: set_num_threads while programs run changes speed, not results") {
