@@ -131,6 +131,32 @@ auto gru_direction(const C& p, const S& seq, bool reverse) {
       zero, xw, scan_options{.reverse = reverse});
   return std::tuple(ys, h);
 }
+
+// Every layer of an RNN: layer(cells, seq) gives (y [T, B, D*H], std::array of D states, ...) for
+// one layer; returns (the last layer's y, per kind of state the L*D states in torch's order:
+// layer0 forward, layer0 backward, layer1 forward, ...).
+template <std::size_t L, std::size_t D, class Params, class Layer, class S>
+auto run_layers(const Params& p, Layer&& layer, const S& seq) {
+  auto first = layer(p.first, seq);
+  constexpr std::size_t kinds = std::tuple_size_v<decltype(first)> - 1;
+  using H_t = std::remove_cvref_t<decltype(std::get<1>(first)[0])>;
+  std::array<std::array<std::optional<H_t>, L * D>, kinds> states;
+  const auto keep = [&](const auto& r, std::size_t l) {
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      ((void)[&] {
+        for (std::size_t d = 0; d < D; ++d) states[K][l * D + d] = std::get<K + 1>(r)[d];
+      }(), ...);
+    }(std::make_index_sequence<kinds>{});
+  };
+  keep(first, 0);
+  auto y = std::get<0>(first);
+  for (std::size_t l = 0; l + 1 < L; ++l) {
+    const auto next = layer(p.rest[l], y);
+    y = std::get<0>(next);
+    keep(next, l + 1);
+  }
+  return std::pair(y, states);
+}
 }  // namespace detail
 
 // torch.nn.LSTM(input_size = In, hidden_size = H, num_layers = L, batch_first, bidirectional).
@@ -147,22 +173,8 @@ struct LSTM : detail::rnn_params<In, H, 4, L, Bidirectional ? 2 : 1> {
     const library_call site(loc);
     const module_scope scope(*this, x);
     const auto seq = detail::sequence_first<BatchFirst>(x);
-    auto [y, hs, cs] = layer(this->first, seq);
-    using H_t = std::remove_cvref_t<decltype(std::get<0>(hs))>;
-    std::array<std::optional<H_t>, L * D> h_all, c_all;
-    for (std::size_t d = 0; d < D; ++d) {
-      h_all[d] = hs[d];
-      c_all[d] = cs[d];
-    }
-    for (std::size_t l = 0; l + 1 < L; ++l) {
-      auto [y2, hs2, cs2] = layer(this->rest[l], y);
-      y = y2;
-      for (std::size_t d = 0; d < D; ++d) {
-        h_all[(l + 1) * D + d] = hs2[d];
-        c_all[(l + 1) * D + d] = cs2[d];
-      }
-    }
-    return scope.returns(std::pair(detail::sequence_first<BatchFirst>(y), std::pair(detail::stack_states(h_all), detail::stack_states(c_all))));
+    const auto [y, states] = detail::run_layers<L, D>(*this, [](const auto& cells, const auto& s) { return layer(cells, s); }, seq);
+    return scope.returns(std::pair(detail::sequence_first<BatchFirst>(y), std::pair(detail::stack_states(states[0]), detail::stack_states(states[1]))));
   }
 
  private:
@@ -193,16 +205,8 @@ struct GRU : detail::rnn_params<In, H, 3, L, Bidirectional ? 2 : 1> {
     const library_call site(loc);
     const module_scope scope(*this, x);
     const auto seq = detail::sequence_first<BatchFirst>(x);
-    auto [y, hs] = layer(this->first, seq);
-    using H_t = std::remove_cvref_t<decltype(std::get<0>(hs))>;
-    std::array<std::optional<H_t>, L * D> h_all;
-    for (std::size_t d = 0; d < D; ++d) h_all[d] = hs[d];
-    for (std::size_t l = 0; l + 1 < L; ++l) {
-      auto [y2, hs2] = layer(this->rest[l], y);
-      y = y2;
-      for (std::size_t d = 0; d < D; ++d) h_all[(l + 1) * D + d] = hs2[d];
-    }
-    return scope.returns(std::pair(detail::sequence_first<BatchFirst>(y), detail::stack_states(h_all)));
+    const auto [y, states] = detail::run_layers<L, D>(*this, [](const auto& cells, const auto& s) { return layer(cells, s); }, seq);
+    return scope.returns(std::pair(detail::sequence_first<BatchFirst>(y), detail::stack_states(states[0])));
   }
 
  private:

@@ -543,6 +543,23 @@ auto map(Fn&& fn, const Xs&... xs) {
   }
 }
 
+namespace detail {
+// An error here means: a scan's body returns its new carry with another type (dtype, shape or
+// structure) than the carry it was given.
+template <class NC, class C>
+constexpr bool scan_carry_fits() {
+  if constexpr (!std::is_same_v<NC, C>) {
+    TYPEX_STATIC_FAIL(static_type_error, [](auto& w) {
+      w.put("typex::scan: the body returns the carry as "); detail::write_type_name<NC>(w); w.put(" where it is ");
+      detail::write_type_name<C>(w); w.put("; the carry keeps its dtype and shape from one step to the next");
+    });
+    return false;
+  } else {
+    return true;
+  }
+}
+}  // namespace detail
+
 struct scan_options {
   bool reverse = false;  // take the slices from the last to the first (the ys keep xs's order)
 };
@@ -558,28 +575,26 @@ auto scan(Fn&& fn, const C& init, const X& xs, scan_options options = {}) {
     using RR = std::remove_cvref_t<std::invoke_result_t<Fn&, const C&, const S&>>;
     static_assert(std::tuple_size_v<RR> == 2, "typex::scan: the body returns a pair (new carry, y)");
     using NC = std::remove_cvref_t<std::tuple_element_t<0, RR>>;
-    if constexpr (!std::is_same_v<NC, carry_t>) {
-      TYPEX_STATIC_FAIL(static_type_error, [](auto& w) {
-        w.put("typex::scan: the body returns the carry as "); detail::write_type_name<NC>(w); w.put(" where it is ");
-        detail::write_type_name<carry_t>(w); w.put("; the carry keeps its dtype and shape from one step to the next");
-      });
+    if constexpr (!detail::scan_carry_fits<NC, carry_t>()) {
+      return std::pair<carry_t, int>(init, 0);  // (the carry as it came: no second error)
+    } else {
+      const index_t n = detail::lead_extent(xs);
+      detail::check_leads(xs, n, "typex::scan");
+      if (n == 0) detail::raise_message<argument_error>("typex::scan: the xs' leading dim is 0; scan needs a slice to know the result's shape");
+      carry_t carry = init;
+      const index_t first = options.reverse ? n - 1 : 0;
+      RR r0 = fn(carry, detail::slice_tree(xs, first));
+      carry = std::get<0>(r0);
+      auto out = detail::alloc_stacked(detail::lead_dim(xs), std::get<1>(r0));
+      detail::put_tree(out, first, std::get<1>(r0));
+      for (index_t s = 1; s < n; ++s) {
+        const index_t i = options.reverse ? n - 1 - s : s;
+        RR r = fn(carry, detail::slice_tree(xs, i));
+        carry = std::get<0>(r);
+        detail::put_tree(out, i, std::get<1>(r));
+      }
+      return std::pair<carry_t, decltype(out)>(std::move(carry), std::move(out));
     }
-    const index_t n = detail::lead_extent(xs);
-    detail::check_leads(xs, n, "typex::scan");
-    if (n == 0) detail::raise_message<argument_error>("typex::scan: the xs' leading dim is 0; scan needs a slice to know the result's shape");
-    carry_t carry = init;
-    const index_t first = options.reverse ? n - 1 : 0;
-    RR r0 = fn(carry, detail::slice_tree(xs, first));
-    carry = std::get<0>(r0);
-    auto out = detail::alloc_stacked(detail::lead_dim(xs), std::get<1>(r0));
-    detail::put_tree(out, first, std::get<1>(r0));
-    for (index_t s = 1; s < n; ++s) {
-      const index_t i = options.reverse ? n - 1 - s : s;
-      RR r = fn(carry, detail::slice_tree(xs, i));
-      carry = std::get<0>(r);
-      detail::put_tree(out, i, std::get<1>(r));
-    }
-    return std::pair<carry_t, decltype(out)>(std::move(carry), std::move(out));
   } else {
     tracing_context* inner = detail::context_in(xs);
     if (tracing_context* i = detail::context_in(init); i != nullptr && (inner == nullptr || i->depth() > inner->depth())) inner = i;
@@ -599,11 +614,7 @@ auto scan(Fn&& fn, const C& init, const X& xs, scan_options options = {}) {
     using RR = typename decltype(trace({}).result)::value_type;
     static_assert(std::tuple_size_v<RR> == 2, "typex::scan: the body returns a pair (new carry, y)");
     using NC = std::remove_cvref_t<std::tuple_element_t<0, RR>>;
-    if constexpr (!std::is_same_v<NC, carry_t>) {
-      TYPEX_STATIC_FAIL(static_type_error, [](auto& w) {
-        w.put("typex::scan: the body returns the carry as "); detail::write_type_name<NC>(w); w.put(" where it is ");
-        detail::write_type_name<carry_t>(w); w.put("; the carry keeps its dtype and shape from one step to the next");
-      });
+    if constexpr (!detail::scan_carry_fits<NC, carry_t>()) {
       return std::pair<carry_t, int>(init, 0);  // (the carry as it came: no second error)
     } else {
       auto t = trace({});
