@@ -24,6 +24,7 @@
 #pragma once
 
 #include <typex/export/exported_program.hpp>
+#include <typex/ir/printer.hpp>
 #include <typex/passes/autodiff.hpp>
 #include <typex/tensor/named_tensors.hpp>
 
@@ -178,7 +179,10 @@ TYPEX_API auto typex::make_joint(const exported_program& ep, const joint_options
   outs[first_user + options.loss].kind = output_kind::loss_output;
   outs.insert(outs.end(), grads.begin(), grads.end());
   const ir::node& out = g.output();
-  for (std::size_t k = 0; k < outs.size(); ++k) outs[k].arg = detail::value_name(g, std::get<ir::value_ref>(out.args[k]));  // (scan[0])
+  for (std::size_t k = 0; k < outs.size(); ++k) {  // (a result of a call with several is named as printed: scan[0])
+    outs[k].arg.clear();
+    ir::detail::print_value(outs[k].arg, g, std::get<ir::value_ref>(out.args[k]));
+  }
   exported_program joint(std::move(g), graph_signature(sig.input_specs(), std::move(outs)), ep.state_dict(), ep.constants(),
                          ep.ranges(), ep.module_call_graph(), ep.example_inputs());
   joint.set_trusted_shapes(ep.trusted_shapes());  // (its shapes are derived from the forward's records)
