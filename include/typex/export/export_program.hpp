@@ -177,6 +177,7 @@ auto trace_input(tracing_context& ctx, const T& in, std::size_t i, std::vector<s
           }
         };
         (add(std::type_identity<typename S::template dim_t<K>>{}), ...);
+        (void)add;  // (a rank-0 input: no dim)
       }(std::make_index_sequence<S::rank>{});
       return traced<DT, S>(ctx, ir::value_ref{ph}, spec.shape);
     }

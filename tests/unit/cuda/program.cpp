@@ -326,11 +326,12 @@ TEST_CASE("cuda eager: ops on device tensors run on their device and equal the E
 }
 
 namespace {
+// (ops the CUDA backend runs in each branch; the predicate is an input)
 struct branchy {
   nn::Linear<4, 4> fc;
-  template <class X>
-  auto operator()(const X& x) const {
-    return cond(gt(mean(x), 0.0), [&](const auto& v) { return fc(v); }, [](const auto& v) { return neg(v); }, x);
+  template <class P, class X>
+  auto operator()(const P& p, const X& x) const {
+    return cond(p, [&](const auto& v) { return fc(v); }, [](const auto& v) { return tanh(v); }, x);
   }
 };
 }  // namespace
@@ -339,11 +340,15 @@ BOOST_HANA_ADAPT_STRUCT(branchy, fc);
 TEST_CASE("cuda program: a program with control flow given device tensors is an unsupported_error naming the input, on the host it runs") {
   branchy model;
   init_module(model, 3);
-  const exported_program ep = export_program(model, input<"x">(tensor_spec<f32, shape_c<2, 4>>()));
+  const exported_program ep =
+      export_program(model, input<"p">(tensor_spec<b8, shape<>>()), input<"x">(tensor_spec<f32, shape_c<2, 4>>()));
   const auto gpu = cuda::make_emulated_device();
   const program_module<cuda_backend> gpu_run(ep, {.device = gpu});
+  any_tensor p(dtype::b8, {});
+  p.data<bool>()[0] = true;
   const any_tensor x = random_input(2, 4, 9);
-  CHECK_THROWS_WITH_AS(gpu_run({cuda::to_device(x, gpu)}), doctest::Contains("input 0 of a program with control flow is on cuda:0"), unsupported_error);
+  CHECK_THROWS_WITH_AS(gpu_run({cuda::to_device(p, gpu), cuda::to_device(x, gpu)}), doctest::Contains("input 0 of a program with control flow is on cuda:0"),
+                       unsupported_error);
   const program_module<eigen_backend> cpu_run(ep);
-  CHECK(cpu_run({x}).size() == 1);
+  CHECK(cpu_run({p, x}).size() == 1);
 }
