@@ -69,6 +69,17 @@ inline bool has_control_flow(const graph& g) noexcept {
     if (is_control_flow(n)) return true;
   return false;
 }
+// The op of a kind of higher-order call (the null id for none).
+inline op_id control_op(control_kind k) noexcept {
+  switch (k) {
+    case control_kind::cond: return op_id_of<cond_op>;
+    case control_kind::while_loop: return op_id_of<while_loop_op>;
+    case control_kind::map: return op_id_of<map_op>;
+    case control_kind::scan: return op_id_of<scan_op>;
+    case control_kind::none: break;
+  }
+  return op_id{};
+}
 // The op that looks a higher-order target up by name ("higher_order.cond"), or the null id.
 inline op_id find_control_flow_op(std::string_view name) noexcept {
   for (op_id id : {op_id_of<cond_op>, op_id_of<while_loop_op>, op_id_of<map_op>, op_id_of<scan_op>})
@@ -97,8 +108,9 @@ template <class VerifySubgraph>
 void verify_control_flow(const graph& g, const node& n, VerifySubgraph&& verify_subgraph);
 TYPEX_API void check_control_flow(const graph& g, const node& n);  // (the structure, without the subgraphs' own checks)
 
-// A subgraph's placeholders' metadata and its outputs' metadata.
+// A subgraph's placeholders' metadata and its outputs' metadata; the metadata of values of g.
 TYPEX_API std::vector<tensor_meta> input_metas(const graph& g);
+TYPEX_API std::vector<tensor_meta> value_metas(const graph& g, const std::vector<value_ref>& vs);
 TYPEX_API std::vector<tensor_meta> output_metas(const graph& g);
 
 }  // namespace typex::ir
@@ -207,6 +219,12 @@ TYPEX_API auto typex::ir::input_metas(const graph& g) -> std::vector<tensor_meta
   std::vector<tensor_meta> out;
   for (const node& n : g.nodes())
     if (n.op == node_op::placeholder) out.push_back(n.vals.front());
+  return out;
+}
+
+TYPEX_API auto typex::ir::value_metas(const graph& g, const std::vector<value_ref>& vs) -> std::vector<tensor_meta> {
+  std::vector<tensor_meta> out;
+  for (value_ref v : vs) out.push_back(g.meta(v));
   return out;
 }
 

@@ -330,7 +330,6 @@ TYPEX_API void bind_carried_state(tracing_context& child, tracing_context& paren
 TYPEX_API std::vector<ir::value_ref> state_values(tracing_context& ctx, const std::vector<const void*>& written);
 // A loop body's carried outputs against what it carries (a symbolic extent that changes).
 TYPEX_API void check_carried(std::string_view who, const std::vector<ir::tensor_meta>& carried, const std::vector<ir::tensor_meta>& got);
-TYPEX_API std::vector<ir::tensor_meta> metas_of(const tracing_context& ctx, const std::vector<ir::value_ref>& vs);
 
 template <class F, class Ops>
 auto trace_loop_part(tracing_context& parent, F& f, const Ops& ops, const std::vector<const void*>& state, std::string_view who) {
@@ -404,7 +403,7 @@ auto while_loop(max_iterations bound, CondFn&& cond_fn, BodyFn&& body_fn, const 
     c.kind = ir::control_kind::while_loop;
     c.carried = detail::operand_values(parent, own);
     for (const void* s : state) c.carried.push_back(detail::state_value(parent, s));
-    const std::vector<ir::tensor_meta> carried_metas = detail::metas_of(parent, c.carried);
+    const std::vector<ir::tensor_meta> carried_metas = ir::value_metas(parent.graph(), c.carried);
     detail::check_carried("typex::while_loop", carried_metas, ir::output_metas(bgraph));
     c.additional = captured;
     c.max_iterations = bound.value;
@@ -639,7 +638,7 @@ auto scan(Fn&& fn, const C& init, const X& xs, scan_options options = {}) {
       c.xs = detail::operand_values(parent, xs);
       c.additional = captured;
       c.reverse = options.reverse;
-      const std::vector<ir::tensor_meta> carried_metas = detail::metas_of(parent, c.carried);
+      const std::vector<ir::tensor_meta> carried_metas = ir::value_metas(parent.graph(), c.carried);
       std::vector<ir::tensor_meta> body_out = ir::output_metas(body);
       detail::check_carried("typex::scan", carried_metas, std::vector<ir::tensor_meta>(body_out.begin(), body_out.begin() + static_cast<std::ptrdiff_t>(carried_metas.size())));
       const ir::sym_expr lead = parent.graph().meta(c.xs.front()).shape.front();
@@ -760,12 +759,6 @@ TYPEX_API auto typex::detail::state_values(tracing_context& ctx, const std::vect
   return out;
 }
 
-TYPEX_API auto typex::detail::metas_of(const tracing_context& ctx, const std::vector<ir::value_ref>& vs) -> std::vector<ir::tensor_meta> {
-  std::vector<ir::tensor_meta> out;
-  for (ir::value_ref v : vs) out.push_back(ctx.graph().meta(v));
-  return out;
-}
-
 TYPEX_API void typex::detail::check_carried(std::string_view who, const std::vector<ir::tensor_meta>& carried, const std::vector<ir::tensor_meta>& got) {
   for (std::size_t k = 0; k < carried.size() && k < got.size(); ++k) {
     if (carried[k] == got[k]) continue;
@@ -779,11 +772,7 @@ TYPEX_API void typex::detail::check_carried(std::string_view who, const std::vec
 
 TYPEX_API auto typex::detail::record_control_call(tracing_context& parent, const ir::control_call& c, std::vector<ir::tensor_meta> vals,
                                                   std::string_view name) -> ir::node_id {
-  const ir::value_ref v = parent.call(
-      c.kind == ir::control_kind::cond ? op_id_of<ir::cond_op>
-      : c.kind == ir::control_kind::while_loop ? op_id_of<ir::while_loop_op>
-      : c.kind == ir::control_kind::map ? op_id_of<ir::map_op> : op_id_of<ir::scan_op>,
-      ir::control_call_arguments(c), std::move(vals), {}, nullptr);
+  const ir::value_ref v = parent.call(ir::control_op(c.kind), ir::control_call_arguments(c), std::move(vals), {}, nullptr);
   parent.graph().rename(v.node, parent.graph().unique_name(name));
   ir::check_control_flow(parent.graph(), parent.graph()[v.node]);
   return v.node;

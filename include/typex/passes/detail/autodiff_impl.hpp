@@ -607,9 +607,7 @@ inline std::vector<value_ref> inline_graph(ir::graph& into, const ir::graph& sub
 
 inline ir::node_id emit_control(vjp_context& c, const ir::control_call& call, std::vector<ir::tensor_meta> vals, std::string_view name,
                                 const ir::node& origin) {
-  const op_id target = call.kind == ir::control_kind::cond ? op_id_of<ir::cond_op>
-                       : call.kind == ir::control_kind::while_loop ? op_id_of<ir::while_loop_op>
-                       : call.kind == ir::control_kind::map ? op_id_of<ir::map_op> : op_id_of<ir::scan_op>;
+  const op_id target = ir::control_op(call.kind);
   const ir::node_id id = c.graph().add_call({.target = target, .args = ir::control_call_arguments(call), .vals = std::move(vals),
                                              .name_hint = std::string(name), .nn_module_stack = origin.nn_module_stack,
                                              .stack_trace = origin.stack_trace});
@@ -621,12 +619,6 @@ inline value_ref grad_or_zeros(vjp_context& c, grad_table& grads, value_ref v) {
   const auto& per = grads[v.node];
   if (v.index < per.size() && per[v.index]) return *per[v.index];
   return c.zeros_like(v);
-}
-
-inline std::vector<ir::tensor_meta> metas(const ir::graph& g, const std::vector<value_ref>& vs) {
-  std::vector<ir::tensor_meta> out;
-  for (value_ref v : vs) out.push_back(g.meta(v));
-  return out;
 }
 
 // The gradients of a scan node's inputs: (init..., xs..., additional...), each a value or none.
@@ -813,7 +805,7 @@ TYPEX_API void control_flow_vjp(const ir::graph& forward, vjp_context& c, grad_t
       sc.xs = {c.full({ir::sym_expr(call.max_iterations)}, 0.0, dtype::f32)};
       sc.additional = call.additional;
       sc.graphs = {c.graph().add_subgraph(call.graphs[1] + "_bounded", std::move(step))};
-      const ir::node_id s = emit_control(c, sc, metas(c.graph(), call.carried), "while_loop_bounded", f);
+      const ir::node_id s = emit_control(c, sc, ir::value_metas(c.graph(), call.carried), "while_loop_bounded", f);
       std::vector<bool> want_a;
       for (value_ref v : call.additional) want_a.push_back(want(v));
       const auto g = scan_vjp(c, c.graph()[s], seeds, {false}, want_a);
