@@ -5,8 +5,11 @@
 #pragma once
 
 #include <typex/backend/cuda/kernel_api.cuh>
+#include <typex/backend/cuda/kernels/conv.cuh>
 #include <typex/backend/cuda/kernels/copy.cuh>
+#include <typex/backend/cuda/kernels/norm.cuh>
 #include <typex/backend/cuda/kernels/pointwise.cuh>
+#include <typex/backend/cuda/kernels/pool.cuh>
 #include <typex/backend/cuda/kernels/reduce.cuh>
 #include <typex/backend/cuda/launch.hpp>
 #include <typex/core/error.hpp>
@@ -51,6 +54,21 @@ void dispatch(const kernel_launch& k, Stream stream) {
     case kernel_kind::reduce: {
       const reduce_params& p = detail::launch_params<reduce_params>(k);
       TYPEX_LAUNCH(kernels::row_reduce_kernel<float>, k.grid, k.block, k.shared_bytes, stream)(p);
+      return;
+    }
+    case kernel_kind::norm: {
+      const norm_params& p = detail::launch_params<norm_params>(k);
+      TYPEX_LAUNCH(kernels::layer_norm_kernel<float>, k.grid, k.block, k.shared_bytes, stream)(p);
+      return;
+    }
+    case kernel_kind::conv: {
+      const conv_params& p = detail::launch_params<conv_params>(k);
+      TYPEX_LAUNCH(kernels::conv2d_kernel<float>, k.grid, k.block, k.shared_bytes, stream)(p);
+      return;
+    }
+    case kernel_kind::pool: {
+      const pool_params& p = detail::launch_params<pool_params>(k);
+      TYPEX_LAUNCH(kernels::pool2d_kernel<float>, k.grid, k.block, k.shared_bytes, stream)(p);
       return;
     }
   }

@@ -108,7 +108,7 @@ static_assert(sizeof(chain_params) < 4096 && std::is_trivially_copyable_v<chain_
 
 // ---- strided copy (kernels/copy.cuh)
 
-// dst[i] = src[offset of element i], for the n elements of a contiguous output of `rank` dims
+// dst[i] = src[offset of element i] (see dst_strided), for the n elements of a contiguous output of `rank` dims
 // (`extent`, row-major), src read with element strides `src_stride` (any, 0 and negative too);
 // elements of `itemsize` bytes (1, 2, 4 or 8: the copy moves bits, whatever the dtype).
 struct copy_params {
@@ -119,33 +119,110 @@ struct copy_params {
   std::int64_t n = 0;
   std::int64_t extent[max_rank] = {};
   std::int64_t src_stride[max_rank] = {};
+  // (with dst_strided, element i goes to dst at its offset under dst_stride: a slice of a larger
+  // tensor, as cat and the scatters write; else dst is contiguous)
+  bool dst_strided = false;
+  std::int64_t dst_stride[max_rank] = {};
 };
 static_assert(std::is_trivially_copyable_v<copy_params>);
 
-// ---- per-row reductions and softmax (kernels/reduce.cuh)
+// ---- reductions and softmax over any dims (kernels/reduce.cuh)
 
-enum class reduce_kind : std::uint8_t { sum, mean, softmax, log_softmax };
+enum class reduce_kind : std::uint8_t { sum, mean, softmax, log_softmax, amax, amin, argmax, var };
 
-// Over the last dim of a contiguous f32 [rows, cols] matrix: sum / mean write out[rows];
-// softmax / log_softmax write out[rows, cols].
+// One block per row: a row is one element of the output (sum, mean, amax, amin, argmax, var) or one
+// softmax line, over `cols` input elements. Addressing:
+//   rank_red == 0: the contiguous f32 matrix [rows, cols] (row r at in + r cols; softmax's output
+//                  likewise, the others' at out[r]);
+//   rank_red > 0:  row r's first element at sum(coord_k(r) kept_stride[k]) for r's coordinates in
+//                  kept_extent (row-major), and element c at sum(coord_j(c) red_stride[j]) for c's
+//                  coordinates in red_extent; softmax writes the output at the same offsets (its
+//                  output is contiguous like its input), the others write out[r].
+// argmax writes int64 indices (index_out; the flat index over the reduced dims, the first maximum,
+// a NaN counting as the maximum, as torch); var divides by cols - correction.
 struct reduce_params {
   reduce_kind kind = reduce_kind::sum;
   const float* in = nullptr;
   float* out = nullptr;
   std::int64_t rows = 0;
   std::int64_t cols = 0;
+  std::int64_t* index_out = nullptr;
+  double correction = 1.0;
+  std::int32_t rank_kept = 0;
+  std::int32_t rank_red = 0;
+  std::int64_t kept_extent[max_rank] = {};
+  std::int64_t kept_stride[max_rank] = {};
+  std::int64_t red_extent[max_rank] = {};
+  std::int64_t red_stride[max_rank] = {};
 };
 static_assert(std::is_trivially_copyable_v<reduce_params>);
 
+// ---- layer norm (kernels/norm.cuh)
+
+// y[r, c] = (x[r, c] - mean_r) / sqrt(var_r + eps) * weight[c] + bias[c] over the contiguous f32
+// [rows, cols] (var: the biased variance, as torch); weight / bias may be null. mean / rstd, where
+// not null, get each row's mean and 1 / sqrt(var + eps) (native_layer_norm's saved statistics).
+struct norm_params {
+  const float* in = nullptr;
+  const float* weight = nullptr;
+  const float* bias = nullptr;
+  float* out = nullptr;
+  float* mean = nullptr;
+  float* rstd = nullptr;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  double eps = 1e-5;
+};
+static_assert(std::is_trivially_copyable_v<norm_params>);
+
+// ---- convolution (kernels/conv.cuh)
+
+// conv2d of the f32 NCHW input [n, c, h, w] by the weight [oc, c / groups, kh, kw] into [n, oc, oh,
+// ow], + bias[oc] (may be null), then the activation `act` where has_act: an implicit GEMM
+// (M = n oh ow output pixels, N = oc / groups channels per group, K = c / groups kh kw).
+struct conv_params {
+  const float* in = nullptr;
+  const float* weight = nullptr;
+  const float* bias = nullptr;
+  float* out = nullptr;
+  std::int64_t n = 0, c = 0, h = 0, w = 0;
+  std::int64_t oc = 0, kh = 0, kw = 0, oh = 0, ow = 0, groups = 1;
+  std::int64_t stride[2] = {1, 1}, pad[2] = {0, 0}, dil[2] = {1, 1};
+  bool has_act = false;
+  chain_link act;
+};
+static_assert(std::is_trivially_copyable_v<conv_params>);
+
+// ---- pooling (kernels/pool.cuh)
+
+enum class pool_kind : std::uint8_t { max, avg, adaptive_avg };
+
+// Over `planes` f32 planes [h, w] into [oh, ow] each: max (NaN propagates; padding never wins),
+// avg (count_include_pad, divisor: divisor_override or 0), adaptive avg (torch's windows
+// [floor(i h / oh), ceil((i + 1) h / oh))).
+struct pool_params {
+  pool_kind kind = pool_kind::max;
+  const float* in = nullptr;
+  float* out = nullptr;
+  std::int64_t planes = 0, h = 0, w = 0, oh = 0, ow = 0;
+  std::int64_t k[2] = {1, 1}, stride[2] = {1, 1}, pad[2] = {0, 0}, dil[2] = {1, 1};
+  bool include_pad = true;
+  std::int64_t divisor = 0;
+};
+static_assert(std::is_trivially_copyable_v<pool_params>);
+
 // ---- the record
 
-enum class kernel_kind : std::uint8_t { chain, copy, reduce };
+enum class kernel_kind : std::uint8_t { chain, copy, reduce, norm, conv, pool };
 
 inline constexpr const char* kernel_name(kernel_kind k) noexcept {
   switch (k) {
     case kernel_kind::chain: return "chain";
     case kernel_kind::copy: return "copy";
     case kernel_kind::reduce: return "reduce";
+    case kernel_kind::norm: return "norm";
+    case kernel_kind::conv: return "conv";
+    case kernel_kind::pool: return "pool";
   }
   return "?";
 }
@@ -154,7 +231,7 @@ struct kernel_launch {
   kernel_kind kind = kernel_kind::chain;
   launch_dims grid, block;
   std::uint32_t shared_bytes = 0;  // dynamic shared memory
-  std::variant<chain_params, copy_params, reduce_params> params;
+  std::variant<chain_params, copy_params, reduce_params, norm_params, conv_params, pool_params> params;
 };
 
 // ---- launch geometry
@@ -214,11 +291,59 @@ inline kernel_launch reduce_launch(const reduce_params& p) {
   if (p.rows < 0 || p.cols < 0 || p.rows > 2147483647)
     typex::detail::raise_message<argument_error>(std::string("typex::cuda::reduce_launch: ") + std::to_string(p.rows) + " rows of " +
                                                  std::to_string(p.cols) + " (one block per row: at most 2^31 - 1 rows)");
+  if (p.rank_kept < 0 || p.rank_kept > max_rank || p.rank_red < 0 || p.rank_red > max_rank ||
+      (p.kind == reduce_kind::argmax) != (p.index_out != nullptr))
+    typex::detail::raise_message<argument_error>("typex::cuda::reduce_launch: ranks past 6, or an argmax without its index output");
+  if (p.rank_red > 0) {
+    detail::check_extents("reduce", p.rank_kept, p.kept_extent, p.rows);
+    detail::check_extents("reduce", p.rank_red, p.red_extent, p.cols);
+  }
+  // (a float per warp; argmax also an int64 per warp)
   return {kernel_kind::reduce,
+          {static_cast<unsigned>(p.rows < 1 ? 1 : p.rows), 1, 1},
+          {row_threads, 1, 1},
+          static_cast<std::uint32_t>(row_threads / 32 * (sizeof(float) + sizeof(std::int64_t))),
+          p};
+}
+
+inline kernel_launch norm_launch(const norm_params& p) {
+  if (p.rows < 0 || p.cols < 0 || p.rows > 2147483647 || !(p.eps >= 0))
+    typex::detail::raise_message<argument_error>(std::string("typex::cuda::norm_launch: ") + std::to_string(p.rows) + " rows of " +
+                                                 std::to_string(p.cols) + " (at most 2^31 - 1 rows; eps not negative)");
+  return {kernel_kind::norm,
           {static_cast<unsigned>(p.rows < 1 ? 1 : p.rows), 1, 1},
           {row_threads, 1, 1},
           static_cast<std::uint32_t>(row_threads / 32 * sizeof(float)),
           p};
+}
+
+// conv2d's tiles: conv_tile_m output pixels by conv_tile_n channels per block of 256 threads (16 x
+// 16, each 4 x 4 results), conv_tile_k of the reduction staged in shared memory per step.
+inline constexpr unsigned conv_tile_m = 64, conv_tile_n = 64, conv_tile_k = 16;
+
+inline kernel_launch conv_launch(const conv_params& p) {
+  const bool bad = p.n < 0 || p.c < 1 || p.h < 1 || p.w < 1 || p.oc < 1 || p.kh < 1 || p.kw < 1 || p.oh < 1 || p.ow < 1 ||
+                   p.groups < 1 || p.c % p.groups != 0 || p.oc % p.groups != 0 || p.stride[0] < 1 || p.stride[1] < 1 ||
+                   p.dil[0] < 1 || p.dil[1] < 1 || p.pad[0] < 0 || p.pad[1] < 0;
+  if (bad) typex::detail::raise_message<argument_error>("typex::cuda::conv_launch: sizes out of range, or channels that do not split into the groups");
+  const std::int64_t m = p.n * p.oh * p.ow, tiles_m = (m + conv_tile_m - 1) / conv_tile_m;
+  const std::int64_t tiles_n = (p.oc / p.groups + conv_tile_n - 1) / conv_tile_n;
+  if (tiles_m > 2147483647 || tiles_n > 65535 || p.groups > 65535)
+    typex::detail::raise_message<argument_error>("typex::cuda::conv_launch: more output pixels, channels or groups than a grid holds");
+  return {kernel_kind::conv,
+          {static_cast<unsigned>(tiles_m < 1 ? 1 : tiles_m), static_cast<unsigned>(tiles_n), static_cast<unsigned>(p.groups)},
+          {16, 16, 1},
+          static_cast<std::uint32_t>(conv_tile_k * (conv_tile_m + conv_tile_n) * sizeof(float)),
+          p};
+}
+
+inline kernel_launch pool_launch(const pool_params& p) {
+  const std::int64_t extents[3] = {p.planes, p.oh, p.ow};
+  detail::check_extents("pool", 3, extents, p.planes * p.oh * p.ow);
+  if (p.h < 1 || p.w < 1 || p.k[0] < 1 || p.k[1] < 1 || p.stride[0] < 1 || p.stride[1] < 1 || p.dil[0] < 1 || p.dil[1] < 1 ||
+      p.pad[0] < 0 || p.pad[1] < 0)
+    typex::detail::raise_message<argument_error>("typex::cuda::pool_launch: a window, stride or dilation below 1, or a negative padding");
+  return {kernel_kind::pool, detail::elementwise_grid(p.planes * p.oh * p.ow), {elementwise_threads, 1, 1}, 0, p};
 }
 
 }  // namespace typex::cuda

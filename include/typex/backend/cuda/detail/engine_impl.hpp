@@ -44,26 +44,85 @@ struct call_of {
   call_of(const ir::node& n, const symbol_table* s) : none(n.args.size(), nullptr), args(n.target, n.args, none, s) {}
 };
 
-// softmax / log_softmax over the last dim, sum / mean over exactly the last dim, of an f32 input
-// of rank >= 1 (no dtype conversion): a row kernel (kernels/reduce.cuh).
-inline std::optional<reduce_kind> row_reduction(const ir::node& node, const symbol_table* symbols) {
+// A reduction the row kernel runs (kernels/reduce.cuh): its kind, the reduced dims of its input
+// (sorted; every dim where the call names none), and var's correction.
+struct reduction_call {
+  reduce_kind kind;
+  std::vector<std::size_t> dims;
+  double correction = 1.0;
+};
+
+inline bool is_reduction_op(op_id op) {
+  return op == op_id_of<aten::softmax_int> || op == op_id_of<aten::log_softmax_int> || op == op_id_of<aten::sum_dim_IntList> ||
+         op == op_id_of<aten::mean_dim> || op == op_id_of<aten::amax> || op == op_id_of<aten::amin> || op == op_id_of<aten::argmax> ||
+         op == op_id_of<aten::var_correction>;
+}
+
+// The reduction of `node` over an input of `rank` dims (softmax / log_softmax over one dim; sum,
+// mean, amax, amin, var over a list, all dims where it is empty or None; argmax over one dim or all),
+// or nothing where the kernel does not run it (a dtype conversion).
+inline std::optional<reduction_call> reduction(const ir::node& node, std::size_t rank, const symbol_table* symbols) {
   const op_id op = node.target;
-  const bool soft = op == op_id_of<aten::softmax_int>, log_soft = op == op_id_of<aten::log_softmax_int>;
-  const bool sum = op == op_id_of<aten::sum_dim_IntList>, mean = op == op_id_of<aten::mean_dim>;
-  if (!soft && !log_soft && !sum && !mean) return std::nullopt;
-  const auto* x = node.args.empty() ? nullptr : std::get_if<ir::value_ref>(&node.args[0]);
-  if (x == nullptr) return std::nullopt;
+  if (!is_reduction_op(op)) return std::nullopt;
   const call_of c(node, symbols);
-  if (c.args.has("dtype")) return std::nullopt;
-  const std::size_t rank = node.vals.front().rank() + ((sum || mean) && !(c.args.has("keepdim") && c.args.flag("keepdim")) ? 1 : 0);
-  if (rank == 0) return std::nullopt;
-  if (soft || log_soft) {
-    if (ir::wrap_dim(node.target.name(), c.args.integer("dim"), rank) != rank - 1) return std::nullopt;
-    return soft ? reduce_kind::softmax : reduce_kind::log_softmax;
+  const bool typed = op == op_id_of<aten::softmax_int> || op == op_id_of<aten::log_softmax_int> || op == op_id_of<aten::sum_dim_IntList> ||
+                     op == op_id_of<aten::mean_dim>;  // (the ops with a dtype argument: a conversion the kernel does not make)
+  if (typed && c.args.has("dtype")) return std::nullopt;
+  reduction_call r{};
+  const auto all = [&] {
+    r.dims.clear();
+    for (std::size_t d = 0; d < rank; ++d) r.dims.push_back(d);
+  };
+  const auto one = [&](std::int64_t d) { r.dims = {rank == 0 ? 0 : ir::wrap_dim(op.name(), d, rank)}; };
+  if (op == op_id_of<aten::softmax_int> || op == op_id_of<aten::log_softmax_int>) {
+    r.kind = op == op_id_of<aten::softmax_int> ? reduce_kind::softmax : reduce_kind::log_softmax;
+    if (rank == 0) return r;  // (one element: the empty list of dims reads it alone)
+    one(c.args.integer("dim"));
+    return r;
   }
-  const auto dims = c.args.has("dim") ? c.args.ints("dim") : std::vector<std::int64_t>{};
-  if (dims.size() != 1 || ir::wrap_dim(node.target.name(), dims[0], rank) != rank - 1) return std::nullopt;
-  return sum ? reduce_kind::sum : reduce_kind::mean;
+  if (op == op_id_of<aten::argmax>) {
+    r.kind = reduce_kind::argmax;
+    if (c.args.has("dim") && rank > 0) one(c.args.integer("dim"));
+    else all();
+    return r;
+  }
+  r.kind = op == op_id_of<aten::sum_dim_IntList> ? reduce_kind::sum
+           : op == op_id_of<aten::mean_dim>      ? reduce_kind::mean
+           : op == op_id_of<aten::amax>          ? reduce_kind::amax
+           : op == op_id_of<aten::amin>          ? reduce_kind::amin
+                                                 : reduce_kind::var;
+  if (r.kind == reduce_kind::var) r.correction = c.args.has("correction") ? c.args.real("correction") : 1.0;
+  const std::vector<std::int64_t> dims = c.args.has("dim") ? c.args.ints("dim") : std::vector<std::int64_t>{};
+  if (dims.empty() || rank == 0) {
+    all();
+    return r;
+  }
+  for (std::int64_t d : dims) r.dims.push_back(ir::wrap_dim(op.name(), d, rank));
+  std::sort(r.dims.begin(), r.dims.end());
+  if (std::adjacent_find(r.dims.begin(), r.dims.end()) != r.dims.end()) return std::nullopt;  // (a dim twice: the op's error, on the host)
+  return r;
+}
+
+// The ops lowered to the strided copy besides transpose / permute: slices, selections, expansions,
+// a squeezed dim, concatenation, and aten.copy without a dtype change.
+inline bool is_gather_op(op_id op) {
+  return op == op_id_of<aten::slice_Tensor> || op == op_id_of<aten::select_int> || op == op_id_of<aten::expand> ||
+         op == op_id_of<aten::squeeze_dim> || op == op_id_of<aten::cat> || op == op_id_of<copy_op>;
+}
+inline bool is_matmul_op(op_id op) { return op == op_id_of<matmul_op> || op == op_id_of<aten::mm> || op == op_id_of<aten::bmm>; }
+inline bool is_pool_op(op_id op) {
+  return op == op_id_of<aten::max_pool2d> || op == op_id_of<aten::avg_pool2d> || op == op_id_of<aten::adaptive_avg_pool2d>;
+}
+
+// An int[2] argument that may be one int or a list of one or two (stride=1, padding=[1, 2]).
+inline std::array<std::int64_t, 2> pair_arg(const ir::call_args& a, std::size_t i, std::array<std::int64_t, 2> fallback) {
+  if (!a.has(i)) return fallback;
+  if (a.is_integer(i)) return {a.integer(i), a.integer(i)};
+  const std::vector<std::int64_t> v = a.ints(i);
+  if (v.empty()) return fallback;
+  if (v.size() == 1) return {v[0], v[0]};
+  if (v.size() != 2) a.fail_text(i, "should hold one or two values");
+  return {v[0], v[1]};
 }
 }  // namespace detail
 
@@ -75,19 +134,52 @@ TYPEX_CUDA_API bool supports(const ir::graph& g, const ir::node& node) {
   const op_id op = node.target;
   const ir::tensor_meta& out = node.vals.front();
   if (detail::is_view_op(op)) return true;  // (any dtype: no kernel)
-  if (detail::is_copy_op(op)) {
+  const auto meta_of = [&](const ir::argument& a) -> const ir::tensor_meta* {
+    const auto* r = std::get_if<ir::value_ref>(&a);
+    return r != nullptr ? &g[r->node].vals.front() : nullptr;
+  };
+  if (detail::is_copy_op(op) || detail::is_gather_op(op)) {
+    // (copies move bits: any dtype of 1, 2, 4 or 8 bytes, every tensor read of the result's dtype)
     const std::size_t item = itemsize(out.scalar_type);
-    return out.rank() <= static_cast<std::size_t>(max_rank) && (item == 1 || item == 2 || item == 4 || item == 8);
+    if (out.rank() > static_cast<std::size_t>(max_rank) || (item != 1 && item != 2 && item != 4 && item != 8)) return false;
+    if (op == op_id_of<aten::cat>) {
+      const auto* list = node.args.empty() ? nullptr : std::get_if<std::vector<ir::value_ref>>(&node.args[0]);
+      if (list == nullptr) return false;
+      for (const ir::value_ref& r : *list)
+        if (g[r.node].vals.front().scalar_type != out.scalar_type || g[r.node].vals.front().rank() > static_cast<std::size_t>(max_rank)) return false;
+      return true;
+    }
+    for (std::size_t k = 0; k < node.args.size(); ++k) {
+      if (const ir::tensor_meta* m = meta_of(node.args[k]); m != nullptr && (m->scalar_type != out.scalar_type || m->rank() > static_cast<std::size_t>(max_rank)))
+        return false;
+    }
+    return true;
   }
-  // (this kernels compute in f32: every tensor read and the result; bits of another dtype
+  const ir::tensor_meta* x = node.args.empty() ? nullptr : meta_of(node.args[0]);
+  if (op == op_id_of<aten::argmax>) {  // (f32 in, int64 out)
+    return x != nullptr && x->scalar_type == dtype::f32 && x->rank() <= static_cast<std::size_t>(max_rank) &&
+           detail::reduction(node, x->rank(), nullptr).has_value();
+  }
+  // (the other kernels compute in f32: every tensor read and the result; bits of another dtype
   // read as f32 would be wrong numbers, a bool read as f32 four times its bytes)
   if (out.scalar_type != dtype::f32) return false;
   for (const ir::argument& a : node.args) {
-    if (const auto* r = std::get_if<ir::value_ref>(&a); r != nullptr && g[r->node].vals.front().scalar_type != dtype::f32) return false;
+    if (const ir::tensor_meta* m = meta_of(a); m != nullptr && m->scalar_type != dtype::f32) return false;
     if (std::holds_alternative<std::vector<ir::value_ref>>(a)) return false;
   }
   if (op == op_id_of<linear_op>) return true;
-  if (detail::row_reduction(node, nullptr)) return true;
+  if (detail::is_reduction_op(op))
+    return x != nullptr && x->rank() <= static_cast<std::size_t>(max_rank) && detail::reduction(node, x->rank(), nullptr).has_value();
+  if (detail::is_matmul_op(op)) {
+    const ir::tensor_meta* y = node.args.size() < 2 ? nullptr : meta_of(node.args[1]);
+    return x != nullptr && y != nullptr && x->rank() >= 1 && y->rank() >= 1 && out.rank() <= static_cast<std::size_t>(max_rank);
+  }
+  if (op == op_id_of<layer_norm_op>) return x != nullptr;
+  if (op == op_id_of<aten::conv2d>) {
+    const ir::tensor_meta* w = node.args.size() < 2 ? nullptr : meta_of(node.args[1]);
+    return x != nullptr && w != nullptr && (x->rank() == 3 || x->rank() == 4) && w->rank() == 4;
+  }
+  if (detail::is_pool_op(op)) return x != nullptr && (x->rank() == 3 || x->rank() == 4);
   if (out.rank() > static_cast<std::size_t>(max_rank)) return false;
   if (detail::is_binary_head(op)) {
     if (node.args.size() < 2) return false;
@@ -278,7 +370,8 @@ class planned_engine final : public kit::engine, private plan::target {
     return encode_unary(node.target, ir::call_args(node.target, node.args, none, &symbols)).has_value();
   }
   bool fuses(dtype dt) const override { return dt == dtype::f32; }
-  bool reads_strided(const ir::graph&, const ir::node&) override { return false; }
+  // (matmul, mm and bmm read transposed and batch-strided operands in place: cuBLASLt's layouts)
+  bool reads_strided(const ir::graph&, const ir::node& reader) override { return detail::is_matmul_op(reader.target); }
   std::size_t max_chain() const override { return max_links - 1; }  // (the head takes a link)
 
   bool lower(plan::planner& p, plan::step_plan& s) override {
@@ -286,7 +379,17 @@ class planned_engine final : public kit::engine, private plan::target {
     s.pool = plan::no_node;  // (no pooled epilogues on this backend yet: the pool runs as its own step)
     if (node.target == op_id_of<linear_op>) return lower_linear(p, s), true;
     if (detail::is_copy_op(node.target)) return lower_copy(p, s), true;
-    if (const std::optional<reduce_kind> k = detail::row_reduction(node, &p.symbols())) return lower_rows(p, s, *k), true;
+    if (detail::is_gather_op(node.target)) return lower_gather(p, s), true;
+    if (detail::is_matmul_op(node.target)) return lower_matmul(p, s), true;
+    if (node.target == op_id_of<layer_norm_op>) return lower_layer_norm(p, s), true;
+    if (node.target == op_id_of<aten::conv2d>) return lower_conv(p, s), true;
+    if (detail::is_pool_op(node.target)) return lower_pool(p, s), true;
+    if (detail::is_reduction_op(node.target)) {
+      const plan::value* x = p.arg(node, 0);
+      if (const std::optional<detail::reduction_call> r = detail::reduction(node, x->extents.size(), &p.symbols()))
+        return lower_reduction(p, s, *r), true;
+      return false;
+    }
     return lower_chain(p, s);
   }
   void lower_kernel(plan::planner&, ir::node_id n) override {
@@ -413,23 +516,386 @@ class planned_engine final : public kit::engine, private plan::target {
     });
   }
 
-  // softmax / log_softmax over the last dim, sum / mean over it: one block per row.
-  void lower_rows(plan::planner& p, plan::step_plan& s, reduce_kind k) {
+  // The reductions and softmax: one block per output row (kernels/reduce.cuh). Reduced dims that are
+  // the input's trailing dims read the input as a contiguous [rows, cols] matrix; any other set is
+  // read through strides (the kept dims' and the reduced dims').
+  void lower_reduction(plan::planner& p, plan::step_plan& s, const detail::reduction_call& rc) {
     const ir::node& node = p.graph()[s.node];
     const plan::value* x = p.arg(node, 0);
     const plan::value& y = p.at(s.node);
-    const index_t cols = x->extents.empty() ? 1 : x->extents.back();
-    index_t rows = 1;  // (the leading extents' product: with cols = 0, sum gives zeros and mean NaNs)
-    for (std::size_t d = 0; d + 1 < x->extents.size(); ++d) rows *= x->extents[d];
+    const std::vector<index_t>& e = x->extents;
+    const std::vector<index_t> strides = plan::contiguous_strides(e);
+    reduce_params r{};
+    r.kind = rc.kind;
+    r.correction = rc.correction;
+    r.rows = 1;
+    r.cols = 1;
+    std::vector<bool> reduced(e.size(), false);
+    for (std::size_t d : rc.dims) reduced[d] = true;
+    bool trailing = true;  // (the reduced dims are the last ones)
+    for (std::size_t d = 0; d < e.size(); ++d) {
+      if (reduced[d]) {
+        r.cols *= e[d];
+        r.red_extent[r.rank_red] = e[d];
+        r.red_stride[r.rank_red++] = strides[d];
+      } else {
+        trailing = trailing && r.rank_red == 0;
+        r.rows *= e[d];
+        r.kept_extent[r.rank_kept] = e[d];
+        r.kept_stride[r.rank_kept++] = strides[d];
+      }
+    }
+    if (trailing) r.rank_kept = r.rank_red = 0;  // (the contiguous matrix)
     const std::string what = name_of(node);
-    pending_.push_back([this, x, yv = &y, k, rows, cols, what] {
-      reduce_params r{};
-      r.kind = k;
+    pending_.push_back([this, x, yv = &y, r, what]() mutable {
       r.in = reinterpret_cast<const float*>(address(x->at));
-      r.out = reinterpret_cast<float*>(address(yv->at));
-      r.rows = rows;
-      r.cols = cols;
-      return kernel_record(reduce_launch(r), what, reinterpret_cast<std::byte*>(r.out), yv->bytes());
+      if (r.kind == reduce_kind::argmax) r.index_out = reinterpret_cast<std::int64_t*>(address(yv->at));
+      else r.out = reinterpret_cast<float*>(address(yv->at));
+      return kernel_record(reduce_launch(r), what, address(yv->at), yv->bytes());
+    });
+  }
+
+  // layer_norm over the trailing dims the normalized shape names: one block per row.
+  void lower_layer_norm(plan::planner& p, plan::step_plan& s) {
+    const ir::node& node = p.graph()[s.node];
+    const plan::value* x = p.arg(node, 0);
+    const plan::value* w = p.arg(node, 2);
+    const plan::value* b = p.arg(node, 3);
+    const plan::value& y = p.at(s.node);
+    const detail::call_of c(node, &p.symbols());
+    const std::size_t k = c.args.ints("normalized_shape").size();
+    norm_params n{};
+    n.eps = c.args.has("eps") ? c.args.real("eps") : 1e-5;
+    n.rows = 1;
+    n.cols = 1;
+    for (std::size_t d = 0; d < x->extents.size(); ++d) (d + k < x->extents.size() ? n.rows : n.cols) *= x->extents[d];
+    const std::string what = name_of(node);
+    pending_.push_back([this, x, w, b, yv = &y, n, what]() mutable {
+      n.in = reinterpret_cast<const float*>(address(x->at));
+      n.weight = w != nullptr ? reinterpret_cast<const float*>(address(w->at)) : nullptr;
+      n.bias = b != nullptr ? reinterpret_cast<const float*>(address(b->at)) : nullptr;
+      n.out = reinterpret_cast<float*>(address(yv->at));
+      return kernel_record(norm_launch(n), what, address(yv->at), yv->bytes());
+    });
+  }
+
+  // conv2d: the implicit GEMM (kernels/conv.cuh), the bias and the activation after it (the step's
+  // epilogue) applied as the tile is stored.
+  void lower_conv(plan::planner& p, plan::step_plan& s) {
+    const ir::node& node = p.graph()[s.node];
+    const plan::value* x = p.arg(node, 0);
+    const plan::value* w = p.arg(node, 1);
+    const plan::value* b = p.arg(node, 2);
+    const plan::value& y = p.at(s.node);
+    const detail::call_of c(node, &p.symbols());
+    const bool batched = x->extents.size() == 4;
+    conv_params cp{};
+    cp.n = batched ? x->extents[0] : 1;
+    cp.c = x->extents[batched ? 1 : 0];
+    cp.h = x->extents[batched ? 2 : 1];
+    cp.w = x->extents[batched ? 3 : 2];
+    cp.oc = w->extents[0];
+    cp.kh = w->extents[2];
+    cp.kw = w->extents[3];
+    cp.oh = y.extents[y.extents.size() - 2];
+    cp.ow = y.extents.back();
+    const auto stride = detail::pair_arg(c.args, 3, {1, 1}), pad = detail::pair_arg(c.args, 4, {0, 0}), dil = detail::pair_arg(c.args, 5, {1, 1});
+    for (int d = 0; d < 2; ++d) cp.stride[d] = stride[d], cp.pad[d] = pad[d], cp.dil[d] = dil[d];
+    cp.groups = c.args.has(6) ? c.args.integer(6) : 1;
+    std::string what = name_of(node);
+    if (s.epilogue != plan::no_node) {
+      const ir::node& an = p.graph()[s.epilogue];
+      if (const std::optional<chain_link> act = encode_unary(an.target, detail::call_of(an, &p.symbols()).args)) {
+        cp.has_act = true;
+        cp.act = *act;
+      } else {
+        s.epilogue = plan::no_node;  // (not reached: is_activation accepted it)
+      }
+    }
+    if (cp.n * cp.oh * cp.ow == 0 || cp.oc == 0) return;  // (an empty result: nothing to write)
+    pending_.push_back([this, x, w, b, yv = &y, cp, what]() mutable {
+      cp.in = reinterpret_cast<const float*>(address(x->at));
+      cp.weight = reinterpret_cast<const float*>(address(w->at));
+      cp.bias = b != nullptr ? reinterpret_cast<const float*>(address(b->at)) : nullptr;
+      cp.out = reinterpret_cast<float*>(address(yv->at));
+      return kernel_record(conv_launch(cp), what, address(yv->at), yv->bytes());
+    });
+  }
+
+  // max_pool2d, avg_pool2d, adaptive_avg_pool2d: a thread per output element; the output's extents
+  // are the planner's (the op's shape rule).
+  void lower_pool(plan::planner& p, plan::step_plan& s) {
+    const ir::node& node = p.graph()[s.node];
+    const plan::value* x = p.arg(node, 0);
+    const plan::value& y = p.at(s.node);
+    const detail::call_of c(node, &p.symbols());
+    const std::size_t r = x->extents.size();
+    pool_params pp{};
+    pp.h = x->extents[r - 2];
+    pp.w = x->extents[r - 1];
+    pp.oh = y.extents[r - 2];
+    pp.ow = y.extents[r - 1];
+    pp.planes = 1;
+    for (std::size_t d = 0; d + 2 < r; ++d) pp.planes *= x->extents[d];
+    if (node.target == op_id_of<aten::adaptive_avg_pool2d>) {
+      pp.kind = pool_kind::adaptive_avg;
+    } else {
+      const bool mx = node.target == op_id_of<aten::max_pool2d>;
+      pp.kind = mx ? pool_kind::max : pool_kind::avg;
+      const auto k = detail::pair_arg(c.args, 1, {1, 1});
+      const auto st = detail::pair_arg(c.args, 2, k);  // (stride=[]: the kernel's)
+      const auto pad = detail::pair_arg(c.args, 3, {0, 0});
+      const auto dil = mx ? detail::pair_arg(c.args, 4, {1, 1}) : std::array<std::int64_t, 2>{1, 1};
+      for (int d = 0; d < 2; ++d) pp.k[d] = k[d], pp.stride[d] = st[d], pp.pad[d] = pad[d], pp.dil[d] = dil[d];
+      if (!mx) {
+        pp.include_pad = c.args.flag_or_default("count_include_pad");
+        pp.divisor = c.args.has("divisor_override") ? c.args.integer("divisor_override") : 0;
+      }
+    }
+    if (pp.planes * pp.oh * pp.ow == 0) return;
+    const std::string what = name_of(node);
+    pending_.push_back([this, x, yv = &y, pp, what]() mutable {
+      pp.in = reinterpret_cast<const float*>(address(x->at));
+      pp.out = reinterpret_cast<float*>(address(yv->at));
+      return kernel_record(pool_launch(pp), what, address(yv->at), yv->bytes());
+    });
+  }
+
+  // One strided copy of a value's elements into (a slice of) a buffer.
+  struct copy_piece {
+    const plan::value* src;
+    std::int64_t src_offset = 0;              // elements
+    std::vector<index_t> extents, src_strides;
+    std::int64_t dst_offset = 0;              // elements
+    std::vector<index_t> dst_strides;         // (empty: contiguous)
+  };
+  // (dt: the elements' dtype; dst_bytes: the bytes at dst_at the copies may write)
+  void push_copies(const std::vector<copy_piece>& pieces, dtype dt, plan::location dst_at, std::size_t dst_bytes, const std::string& what) {
+    for (const copy_piece& cp : pieces) {
+      index_t n = 1;
+      for (index_t e : cp.extents) n *= e;
+      if (n == 0) continue;
+      pending_.push_back([this, cp, dt, dst_at, dst_bytes, what] {
+        copy_params c{};
+        const std::size_t item = itemsize(dt);
+        c.src = address(cp.src->at) + cp.src_offset * static_cast<std::int64_t>(item);
+        std::byte* base = address(dst_at);
+        c.dst = base + cp.dst_offset * static_cast<std::int64_t>(item);
+        c.itemsize = static_cast<int>(item);
+        c.rank = static_cast<int>(cp.extents.size());
+        c.n = 1;
+        for (std::size_t d = 0; d < cp.extents.size(); ++d) {
+          c.extent[d] = cp.extents[d];
+          c.src_stride[d] = cp.src_strides[d];
+          c.n *= cp.extents[d];
+          if (!cp.dst_strides.empty()) c.dst_stride[d] = cp.dst_strides[d];
+        }
+        c.dst_strided = !cp.dst_strides.empty();
+        return kernel_record(copy_launch(c), what, base, dst_bytes);
+      });
+    }
+  }
+
+  // slice, select, expand, squeeze, cat, copy: strided copies of the input into the result.
+  void lower_gather(plan::planner& p, plan::step_plan& s) {
+    const ir::node& node = p.graph()[s.node];
+    const plan::value& y = p.at(s.node);
+    const detail::call_of c(node, &p.symbols());
+    const op_id op = node.target;
+    std::vector<copy_piece> pieces;
+    if (op == op_id_of<aten::cat>) {
+      const auto& refs = std::get<std::vector<ir::value_ref>>(node.args[0]);
+      const std::size_t rank = y.extents.size();
+      const std::size_t dim = ir::wrap_dim(op.name(), c.args.has(1) ? c.args.integer(1) : 0, rank);
+      const std::vector<index_t> ys = plan::contiguous_strides(y.extents);
+      index_t at = 0;
+      for (const ir::value_ref& r : refs) {
+        const plan::value& v = p.at(r.node);
+        if (v.extents.size() != rank) continue;  // (torch's legacy empty [0] tensor: contributes nothing)
+        pieces.push_back({&v, 0, v.extents, plan::contiguous_strides(v.extents), at * ys[dim], ys});
+        at += v.extents[dim];
+      }
+    } else {
+      const plan::value* x = p.arg(node, op == op_id_of<copy_op> ? 1 : 0);
+      const std::vector<index_t> xs = plan::contiguous_strides(x->extents);
+      copy_piece cp{x, 0, y.extents, {}, 0, {}};
+      if (op == op_id_of<aten::slice_Tensor>) {
+        const std::size_t rank = x->extents.size();
+        const std::size_t dim = ir::wrap_dim(op.name(), c.args.has(1) ? c.args.integer(1) : 0, rank);
+        const index_t len = x->extents[dim];
+        index_t start = c.args.has(2) ? c.args.integer(2) : 0;
+        const index_t step = c.args.has(4) ? c.args.integer(4) : 1;
+        if (start < 0) start += len;
+        start = std::clamp<index_t>(start, 0, len);
+        cp.src_strides = xs;
+        cp.src_strides[dim] *= step;
+        cp.src_offset = start * xs[dim];
+      } else if (op == op_id_of<aten::select_int>) {
+        const std::size_t rank = x->extents.size();
+        const std::size_t dim = ir::wrap_dim(op.name(), c.args.integer(1), rank);
+        index_t index = c.args.integer(2);
+        if (index < 0) index += x->extents[dim];
+        if (index < 0 || index >= x->extents[dim]) {
+          typex::detail::raise<argument_error>([&](auto& w) {
+            w.put("typex::cuda: node '"); w.put(node.name); w.put("' (aten.select.int): index "); w.put_int(c.args.integer(2));
+            w.put(" is out of range for a dim of "); w.put_int(x->extents[dim]);
+          });
+        }
+        cp.src_offset = index * xs[dim];
+        for (std::size_t d = 0; d < rank; ++d)
+          if (d != dim) cp.src_strides.push_back(xs[d]);
+      } else if (op == op_id_of<aten::squeeze_dim>) {
+        for (std::size_t d = 0; d < x->extents.size(); ++d)
+          if (x->extents.size() != y.extents.size() + 1 || d != ir::wrap_dim(op.name(), c.args.integer(1), x->extents.size()))
+            cp.src_strides.push_back(xs[d]);
+      } else {  // expand, copy: broadcast into the result's extents
+        cp.src_strides = contiguous_strides_in(x->extents, y.extents);
+      }
+      pieces.push_back(std::move(cp));
+    }
+    push_copies(pieces, y.dt, y.at, y.bytes(), name_of(node));
+  }
+
+  // An operand of a product as cuBLASLt reads it: its matrices (rows x cols) at a uniform batch
+  // stride, each row-major (ld: the row stride) or transposed (column-major: ld the column stride).
+  struct gemm_operand {
+    plan::location at;
+    std::int64_t offset = 0;  // (elements)
+    bool transposed = false;
+    std::int64_t ld = 0, batch_stride = 0;
+  };
+  // Operand v (rank >= 2 after a vector's unit dim) in the output's batch dims `batch`: read in
+  // place where its strides allow it, else copied (broadcast, contiguous) into scratch first.
+  gemm_operand gemm_read(plan::planner& p, ir::node_id n, const plan::value& v, std::vector<index_t> ext, std::vector<index_t> str,
+                         const std::vector<index_t>& batch, const std::string& what) {
+    const std::size_t nb = batch.size(), own = ext.size() - 2;
+    const index_t rows = ext[own], cols = ext[own + 1];
+    const index_t sr = str[own], sc = str[own + 1];
+    // the batch strides in the output's batch dims (0 where v is broadcast)
+    std::vector<index_t> bs(nb, 0);
+    for (std::size_t d = 0; d < own; ++d)
+      if (ext[d] != 1) bs[nb - own + d] = str[d];
+    // one stride over the flattened batch?
+    bool uniform = true;
+    std::int64_t unit = -1, span = 1;  // (unit: the stride of one step of the flat batch index)
+    for (std::size_t d = nb; d-- > 0;) {
+      if (batch[d] == 1) continue;
+      if (unit < 0) unit = bs[d] == 0 ? 0 : bs[d] / span;
+      if (bs[d] != unit * span || (unit == 0 && bs[d] != 0)) uniform = false;
+      span *= batch[d];
+    }
+    gemm_operand g;
+    g.at = v.at;
+    g.batch_stride = unit < 0 ? 0 : unit;
+    const bool row_major = (sc == 1 || cols == 1) && (rows == 1 || sr >= cols);
+    const bool col_major = !row_major && (sr == 1 || rows == 1) && (cols == 1 || sc >= rows);
+    if (uniform && (row_major || col_major)) {
+      g.transposed = col_major;
+      g.ld = row_major ? (rows == 1 ? cols : sr) : (cols == 1 ? rows : sc);
+      g.ld = std::max<index_t>(g.ld, 1);
+      return g;
+    }
+    // copy: [batch..., rows, cols], contiguous
+    std::vector<index_t> ce(batch), cs(bs);
+    ce.push_back(rows), ce.push_back(cols);
+    cs.push_back(sr), cs.push_back(sc);
+    index_t count = 1;
+    for (index_t e : ce) count *= e;
+    const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(float);
+    const plan::location scratch = p.scratch(bytes, n);
+    push_copies({copy_piece{&v, 0, ce, cs, 0, {}}}, v.dt, scratch, bytes, what);
+    g.at = scratch;
+    g.transposed = false;
+    g.ld = std::max<index_t>(cols, 1);
+    index_t per = rows * cols;
+    g.batch_stride = span > 1 ? per : 0;
+    return g;
+  }
+
+  // matmul / mm / bmm through one (batched) cuBLASLt product: the operands' transposes and batch
+  // strides read in place (the planner hands permutes to this reader as strided values); an
+  // operand whose batch does not flatten to one stride (broadcast in some dims only) is copied
+  // first. A product over k = 0 is zeros.
+  void lower_matmul(plan::planner& p, plan::step_plan& s) {
+    const ir::node& node = p.graph()[s.node];
+    const plan::value* a = p.arg(node, 0);
+    const plan::value* b = p.arg(node, 1);
+    const plan::value& y = p.at(s.node);
+    const std::string what = name_of(node);
+    const auto view = [](const plan::value& v) {  // (extents, element strides, location offset 0)
+      return std::pair{v.extents, v.strided() ? v.strides : plan::contiguous_strides(v.extents)};
+    };
+    auto [ae, as] = view(*a);
+    auto [be, bs] = view(*b);
+    if (ae.size() == 1) ae.insert(ae.begin(), 1), as.insert(as.begin(), 0);  // ([k] as [1, k])
+    if (be.size() == 1) be.push_back(1), bs.push_back(0);                     // ([k] as [k, 1])
+    const index_t m = ae[ae.size() - 2], k = ae.back(), n = be.back();
+    std::vector<index_t> batch(std::max(ae.size(), be.size()) - 2, 1);
+    for (std::size_t d = 0; d + 2 < ae.size(); ++d) batch[batch.size() - (ae.size() - 2) + d] = ae[d];
+    for (std::size_t d = 0; d + 2 < be.size(); ++d) {
+      index_t& o = batch[batch.size() - (be.size() - 2) + d];
+      o = o == 1 ? be[d] : o;
+    }
+    index_t count = 1;
+    for (index_t e : batch) count *= e;
+    if (count == 0 || m == 0 || n == 0) return;  // (an empty result)
+    if (k == 0) {
+      pending_.push_back([this, yv = &y, what] {
+        record r;
+        r.what = record::zero{address(yv->at), yv->bytes()};
+        r.name = what;
+        r.out = address(yv->at);
+        r.out_bytes = yv->bytes();
+        return r;
+      });
+      return;
+    }
+    // a batched A against one B: one product of count m rows
+    std::vector<index_t> rows_batch = batch;
+    gemm_operand ga, gb;
+    index_t mm = m, batches = count;
+    bool folded = false;
+    {
+      bool b_single = true;
+      for (std::size_t d = 0; d + 2 < be.size(); ++d) b_single = b_single && be[d] == 1;
+      bool a_dense = !a->strided() && ae.size() - 2 == batch.size();
+      for (std::size_t d = 0; a_dense && d + 2 < ae.size(); ++d) a_dense = ae[d] == batch[d];
+      folded = b_single && a_dense && count > 1;
+    }
+    if (folded) {
+      mm = m * count;
+      batches = 1;
+      ga = gemm_read(p, s.node, *a, {mm, k}, {k, 1}, {}, what);
+      std::vector<index_t> be2{be[be.size() - 2], be.back()}, bs2{bs[bs.size() - 2], bs.back()};
+      gb = gemm_read(p, s.node, *b, be2, bs2, {}, what);
+    } else {
+      ga = gemm_read(p, s.node, *a, ae, as, batch, what);
+      gb = gemm_read(p, s.node, *b, be, bs, batch, what);
+    }
+    matmul_geometry g{};
+    g.m = mm, g.n = n, g.k = k;
+    g.transpose_a = ga.transposed, g.transpose_b = gb.transposed;
+    g.lda = ga.ld, g.ldb = gb.ld, g.ldc = n;
+    g.batch = batches;
+    g.stride_a = batches > 1 ? ga.batch_stride : 0;
+    g.stride_b = batches > 1 ? gb.batch_stride : 0;
+    g.stride_c = batches > 1 ? m * n : 0;
+    cuda_plan& cp = *building_;
+    cp.products.push_back(make_matmul(g));
+    const std::size_t product = cp.product_at.size();
+    cp.product_at.push_back(&cp.products.back());
+    pending_.push_back([this, ga, gb, yv = &y, product, what] {
+      record r;
+      record::gemm gm;
+      gm.product = product;
+      gm.args = row_major_operands(address(ga.at) + ga.offset * 4, address(gb.at) + gb.offset * 4, address(yv->at));
+      gm.args.workspace = building_->workspace.data();
+      gm.args.workspace_bytes = building_->workspace.bytes();
+      r.what = gm;
+      r.name = what;
+      r.out = address(yv->at);
+      r.out_bytes = yv->bytes();
+      return r;
     });
   }
 

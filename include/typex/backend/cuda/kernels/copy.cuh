@@ -18,15 +18,17 @@ TYPEX_GLOBAL void copy_kernel(const TYPEX_GRID_CONSTANT copy_params p) {
   Item* dst = static_cast<Item*>(p.dst);
   const std::int64_t step = static_cast<std::int64_t>(block_dim().x) * grid_dim().x;
   for (std::int64_t i = static_cast<std::int64_t>(block_idx().x) * block_dim().x + thread_idx().x; i < p.n; i += step) {
-    std::int64_t offset = 0, rest = i;
+    std::int64_t offset = 0, to = 0, rest = i;
     TYPEX_DEVICE_UNROLL
     for (int d = max_rank - 1; d >= 0; --d) {
       if (d < p.rank) {
-        offset += rest % p.extent[d] * p.src_stride[d];
+        const std::int64_t coord = rest % p.extent[d];
+        offset += coord * p.src_stride[d];
+        to += coord * p.dst_stride[d];
         rest /= p.extent[d];
       }
     }
-    dst[i] = src[offset];
+    dst[p.dst_strided ? to : i] = src[offset];
   }
 }
 

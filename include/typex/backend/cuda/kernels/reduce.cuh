@@ -1,5 +1,6 @@
-// typex/backend/cuda/kernels/reduce.cuh — per-row reductions (sum, mean) and row softmax /
-// log_softmax over the last dim of a contiguous f32 matrix: one block per row.
+// typex/backend/cuda/kernels/reduce.cuh — reductions (sum, mean, var, amax, amin, argmax) and
+// softmax / log_softmax over any dims of an f32 tensor: one block per output row, its elements
+// addressed through strides (launch.hpp: reduce_params).
 //
 // The classic shape of a block reduction: each thread accumulates a grid-stride slice of the row,
 // each warp reduces with a shfl_down tree, lane 0 of each warp leaves its partial in shared memory,
@@ -48,38 +49,129 @@ TYPEX_DEVICE float block_reduce(float v, float* shared, F f) {
   sync_threads();  // (the next reduction writes shared[] again)
   return total;
 }
+
+// The offset of row r's first element (kept dims) or of element c within a row (reduced dims):
+// the coordinates of i in extent[0..rank) (row-major) dotted with stride.
+TYPEX_DEVICE std::int64_t strided_offset(std::int64_t i, int rank, const std::int64_t* extent, const std::int64_t* stride) {
+  std::int64_t offset = 0;
+  TYPEX_DEVICE_UNROLL
+  for (int d = max_rank - 1; d >= 0; --d) {
+    if (d < rank) {
+      offset += i % extent[d] * stride[d];
+      i /= extent[d];
+    }
+  }
+  return offset;
+}
+
+// (value, index) of the first maximum, a NaN counting above every number (torch's argmax)
+struct arg_best {
+  float v;
+  std::int64_t i;
+};
+TYPEX_DEVICE bool better(const arg_best& a, const arg_best& b) {  // whether a wins over b
+  const bool an = a.v != a.v, bn = b.v != b.v;
+  if (an || bn) return an && (!bn || a.i < b.i);
+  return a.v > b.v || (a.v == b.v && a.i < b.i);
+}
+TYPEX_DEVICE arg_best block_argmax(arg_best v, float* shared_v, std::int64_t* shared_i) {
+  TYPEX_DEVICE_UNROLL
+  for (unsigned offset = warp_size / 2; offset > 0; offset /= 2) {
+    const arg_best o{shfl_down_sync(full_mask, v.v, offset), shfl_down_sync(full_mask, v.i, offset)};
+    if (o.i >= 0 && (v.i < 0 || better(o, v))) v = o;  // (i < 0: a lane that saw no element)
+  }
+  const unsigned warps = block_dim().x / warp_size;
+  if (lane_id() == 0) shared_v[warp_id()] = v.v, shared_i[warp_id()] = v.i;
+  sync_threads();
+  if (warp_id() == 0) {
+    v = lane_id() < warps ? arg_best{shared_v[lane_id()], shared_i[lane_id()]} : arg_best{-std::numeric_limits<float>::infinity(), -1};
+    TYPEX_DEVICE_UNROLL
+    for (unsigned offset = warp_size / 2; offset > 0; offset /= 2) {
+      const arg_best o{shfl_down_sync(full_mask, v.v, offset), shfl_down_sync(full_mask, v.i, offset)};
+      if (o.i >= 0 && (v.i < 0 || better(o, v))) v = o;
+    }
+    if (lane_id() == 0) shared_v[0] = v.v, shared_i[0] = v.i;
+  }
+  sync_threads();
+  const arg_best total{shared_v[0], shared_i[0]};
+  sync_threads();
+  return total;
+}
 }  // namespace detail
 
-// Launch geometry: reduce_launch (a block per row, row_threads threads, a float per warp shared).
+// Launch geometry: reduce_launch (a block per row, row_threads threads, a float and an int64 per
+// warp of shared memory). Every kind reads the row in the same grid-stride order.
 // (A template, as every kernel here, so that a header defines it in many units; f32 only for now.)
 template <class T>
-TYPEX_GLOBAL void row_reduce_kernel(const reduce_params p) {
+TYPEX_GLOBAL void row_reduce_kernel(const TYPEX_GRID_CONSTANT reduce_params p) {
   static_assert(std::is_same_v<T, float>, "typex::cuda: row_reduce_kernel reduces f32 rows");
   const std::int64_t row = block_idx().x;
   if (row >= p.rows) return;  // (the whole block: an empty matrix still launches one block)
   float* shared = TYPEX_SHARED(float);
-  const float* x = p.in + row * p.cols;
+  std::int64_t* shared_i = reinterpret_cast<std::int64_t*>(shared + row_threads / warp_size);
+  const bool strided = p.rank_red > 0;
+  const std::int64_t base = strided ? detail::strided_offset(row, p.rank_kept, p.kept_extent, p.kept_stride) : row * p.cols;
+  const float* x = p.in + base;
+  const auto at = [&](std::int64_t c) { return strided ? detail::strided_offset(c, p.rank_red, p.red_extent, p.red_stride) : c; };
   const std::int64_t first = thread_idx().x, step = block_dim().x;
-  if (p.kind == reduce_kind::sum || p.kind == reduce_kind::mean) {
-    float s = 0.0f;
-    for (std::int64_t c = first; c < p.cols; c += step) s += x[c];
-    s = detail::block_reduce(s, shared, detail::sum_fn{});
-    if (thread_idx().x == 0) p.out[row] = p.kind == reduce_kind::mean ? s / static_cast<float>(p.cols) : s;
-    return;
+  const float cols = static_cast<float>(p.cols);
+  switch (p.kind) {
+    case reduce_kind::sum:
+    case reduce_kind::mean:
+    case reduce_kind::var: {
+      float s = 0.0f;
+      for (std::int64_t c = first; c < p.cols; c += step) s += x[at(c)];
+      s = detail::block_reduce(s, shared, detail::sum_fn{});
+      if (p.kind == reduce_kind::var) {  // (two passes: the squares of the deviations from the mean)
+        const float mean = s / cols;
+        float q = 0.0f;
+        for (std::int64_t c = first; c < p.cols; c += step) {
+          const float d = x[at(c)] - mean;
+          q += d * d;
+        }
+        q = detail::block_reduce(q, shared, detail::sum_fn{});
+        const double dof = static_cast<double>(p.cols) - p.correction;
+        if (thread_idx().x == 0) p.out[row] = dof > 0 ? static_cast<float>(q / dof) : std::numeric_limits<float>::quiet_NaN();
+        return;
+      }
+      if (thread_idx().x == 0) p.out[row] = p.kind == reduce_kind::mean ? s / cols : s;
+      return;
+    }
+    case reduce_kind::amax:
+    case reduce_kind::amin: {
+      const bool mx = p.kind == reduce_kind::amax;
+      float m = detail::max_fn::identity;
+      for (std::int64_t c = first; c < p.cols; c += step) m = detail::max_fn{}(m, mx ? x[at(c)] : -x[at(c)]);
+      m = detail::block_reduce(m, shared, detail::max_fn{});
+      if (thread_idx().x == 0) p.out[row] = mx ? m : -m;
+      return;
+    }
+    case reduce_kind::argmax: {
+      detail::arg_best b{-std::numeric_limits<float>::infinity(), -1};
+      for (std::int64_t c = first; c < p.cols; c += step) {
+        const detail::arg_best o{x[at(c)], c};
+        if (b.i < 0 || detail::better(o, b)) b = o;
+      }
+      b = detail::block_argmax(b, shared, shared_i);
+      if (thread_idx().x == 0) p.index_out[row] = b.i < 0 ? 0 : b.i;
+      return;
+    }
+    case reduce_kind::softmax:
+    case reduce_kind::log_softmax: break;
   }
   float m = detail::max_fn::identity;
-  for (std::int64_t c = first; c < p.cols; c += step) m = detail::max_fn{}(m, x[c]);
+  for (std::int64_t c = first; c < p.cols; c += step) m = detail::max_fn{}(m, x[at(c)]);
   m = detail::block_reduce(m, shared, detail::max_fn{});
   float s = 0.0f;
-  for (std::int64_t c = first; c < p.cols; c += step) s += math::exp(x[c] - m);
+  for (std::int64_t c = first; c < p.cols; c += step) s += math::exp(x[at(c)] - m);
   s = detail::block_reduce(s, shared, detail::sum_fn{});
-  float* y = p.out + row * p.cols;
+  float* y = p.out + base;  // (softmax's output: laid out as its input)
   if (p.kind == reduce_kind::softmax) {
     const float inv = 1.0f / s;
-    for (std::int64_t c = first; c < p.cols; c += step) y[c] = math::exp(x[c] - m) * inv;
+    for (std::int64_t c = first; c < p.cols; c += step) y[at(c)] = math::exp(x[at(c)] - m) * inv;
   } else {
     const float log_s = math::log(s);
-    for (std::int64_t c = first; c < p.cols; c += step) y[c] = x[c] - m - log_s;
+    for (std::int64_t c = first; c < p.cols; c += step) y[at(c)] = x[at(c)] - m - log_s;
   }
 }
 

@@ -1,0 +1,49 @@
+// typex/backend/cuda/kernels/norm.cuh — layer norm over the last dim of a contiguous f32 matrix:
+// one block per row, two passes (the mean, then the squared deviations from it: no cancellation of
+// E[x^2] - E[x]^2), then the normalized, scaled and shifted row.
+#pragma once
+
+#include <typex/backend/cuda/kernel_api.cuh>
+#include <typex/backend/cuda/kernels/reduce.cuh>
+#include <typex/backend/cuda/launch.hpp>
+
+#include <cstdint>
+#include <type_traits>
+
+namespace typex::cuda::kernels {
+inline namespace TYPEX_CUDA_ABI {  // (kernel_api.cuh: native or emulated)
+
+// Launch geometry: norm_launch (a block per row, row_threads threads, a float per warp shared).
+template <class T>
+TYPEX_GLOBAL void layer_norm_kernel(const TYPEX_GRID_CONSTANT norm_params p) {
+  static_assert(std::is_same_v<T, float>, "typex::cuda: layer_norm_kernel normalizes f32 rows");
+  const std::int64_t row = block_idx().x;
+  if (row >= p.rows) return;
+  float* shared = TYPEX_SHARED(float);
+  const float* x = p.in + row * p.cols;
+  float* y = p.out + row * p.cols;
+  const std::int64_t first = thread_idx().x, step = block_dim().x;
+  float s = 0.0f;
+  for (std::int64_t c = first; c < p.cols; c += step) s += x[c];
+  const float mean = detail::block_reduce(s, shared, detail::sum_fn{}) / static_cast<float>(p.cols);
+  float q = 0.0f;
+  for (std::int64_t c = first; c < p.cols; c += step) {
+    const float d = x[c] - mean;
+    q += d * d;
+  }
+  const float var = detail::block_reduce(q, shared, detail::sum_fn{}) / static_cast<float>(p.cols);
+  const float rstd = math::rsqrt(var + static_cast<float>(p.eps));
+  for (std::int64_t c = first; c < p.cols; c += step) {
+    float v = (x[c] - mean) * rstd;
+    if (p.weight != nullptr) v *= p.weight[c];
+    if (p.bias != nullptr) v += p.bias[c];
+    y[c] = v;
+  }
+  if (thread_idx().x == 0) {
+    if (p.mean != nullptr) p.mean[row] = mean;
+    if (p.rstd != nullptr) p.rstd[row] = rstd;
+  }
+}
+
+}  // inline namespace TYPEX_CUDA_ABI
+}  // namespace typex::cuda::kernels

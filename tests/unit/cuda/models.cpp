@@ -1,0 +1,132 @@
+// The reference models on the CUDA backend, on the emulated device (the lowering, launch records,
+// kernels and cuBLASLt descriptors a GPU gets): the MLP, the CNN (implicit-GEMM conv2d with its relu
+// in the epilogue, max pooling) and the transformer encoder block (layer norm, batched matmuls
+// reading the transposed keys in place, softmax, slices of the fused in-projection) of
+// tests/data/parity/models.txt, against PyTorch's outputs and the Eigen backend; then the ops this
+// backend added, at the shapes that take each path of their lowering (strided reductions, matmul
+// operands read transposed, broadcast and copied, grouped and dilated convolutions, pools with
+// padding).
+#include "../model_cases.hpp"
+#include "../support.hpp"
+
+#include <typex/backend/cuda.hpp>
+#include <typex/backend/cuda/emulated_device.hpp>
+#include <typex/backend/eigen.hpp>
+
+#include <cmath>
+#include <tuple>
+#include <string>
+#include <vector>
+
+using namespace typex;
+
+namespace {
+
+any_tensor pattern(std::vector<index_t> extents, std::uint64_t seed) {
+  any_tensor t(dtype::f32, extents);
+  std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 7;
+  for (index_t i = 0; i < t.numel(); ++i) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    t.data<float>()[i] = static_cast<float>(static_cast<double>(s % 20001) / 10000.0 - 1.0);
+  }
+  return t;
+}
+
+// Runs `ep` on the Eigen backend and on the CUDA backend (emulated device); returns the largest
+// difference over every output, checking dtypes and extents agree.
+double cuda_vs_eigen(const exported_program& ep, const std::vector<any_tensor>& inputs, bool fuse = true) {
+  const auto gpu = cuda::make_emulated_device();
+  const program_module<eigen_backend> cpu_run(ep);
+  const program_module<cuda_backend> gpu_run(ep, {.device = gpu, .fuse = fuse});
+  std::vector<any_tensor> dev;
+  for (const any_tensor& t : inputs) dev.push_back(cuda::to_device(t, gpu));
+  const auto want = cpu_run(inputs);
+  const auto got = gpu_run(dev);
+  REQUIRE(got.size() == want.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const any_tensor h = cuda::to_host(got[i]);
+    REQUIRE(h.scalar_type() == want[i].scalar_type());
+    REQUIRE(h.extents() == want[i].extents());
+    if (h.scalar_type() == dtype::i64) {
+      for (index_t k = 0; k < h.numel(); ++k) worst = std::max(worst, std::abs(double(h.data<std::int64_t>()[k] - want[i].data<std::int64_t>()[k])));
+    } else {
+      worst = std::max(worst, typex_test::worst_abs_error(h, want[i]));
+    }
+  }
+  return worst;
+}
+
+template <class M, class In>
+void check_reference_model(const parity_models::model_case& c) {
+  M m;
+  load_state_dict(m, c.state);
+  const auto x = In::bind(c.input, "input");
+  const exported_program ep = export_program(m, input<"x">(x.spec()));
+  const auto gpu = cuda::make_emulated_device();
+  for (const bool fuse : {true, false}) {
+    const program_module<cuda_backend> run(ep, {.device = gpu, .fuse = fuse});
+    const any_tensor got = cuda::to_host(run({cuda::to_device(c.input, gpu)})[0]);
+    INFO("fuse " << fuse);
+    CHECK(typex_test::worst_abs_error(got, c.output) <= 2e-5);  // (PyTorch's output)
+  }
+  CHECK(cuda_vs_eigen(ep, {c.input}) <= 2e-5);
+}
+
+}  // namespace
+
+namespace cuda_model_tests {
+// Each op this backend added, at shapes that take each path of its lowering.
+struct op_paths {
+  template <class A, class B, class C, class D>
+  auto operator()(const A& a, const B& b, const C& img, const D& w) const {
+    // matmul: [2, 3, 4, 5] @ [5, 6] folds the batch into rows; @ bᵀ of a transposed [2, 3, 6, 5] reads
+    // the transpose in place; [2, 1, 4, 5] @ [1, 3, 5, 4] broadcasts in different dims (copied)
+    const auto m1 = matmul(a, transpose<-2, -1>(b));                                  // [2, 3, 4, 6]
+    const auto m2 = matmul(slice<1, 0, 1>(a), transpose<-2, -1>(slice<0, 0, 1>(a)));  // [2, 1, 4, 5] @ [1, 3, 5, 4]
+    const auto m3 = matmul(a, transpose<0, 1>(select<0>(select<0>(b, 0), 1)));        // [2, 3, 4, 5] @ [5, 6]ᵀ: one product
+    // reductions over a middle dim, several dims, all dims; argmax; var without correction
+    const auto r1 = sum<1>(m3);
+    const auto r2 = amax<0, 2>(m1);
+    const auto r3 = argmax<2>(m1);
+    const auto r4 = var<-1>(m1, 0);
+    const auto r5 = softmax<1>(m1);
+    const auto r6 = mean(m2);
+    // convolution: stride 2, padding 1, dilation 2, 2 groups, then relu (the epilogue); pools
+    const auto c1 = relu(conv2d<conv2d_options{.stride = {2, 2}, .padding = {1, 1}, .dilation = {2, 2}, .groups = 2}>(img, w));
+    const auto p1 = avg_pool2d<pool2d_options{.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}}>(img);
+    const auto p2 = adaptive_avg_pool2d<3, 3>(img);
+    const auto p3 = max_pool2d<pool2d_options{.kernel = {3, 2}, .stride = {1, 2}, .padding = {1, 1}, .dilation = {2, 1}}>(img);
+    // shapes: a strided slice, a select, an expand, cat along a middle dim
+    const auto sl = slice<3, 1, 5, 2>(img);  // [2, 4, 9, 2]
+    const auto s1 = cat<1>(tensors(sl, unsqueeze<1>(select<1>(sl, 2)), slice<1, 1, 2>(sl)));
+    const auto s2 = squeeze<1>(slice<1, 1, 2>(img));
+    return std::tuple(m1, m2, m3, r1, r2, r3, r4, r5, r6, c1, p1, p2, p3, s1, s2);
+  }
+};
+
+}  // namespace cuda_model_tests
+BOOST_HANA_ADAPT_STRUCT(cuda_model_tests::op_paths);
+
+TEST_CASE("cuda models: the MLP, CNN and transformer block of the PyTorch reference on the emulated device equal PyTorch and the Eigen backend") {
+  const auto models = parity_models::read_models();
+  REQUIRE(models.size() == 3);
+  check_reference_model<parity_models::mlp, tensor<f32, fix<3>, fix<32>>>(models.at("mlp"));
+  check_reference_model<parity_models::cnn, tensor<f32, fix<2>, fix<1>, fix<12>, fix<12>>>(models.at("cnn"));
+  check_reference_model<parity_models::transformer, tensor<f32, fix<2>, fix<5>, fix<16>>>(models.at("transformer"));
+}
+
+TEST_CASE("cuda models: matmul, reductions, convolution, pooling and shape ops on the emulated device equal the Eigen backend on every path") {
+  cuda_model_tests::op_paths f;
+  using A = shape<fix<2>, fix<3>, fix<4>, fix<5>>;
+  using B = shape<fix<2>, fix<3>, fix<6>, fix<5>>;
+  using I = shape<fix<2>, fix<4>, fix<9>, fix<7>>;
+  using W = shape<fix<6>, fix<2>, fix<3>, fix<3>>;
+  const std::vector<any_tensor> in{pattern({2, 3, 4, 5}, 1), pattern({2, 3, 6, 5}, 2), pattern({2, 4, 9, 7}, 3), pattern({6, 2, 3, 3}, 4)};
+  const exported_program ep = export_program(f, input<"a">(tensor_spec<f32, A>()), input<"b">(tensor_spec<f32, B>()),
+                                             input<"img">(tensor_spec<f32, I>()), input<"w">(tensor_spec<f32, W>()));
+  for (const bool fuse : {true, false}) {
+    INFO("fuse " << fuse);
+    CHECK(cuda_vs_eigen(ep, in, fuse) <= 2e-5);
+  }
+}
