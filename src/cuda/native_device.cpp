@@ -250,7 +250,7 @@ class native_device final : public device_runtime, public std::enable_shared_fro
     if (m.geometry.m == 0 || m.geometry.n == 0) return;  // (D is empty: nothing to write)
     device_guard guard(info_.ordinal, where);
 
-    if (!m.algo) m.algo = choose_algorithm(m, a.workspace_bytes, where);
+    if (!m.algo) m.algo = choose_algorithm(m, a, where);
 
     // alpha and beta in the scale type (lt.hpp: f64 products scale in double)
     const double alpha64 = a.alpha, beta64 = a.beta;
@@ -354,9 +354,21 @@ class native_device final : public device_runtime, public std::enable_shared_fro
     check(cudaMemcpyAsync(dst, src, bytes, kind, stream_), "cudaMemcpyAsync", where);
   }
 
-  // cuBLASLt's first heuristic choice for the product's descriptors within the workspace given.
-  // (Chosen once per lt_matmul: its workspace is a planned buffer of a fixed size.)
-  cublasLtMatmulAlgo_t choose_algorithm(const lt_matmul& m, std::size_t workspace_bytes, const std::string& where) {
+  // The alignment in bytes (a power of two, at most 256) of an operand's address: cuBLASLt's
+  // heuristic assumes 256 unless told, and an algorithm chosen for 256 may not run on an operand
+  // the planner placed at a 64-byte boundary or a view placed inside a buffer.
+  static std::uint32_t alignment_of(const void* p) noexcept {
+    const auto v = reinterpret_cast<std::uintptr_t>(p);
+    std::uint32_t a = 256;
+    while (a > 1 && v % a != 0) a /= 2;
+    return a;
+  }
+
+  // cuBLASLt's first heuristic choice for the product's descriptors within the workspace given, for
+  // operands at the alignments of the call's. (Chosen once per lt_matmul: its workspace is a planned
+  // buffer of a fixed size, and a plan's addresses never change.)
+  cublasLtMatmulAlgo_t choose_algorithm(const lt_matmul& m, const matmul_args& args, const std::string& where) {
+    const std::size_t workspace_bytes = args.workspace_bytes;
     cublasLtMatmulPreference_t pref = nullptr;
     const auto lt_check = [&](cublasStatus_t s, const char* call) {
       if (s == CUBLAS_STATUS_SUCCESS) return;
@@ -368,6 +380,15 @@ class native_device final : public device_runtime, public std::enable_shared_fro
     const std::uint64_t ws = workspace_bytes;
     lt_check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
              "cublasLtMatmulPreferenceSetAttribute(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES)");
+    const std::uint32_t align[4] = {alignment_of(args.a), alignment_of(args.b), alignment_of(args.c), alignment_of(args.d)};
+    lt_check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align[0], sizeof align[0]),
+             "cublasLtMatmulPreferenceSetAttribute(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES)");
+    lt_check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align[1], sizeof align[1]),
+             "cublasLtMatmulPreferenceSetAttribute(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES)");
+    lt_check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align[2], sizeof align[2]),
+             "cublasLtMatmulPreferenceSetAttribute(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES)");
+    lt_check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align[3], sizeof align[3]),
+             "cublasLtMatmulPreferenceSetAttribute(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES)");
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     lt_check(cublasLtMatmulAlgoGetHeuristic(lt_, m.desc(), m.layout_a(), m.layout_b(), m.layout_c(), m.layout_d(), pref, 1,

@@ -3,11 +3,14 @@
 //     batch 1, 7 and 64 (the batch dynamic), with CUDA graphs on and off;
 //   - the per-backend parity axis (tests/unit/backend_axis.hpp) on the native device: every PyTorch
 //     parity case the CUDA backend runs, as a program, against PyTorch's values;
+//   - the reference models of tests/data/parity/models.txt (MLP, CNN, transformer block) against
+//     PyTorch's outputs, graphs on and off;
 //   - the contract of the library model: real cuBLASLt on the GPU against the emulated device's model
 //     (lt_reference.hpp) for the descriptors typex builds, each epilogue it uses, and cuBLASLt's GELU
 //     is the tanh form (not erf), which the lowering relies on.
 #include "../backend_axis.hpp"
 #include "../cuda_axis.hpp"
+#include "../model_cases.hpp"
 
 #include <doctest/doctest.h>
 
@@ -66,6 +69,33 @@ TEST_CASE("cuda gpu: the MLP on the GPU equals the Eigen backend at batch 1, 7 a
       CHECK(max_difference(got, cpu_run({x})[0]) <= 1e-4);  // (f32 products on tensor cores off: CUBLAS_COMPUTE_32F)
     }
   }
+}
+
+namespace {
+template <class M, class In>
+void check_reference_model_on_gpu(const parity_models::model_case& c, const std::shared_ptr<cuda::device_runtime>& gpu) {
+  M m;
+  load_state_dict(m, c.state);
+  const auto x = In::bind(c.input, "input");
+  const exported_program ep = export_program(m, input<"x">(x.spec()));
+  for (const bool graphs : {true, false}) {
+    const program_module<cuda_backend> run(ep, {.device = gpu, .graphs = graphs});
+    for (int call = 0; call < 2; ++call) {  // (the second call replays the captured graph)
+      const any_tensor got = cuda::to_host(run({cuda::to_device(c.input, gpu)})[0]);
+      INFO("graphs " << graphs << ", call " << call);
+      CHECK(typex_test::worst_abs_error(got, c.output) <= 1e-4);
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("cuda gpu: the MLP, CNN and transformer block of the PyTorch reference equal PyTorch on the GPU, graphs on and off") {
+  const auto gpu = cuda::make_native_device();
+  const auto models = parity_models::read_models();
+  REQUIRE(models.size() == 3);
+  check_reference_model_on_gpu<parity_models::mlp, tensor<f32, fix<3>, fix<32>>>(models.at("mlp"), gpu);
+  check_reference_model_on_gpu<parity_models::cnn, tensor<f32, fix<2>, fix<1>, fix<12>, fix<12>>>(models.at("cnn"), gpu);
+  check_reference_model_on_gpu<parity_models::transformer, tensor<f32, fix<2>, fix<5>, fix<16>>>(models.at("transformer"), gpu);
 }
 
 TEST_CASE("cuda gpu: every parity case the CUDA backend runs matches PyTorch on the GPU") {
