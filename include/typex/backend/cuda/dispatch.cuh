@@ -7,6 +7,8 @@
 #include <typex/backend/cuda/kernel_api.cuh>
 #include <typex/backend/cuda/kernels/conv.cuh>
 #include <typex/backend/cuda/kernels/copy.cuh>
+#include <typex/backend/cuda/kernels/index.cuh>
+#include <typex/backend/cuda/kernels/map.cuh>
 #include <typex/backend/cuda/kernels/norm.cuh>
 #include <typex/backend/cuda/kernels/pointwise.cuh>
 #include <typex/backend/cuda/kernels/pool.cuh>
@@ -65,6 +67,29 @@ void dispatch(const kernel_launch& k, Stream stream) {
       const conv_params& p = detail::launch_params<conv_params>(k);
       TYPEX_LAUNCH(kernels::conv2d_kernel<float>, k.grid, k.block, k.shared_bytes, stream)(p);
       return;
+    }
+    case kernel_kind::map: {
+      const map_params& p = detail::launch_params<map_params>(k);
+      switch (p.compute) {
+        case map_compute::f32: TYPEX_LAUNCH(kernels::map_kernel<float>, k.grid, k.block, k.shared_bytes, stream)(p); return;
+        case map_compute::f64: TYPEX_LAUNCH(kernels::map_kernel<double>, k.grid, k.block, k.shared_bytes, stream)(p); return;
+        case map_compute::i64: TYPEX_LAUNCH(kernels::map_kernel<std::int64_t>, k.grid, k.block, k.shared_bytes, stream)(p); return;
+      }
+      break;
+    }
+    case kernel_kind::index: {
+      const index_params& p = detail::launch_params<index_params>(k);
+      if (p.kind == index_kind::add) {
+        if (p.itemsize == 4) TYPEX_LAUNCH(kernels::index_kernel<float>, k.grid, k.block, k.shared_bytes, stream)(p);
+        else TYPEX_LAUNCH(kernels::index_kernel<double>, k.grid, k.block, k.shared_bytes, stream)(p);
+        return;
+      }
+      switch (p.itemsize) {
+        case 1: TYPEX_LAUNCH(kernels::index_kernel<std::uint8_t>, k.grid, k.block, k.shared_bytes, stream)(p); return;
+        case 2: TYPEX_LAUNCH(kernels::index_kernel<std::uint16_t>, k.grid, k.block, k.shared_bytes, stream)(p); return;
+        case 4: TYPEX_LAUNCH(kernels::index_kernel<std::uint32_t>, k.grid, k.block, k.shared_bytes, stream)(p); return;
+        default: TYPEX_LAUNCH(kernels::index_kernel<std::uint64_t>, k.grid, k.block, k.shared_bytes, stream)(p); return;
+      }
     }
     case kernel_kind::pool: {
       const pool_params& p = detail::launch_params<pool_params>(k);

@@ -211,9 +211,88 @@ struct pool_params {
 };
 static_assert(std::is_trivially_copyable_v<pool_params>);
 
+// ---- elementwise ops of any dtype (kernels/map.cuh)
+
+// The ops of the map kernel: those of the registry that the pointwise chain (f32 / f64, one dtype)
+// does not take: comparisons and logic (a bool result), where, maximum / minimum, pow, conversion
+// between dtypes, the arithmetic of integers, and the factories (fill, iota).
+enum class map_op : std::uint8_t {
+  convert, eq, ne, lt, le, gt, ge, logical_and, logical_or, logical_xor, logical_not, where, maximum, minimum, pow,
+  add, sub, mul, div, neg, abs, threshold_backward, fill, iota, clamp, unary
+};
+// The type the op computes in: the operands are read into it, the result written from it.
+enum class map_compute : std::uint8_t { f32, f64, i64 };
+// (typex's dtype codes, core/dtype.hpp, as one byte: b8, u8, i8, i16, i32, i64, f16, bf16, f32, f64)
+enum class map_dtype : std::uint8_t { b8, u8, i8, i16, i32, i64, f16, bf16, f32, f64 };
+
+// An operand: a tensor read through element strides per output dim (0: broadcast), or a number.
+struct map_operand {
+  const void* data = nullptr;  // (null: `number`)
+  map_dtype dt = map_dtype::f32;
+  double number = 0.0;
+  std::int64_t stride[max_rank] = {};
+};
+
+// out[i] = op(operands at element i) for the n elements of a contiguous output of `rank` dims.
+//   convert, neg, abs, logical_not: one operand; where: (condition, a, b); threshold_backward:
+//   (grad, x) with `a` the threshold (0 where x <= a, else grad); add / sub: y = x0 ± alpha x1;
+//   fill: every element `a`; iota: a + i b (arange's start and step); clamp: to [a, b] where
+//   has_lo / has_hi; unary: the registry op `link` (a chain link) of a float compute type, on an
+//   operand of another dtype (tanh of an int64 tensor).
+struct map_params {
+  map_op op = map_op::convert;
+  map_compute compute = map_compute::f32;
+  map_dtype out_dt = map_dtype::f32;
+  std::int32_t rank = 0;
+  std::int32_t n_operands = 0;
+  void* out = nullptr;
+  std::int64_t n = 0;
+  double a = 0.0, b = 0.0, alpha = 1.0;
+  bool has_lo = false, has_hi = false;
+  std::int64_t extent[max_rank] = {};
+  map_operand operands[3];
+  chain_link link;
+};
+static_assert(sizeof(map_params) < 4096 && std::is_trivially_copyable_v<map_params>);
+
+// ---- indexing (kernels/index.cuh)
+
+enum class index_kind : std::uint8_t { take, add };
+
+// Over the n elements of an iteration shape (`rank` dims, `extent`), each with coordinates c:
+//   take: out[c . out_stride] = src[c . src_stride with c[dim] replaced by idx]  (index_select,
+//         embedding, gather: bits of `itemsize` bytes);
+//   add:  out[c . out_stride with c[dim] replaced by idx] += alpha src[c . src_stride]  (index_add,
+//         scatter_add, embedding's backward: f32 or f64 (`itemsize` 4 or 8), atomically).
+// idx = index[c . index_stride] (int64, or int32 where index32); an idx outside [0, dim_size) is
+// skipped (take writes 0) and sets *error to `code` where that is larger (the engine reads it after
+// the call and throws naming the node); idx == skip_index is skipped silently (embedding's
+// padding_idx; -1: none).
+struct index_params {
+  index_kind kind = index_kind::take;
+  std::int32_t itemsize = 4;
+  std::int32_t rank = 0;
+  std::int32_t dim = 0;
+  bool index32 = false;
+  const void* src = nullptr;
+  void* out = nullptr;
+  const void* index = nullptr;
+  int* error = nullptr;
+  int code = 1;
+  std::int64_t n = 0;
+  std::int64_t dim_size = 0;
+  std::int64_t skip_index = -1;
+  double alpha = 1.0;
+  std::int64_t extent[max_rank] = {};
+  std::int64_t src_stride[max_rank] = {};
+  std::int64_t out_stride[max_rank] = {};
+  std::int64_t index_stride[max_rank] = {};
+};
+static_assert(std::is_trivially_copyable_v<index_params>);
+
 // ---- the record
 
-enum class kernel_kind : std::uint8_t { chain, copy, reduce, norm, conv, pool };
+enum class kernel_kind : std::uint8_t { chain, copy, reduce, norm, conv, pool, map, index };
 
 inline constexpr const char* kernel_name(kernel_kind k) noexcept {
   switch (k) {
@@ -223,6 +302,8 @@ inline constexpr const char* kernel_name(kernel_kind k) noexcept {
     case kernel_kind::norm: return "norm";
     case kernel_kind::conv: return "conv";
     case kernel_kind::pool: return "pool";
+    case kernel_kind::map: return "map";
+    case kernel_kind::index: return "index";
   }
   return "?";
 }
@@ -231,7 +312,7 @@ struct kernel_launch {
   kernel_kind kind = kernel_kind::chain;
   launch_dims grid, block;
   std::uint32_t shared_bytes = 0;  // dynamic shared memory
-  std::variant<chain_params, copy_params, reduce_params, norm_params, conv_params, pool_params> params;
+  std::variant<chain_params, copy_params, reduce_params, norm_params, conv_params, pool_params, map_params, index_params> params;
 };
 
 // ---- launch geometry
@@ -317,9 +398,9 @@ inline kernel_launch norm_launch(const norm_params& p) {
           p};
 }
 
-// conv2d's tiles: conv_tile_m output pixels by conv_tile_n channels per block of 256 threads (16 x
-// 16, each 4 x 4 results), conv_tile_k of the reduction staged in shared memory per step.
-inline constexpr unsigned conv_tile_m = 64, conv_tile_n = 64, conv_tile_k = 16;
+// conv2d's tiles: conv_tile_m output pixels by conv_tile_n channels per block of 256 threads (each
+// 8 x 4 results), conv_tile_k of the reduction staged in shared memory per step.
+inline constexpr unsigned conv_tile_m = 128, conv_tile_n = 64, conv_tile_k = 16;
 
 inline kernel_launch conv_launch(const conv_params& p) {
   const bool bad = p.n < 0 || p.c < 1 || p.h < 1 || p.w < 1 || p.oc < 1 || p.kh < 1 || p.kw < 1 || p.oh < 1 || p.ow < 1 ||
@@ -328,13 +409,36 @@ inline kernel_launch conv_launch(const conv_params& p) {
   if (bad) typex::detail::raise_message<argument_error>("typex::cuda::conv_launch: sizes out of range, or channels that do not split into the groups");
   const std::int64_t m = p.n * p.oh * p.ow, tiles_m = (m + conv_tile_m - 1) / conv_tile_m;
   const std::int64_t tiles_n = (p.oc / p.groups + conv_tile_n - 1) / conv_tile_n;
-  if (tiles_m > 2147483647 || tiles_n > 65535 || p.groups > 65535)
-    typex::detail::raise_message<argument_error>("typex::cuda::conv_launch: more output pixels, channels or groups than a grid holds");
+  if (tiles_m > 2147483647 || tiles_n > 65535 || p.groups > 65535 || p.c / p.groups * p.kh * p.kw > 2147483647 - conv_tile_k)
+    typex::detail::raise_message<argument_error>(
+        "typex::cuda::conv_launch: more output pixels, channels or groups than a grid holds, or a reduction past 2^31 terms");
   return {kernel_kind::conv,
           {static_cast<unsigned>(tiles_m < 1 ? 1 : tiles_m), static_cast<unsigned>(tiles_n), static_cast<unsigned>(p.groups)},
-          {16, 16, 1},
+          {256, 1, 1},
           static_cast<std::uint32_t>(conv_tile_k * (conv_tile_m + conv_tile_n) * sizeof(float)),
           p};
+}
+
+inline kernel_launch map_launch(const map_params& p) {
+  detail::check_extents("map", p.rank, p.extent, p.n);
+  if (p.n_operands < 0 || p.n_operands > 3)
+    typex::detail::raise_message<argument_error>("typex::cuda::map_launch: 0 to 3 operands");
+  for (int k = 0; k < p.n_operands; ++k)
+    if (p.operands[k].dt == map_dtype::f16 || p.operands[k].dt == map_dtype::bf16)
+      typex::detail::raise_message<argument_error>("typex::cuda::map_launch: f16 and bf16 operands are not read by the map kernel");
+  if (p.out_dt == map_dtype::f16 || p.out_dt == map_dtype::bf16)
+    typex::detail::raise_message<argument_error>("typex::cuda::map_launch: f16 and bf16 results are not written by the map kernel");
+  return {kernel_kind::map, detail::elementwise_grid(p.n), {elementwise_threads, 1, 1}, 0, p};
+}
+
+inline kernel_launch index_launch(const index_params& p) {
+  detail::check_extents("index", p.rank, p.extent, p.n);
+  const bool sizes = p.kind == index_kind::take ? (p.itemsize == 1 || p.itemsize == 2 || p.itemsize == 4 || p.itemsize == 8)
+                                                : (p.itemsize == 4 || p.itemsize == 8);
+  if (!sizes || p.dim < 0 || p.dim >= (p.rank < 1 ? 1 : p.rank) || p.error == nullptr || p.code < 1)
+    typex::detail::raise_message<argument_error>(
+        "typex::cuda::index_launch: items of 1, 2, 4 or 8 bytes (4 or 8 to add), a dim of the iteration, and an error word");
+  return {kernel_kind::index, detail::elementwise_grid(p.n), {elementwise_threads, 1, 1}, 0, p};
 }
 
 inline kernel_launch pool_launch(const pool_params& p) {

@@ -107,11 +107,112 @@ inline std::optional<reduction_call> reduction(const ir::node& node, std::size_t
 // a squeezed dim, concatenation, and aten.copy without a dtype change.
 inline bool is_gather_op(op_id op) {
   return op == op_id_of<aten::slice_Tensor> || op == op_id_of<aten::select_int> || op == op_id_of<aten::expand> ||
-         op == op_id_of<aten::squeeze_dim> || op == op_id_of<aten::cat> || op == op_id_of<copy_op>;
+         op == op_id_of<aten::squeeze_dim> || op == op_id_of<aten::cat> || op == op_id_of<copy_op> ||
+         op == op_id_of<aten::select_scatter> || op == op_id_of<aten::slice_scatter>;
 }
 inline bool is_matmul_op(op_id op) { return op == op_id_of<matmul_op> || op == op_id_of<aten::mm> || op == op_id_of<aten::bmm>; }
 inline bool is_pool_op(op_id op) {
   return op == op_id_of<aten::max_pool2d> || op == op_id_of<aten::avg_pool2d> || op == op_id_of<aten::adaptive_avg_pool2d>;
+}
+
+// The indexing ops the index kernel runs (kernels/index.cuh).
+inline bool is_index_op(op_id op) {
+  return op == op_id_of<aten::index_select> || op == op_id_of<aten::gather> || op == op_id_of<aten::index_add> ||
+         op == op_id_of<aten::scatter_add> || op == op_id_of<embedding_op> || op == op_id_of<aten::embedding_dense_backward>;
+}
+inline bool index_runs(const ir::graph& g, const ir::node& node) {
+  const op_id op = node.target;
+  if (!is_index_op(op)) return false;
+  const ir::tensor_meta& out = node.vals.front();
+  const std::size_t item = itemsize(out.scalar_type);
+  const bool adds = op == op_id_of<aten::index_add> || op == op_id_of<aten::scatter_add> || op == op_id_of<aten::embedding_dense_backward>;
+  if (adds ? (out.scalar_type != dtype::f32 && out.scalar_type != dtype::f64) : (item != 1 && item != 2 && item != 4 && item != 8)) return false;
+  if (out.rank() > static_cast<std::size_t>(max_rank) || out.rank() == 0) return false;
+  for (const ir::argument& a : node.args) {
+    if (std::holds_alternative<std::vector<ir::value_ref>>(a)) return false;
+    if (const auto* r = std::get_if<ir::value_ref>(&a)) {
+      const ir::tensor_meta& t = g[r->node].vals.front();
+      if (t.rank() > static_cast<std::size_t>(max_rank)) return false;
+      if (t.scalar_type != out.scalar_type && t.scalar_type != dtype::i64 && t.scalar_type != dtype::i32) return false;
+    }
+  }
+  if (op == op_id_of<aten::embedding_dense_backward>) {
+    const call_of c(node, nullptr);
+    if (c.args.has(4) && c.args.flag(4)) return false;  // (scale_grad_by_freq: counts per index, not here)
+  }
+  return true;
+}
+
+// The map kernel's op for `node` (kernels/map.cuh), where the node is one it runs.
+inline std::optional<map_op> map_op_of(op_id op) {
+  struct entry {
+    op_id id;
+    map_op m;
+  };
+  static const entry table[] = {
+      {op_id_of<eq_op>, map_op::eq}, {op_id_of<ne_op>, map_op::ne}, {op_id_of<lt_op>, map_op::lt}, {op_id_of<le_op>, map_op::le},
+      {op_id_of<gt_op>, map_op::gt}, {op_id_of<ge_op>, map_op::ge}, {op_id_of<logical_and_op>, map_op::logical_and},
+      {op_id_of<logical_or_op>, map_op::logical_or}, {op_id_of<logical_xor_op>, map_op::logical_xor},
+      {op_id_of<logical_not_op>, map_op::logical_not}, {op_id_of<where_op>, map_op::where}, {op_id_of<maximum_op>, map_op::maximum},
+      {op_id_of<minimum_op>, map_op::minimum}, {op_id_of<pow_op>, map_op::pow}, {op_id_of<aten::_to_copy>, map_op::convert},
+      {op_id_of<copy_op>, map_op::convert}, {op_id_of<add_op>, map_op::add}, {op_id_of<sub_op>, map_op::sub},
+      {op_id_of<mul_op>, map_op::mul}, {op_id_of<div_op>, map_op::div}, {op_id_of<neg_op>, map_op::neg}, {op_id_of<abs_op>, map_op::abs},
+      {op_id_of<aten::threshold_backward>, map_op::threshold_backward}, {op_id_of<aten::full>, map_op::fill},
+      {op_id_of<aten::arange>, map_op::iota}, {op_id_of<aten::arange_start>, map_op::iota}, {op_id_of<aten::arange_start_step>, map_op::iota},
+      {op_id_of<pow_scalar_op>, map_op::pow}, {op_id_of<clamp_op>, map_op::clamp}};
+  for (const entry& e : table)
+    if (e.id == op) return e.m;
+  return std::nullopt;
+}
+
+inline bool map_readable(dtype t) { return t != dtype::f16 && t != dtype::bf16; }
+
+// The pointwise chain runs the node (f32 / f64, every tensor of the result's dtype): it fuses.
+inline bool chain_runs(const ir::graph& g, const ir::node& node) {
+  const dtype out = node.vals.front().scalar_type;
+  if (out != dtype::f32 && out != dtype::f64) return false;
+  if (node.vals.front().rank() > static_cast<std::size_t>(max_rank)) return false;
+  for (const ir::argument& a : node.args) {
+    if (const auto* r = std::get_if<ir::value_ref>(&a); r != nullptr && g[r->node].vals.front().scalar_type != out) return false;
+    if (std::holds_alternative<std::vector<ir::value_ref>>(a)) return false;
+  }
+  if (is_binary_head(node.target)) {
+    if (node.args.size() < 2) return false;
+    for (std::size_t k = 0; k < 2; ++k) {
+      const ir::argument& a = node.args[k];
+      const bool number = std::holds_alternative<double>(a) || std::holds_alternative<std::int64_t>(a) || std::holds_alternative<ir::sym_expr>(a);
+      if (!number && !std::holds_alternative<ir::value_ref>(a)) return false;
+    }
+    return std::holds_alternative<ir::value_ref>(node.args[0]) || std::holds_alternative<ir::value_ref>(node.args[1]);
+  }
+  if (node.args.empty() || !std::holds_alternative<ir::value_ref>(node.args[0])) return false;
+  const call_of c(node, nullptr);
+  return encode_unary(node.target, c.args).has_value();
+}
+
+// The map kernel runs the node: its op is one of map_op_of's, every tensor read and the result have
+// dtypes it reads (not f16 / bf16), and it has at most 3 operands (a conversion names no layout,
+// device or memory format).
+inline bool map_runs(const ir::graph& g, const ir::node& node) {
+  std::optional<map_op> m = map_op_of(node.target);
+  if (!m && is_floating_point(node.vals.front().scalar_type) && !node.args.empty() && std::holds_alternative<ir::value_ref>(node.args[0]) &&
+      encode_unary(node.target, call_of(node, nullptr).args))
+    m = map_op::unary;  // (a unary op with math of a float result, on an operand of another dtype)
+  if (!m || !map_readable(node.vals.front().scalar_type) || node.vals.front().rank() > static_cast<std::size_t>(max_rank)) return false;
+  std::size_t tensors = 0;
+  for (const ir::argument& a : node.args) {
+    if (std::holds_alternative<std::vector<ir::value_ref>>(a)) return false;
+    if (const auto* r = std::get_if<ir::value_ref>(&a)) {
+      const ir::tensor_meta& t = g[r->node].vals.front();
+      if (!map_readable(t.scalar_type) || t.rank() > static_cast<std::size_t>(max_rank)) return false;
+      ++tensors;
+    }
+  }
+  if (*m == map_op::convert && node.target == op_id_of<aten::_to_copy>) {
+    const call_of c(node, nullptr);
+    if (c.args.has("layout") || c.args.has("device") || c.args.has("memory_format")) return false;
+  }
+  return tensors <= 3;
 }
 
 // An int[2] argument that may be one int or a list of one or two (stride=1, padding=[1, 2]).
@@ -138,7 +239,10 @@ TYPEX_CUDA_API bool supports(const ir::graph& g, const ir::node& node) {
     const auto* r = std::get_if<ir::value_ref>(&a);
     return r != nullptr ? &g[r->node].vals.front() : nullptr;
   };
-  if (detail::is_copy_op(op) || detail::is_gather_op(op)) {
+  if (detail::is_copy_op(op) || (detail::is_gather_op(op) && !(op == op_id_of<copy_op> && detail::map_runs(g, node) && [&] {
+                                      const ir::tensor_meta* src = node.args.size() < 2 ? nullptr : meta_of(node.args[1]);
+                                      return src != nullptr && src->scalar_type != out.scalar_type;
+                                    }()))) {
     // (copies move bits: any dtype of 1, 2, 4 or 8 bytes, every tensor read of the result's dtype)
     const std::size_t item = itemsize(out.scalar_type);
     if (out.rank() > static_cast<std::size_t>(max_rank) || (item != 1 && item != 2 && item != 4 && item != 8)) return false;
@@ -155,6 +259,9 @@ TYPEX_CUDA_API bool supports(const ir::graph& g, const ir::node& node) {
     }
     return true;
   }
+  if (detail::chain_runs(g, node)) return true;
+  if (detail::map_runs(g, node)) return true;
+  if (detail::is_index_op(op)) return detail::index_runs(g, node);
   const ir::tensor_meta* x = node.args.empty() ? nullptr : meta_of(node.args[0]);
   if (op == op_id_of<aten::argmax>) {  // (f32 in, int64 out)
     return x != nullptr && x->scalar_type == dtype::f32 && x->rank() <= static_cast<std::size_t>(max_rank) &&
@@ -215,6 +322,10 @@ struct cuda_plan {
   plan::report report;
   std::unique_ptr<captured_work> graph;
   bool graph_tried = false;
+  // (plans with index ops: the word their kernels raise on an index out of range, zeroed by the
+  // first record of every call, and the node each code names)
+  storage error_word;
+  std::vector<std::string> error_names;
 };
 
 class planned_engine final : public kit::engine, private plan::target {
@@ -272,6 +383,18 @@ class planned_engine final : public kit::engine, private plan::target {
     for (std::size_t i = 0; i < p->outputs.size(); ++i)
       if (outputs[i].nbytes() != 0) rt_->copy_on_device(outputs[i].raw_data(), p->outputs[i].at, outputs[i].nbytes());
     rt_->synchronize();  // (a failure of the call is reported by the call)
+    if (!p->error_names.empty()) {
+      int code = 0;
+      rt_->copy_to_host(&code, p->error_word.data(), sizeof code);
+      rt_->synchronize();
+      if (code > 0) {
+        const std::string& who = p->error_names[static_cast<std::size_t>(code - 1) % p->error_names.size()];
+        typex::detail::raise<argument_error>([&](auto& w) {
+          w.put("typex::cuda: "); w.put(who);
+          w.put(" was given an index out of range for the dim it indexes (the kernel skipped it; no result of this call is valid)");
+        });
+      }
+    }
   }
 
   plan::report report() const override { return plans_.empty() ? plan::report{} : plans_.front()->report; }
@@ -303,8 +426,17 @@ class planned_engine final : public kit::engine, private plan::target {
       at += (t.nbytes() + 255) / 256 * 256;
       p->extents.push_back(t.extents());
     }
+    error_names_.clear();
     planner_.plan(inputs, symbols, *this);
     p->slots = memory_.allocate(at);
+    if (!error_names_.empty()) {
+      p->error_word = memory_.allocate(sizeof(int));
+      p->error_names = error_names_;
+      record z;
+      z.what = record::zero{p->error_word.data(), sizeof(int)};
+      z.name = "the index check";
+      p->records.push_back(std::move(z));
+    }
     p->arena = memory_.allocate(planner_.arena().peak());
     // cuBLASLt's workspace (a GPU's algorithms may use up to this much; the emulator's model none)
     if (!p->products.empty() && !rt_->info().emulated) p->workspace = memory_.allocate(lt_workspace_bytes);
@@ -379,7 +511,13 @@ class planned_engine final : public kit::engine, private plan::target {
     s.pool = plan::no_node;  // (no pooled epilogues on this backend yet: the pool runs as its own step)
     if (node.target == op_id_of<linear_op>) return lower_linear(p, s), true;
     if (detail::is_copy_op(node.target)) return lower_copy(p, s), true;
+    if (node.target == op_id_of<copy_op>) {  // (with a dtype change: a conversion)
+      const plan::value* src = p.arg(node, 1);
+      if (src != nullptr && src->dt != p.at(s.node).dt) return lower_map(p, s), true;
+    }
     if (detail::is_gather_op(node.target)) return lower_gather(p, s), true;
+    if (detail::is_index_op(node.target)) return lower_index(p, s), true;
+    if (!detail::chain_runs(p.graph(), node) && detail::map_runs(p.graph(), node)) return lower_map(p, s), true;
     if (detail::is_matmul_op(node.target)) return lower_matmul(p, s), true;
     if (node.target == op_id_of<layer_norm_op>) return lower_layer_norm(p, s), true;
     if (node.target == op_id_of<aten::conv2d>) return lower_conv(p, s), true;
@@ -715,6 +853,33 @@ class planned_engine final : public kit::engine, private plan::target {
         pieces.push_back({&v, 0, v.extents, plan::contiguous_strides(v.extents), at * ys[dim], ys});
         at += v.extents[dim];
       }
+    } else if (op == op_id_of<aten::select_scatter> || op == op_id_of<aten::slice_scatter>) {
+      // the input, then the source into its slice
+      const plan::value* x = p.arg(node, 0);
+      const plan::value* src = p.arg(node, 1);
+      const std::vector<index_t> ys = plan::contiguous_strides(y.extents);
+      pieces.push_back({x, 0, y.extents, plan::contiguous_strides(x->extents), 0, {}});
+      const std::size_t rank = y.extents.size();
+      const std::size_t dim = ir::wrap_dim(op.name(), c.args.has(2) ? c.args.integer(2) : 0, rank);
+      copy_piece into{src, 0, src->extents, plan::contiguous_strides(src->extents), 0, {}};
+      if (op == op_id_of<aten::select_scatter>) {
+        index_t index = c.args.integer(3);
+        if (index < 0) index += y.extents[dim];
+        into.dst_offset = index * ys[dim];
+        for (std::size_t d = 0; d < rank; ++d)
+          if (d != dim) into.dst_strides.push_back(ys[d]);
+      } else {
+        const index_t len = y.extents[dim];
+        index_t start = c.args.has(3) ? c.args.integer(3) : 0;
+        if (start < 0) start += len;
+        start = std::clamp<index_t>(start, 0, len);
+        const index_t step = c.args.has(5) ? c.args.integer(5) : 1;
+        into.dst_offset = start * ys[dim];
+        into.dst_strides = ys;
+        into.dst_strides[dim] *= step;
+      }
+      if (into.dst_strides.empty()) into.dst_strides.assign(1, 0);  // (a rank-0 source: one element, still placed)
+      pieces.push_back(std::move(into));
     } else {
       const plan::value* x = p.arg(node, op == op_id_of<copy_op> ? 1 : 0);
       const std::vector<index_t> xs = plan::contiguous_strides(x->extents);
@@ -899,6 +1064,196 @@ class planned_engine final : public kit::engine, private plan::target {
     });
   }
 
+  // The indexing ops (kernels/index.cuh): a take over the result's shape, or the input copied into
+  // the result (zeros for embedding's backward) and an atomic add over the source's. Each raises
+  // the plan's error word with its own code on an index out of range.
+  void lower_index(plan::planner& p, plan::step_plan& s) {
+    const ir::node& node = p.graph()[s.node];
+    const plan::value& y = p.at(s.node);
+    const detail::call_of c(node, &p.symbols());
+    const op_id op = node.target;
+    const std::string what = name_of(node);
+    index_params ip{};
+    ip.itemsize = static_cast<std::int32_t>(itemsize(y.dt));
+    const plan::value* src = nullptr;
+    const plan::value* index = nullptr;
+    std::vector<index_t> iter;
+    std::vector<index_t> src_st, out_st, idx_st;
+    const auto take_along = [&](const plan::value* from, const plan::value* idx, std::size_t dim) {
+      iter = y.extents;
+      src_st = plan::contiguous_strides(from->extents);
+      out_st = plan::contiguous_strides(y.extents);
+      idx_st.assign(iter.size(), 0);
+      idx_st[dim] = 1;
+      ip.dim = static_cast<std::int32_t>(dim);
+      ip.dim_size = from->extents[dim];
+      src = from, index = idx;
+    };
+    if (op == op_id_of<aten::index_select>) {
+      const plan::value* x = p.arg(node, 0);
+      take_along(x, p.arg(node, 2), ir::wrap_dim(op.name(), c.args.integer(1), x->extents.size()));
+    } else if (op == op_id_of<embedding_op> || op == op_id_of<aten::embedding_dense_backward>) {
+      const bool backward = op == op_id_of<aten::embedding_dense_backward>;
+      const plan::value* table = p.arg(node, 0);  // (weight, or the gradient)
+      index = p.arg(node, 1);
+      const index_t d = backward ? y.extents.back() : table->extents.back();
+      const index_t rows = index->numel();
+      iter = {rows, d};
+      src_st = {d, 1};
+      out_st = {d, 1};
+      idx_st = {1, 0};
+      ip.dim = 0;
+      src = table;
+      if (backward) {
+        ip.kind = index_kind::add;
+        ip.dim_size = y.extents.front();
+        const std::int64_t pad = c.args.integer(3);
+        ip.skip_index = pad >= 0 ? pad : -1;
+        pending_.push_back([this, yv = &y, what] {
+          record r;
+          r.what = record::zero{address(yv->at), yv->bytes()};
+          r.name = what;
+          r.out = address(yv->at);
+          r.out_bytes = yv->bytes();
+          return r;
+        });
+      } else {
+        ip.dim_size = table->extents.front();
+      }
+    } else if (op == op_id_of<aten::gather>) {
+      const plan::value* x = p.arg(node, 0);
+      index = p.arg(node, 2);
+      const std::size_t dim = ir::wrap_dim(op.name(), c.args.integer(1), x->extents.size());
+      iter = y.extents;
+      src_st = plan::contiguous_strides(x->extents);
+      out_st = plan::contiguous_strides(y.extents);
+      idx_st = plan::contiguous_strides(index->extents);
+      ip.dim = static_cast<std::int32_t>(dim);
+      ip.dim_size = x->extents[dim];
+      src = x;
+    } else {  // index_add(self, dim, index, source, alpha), scatter_add(self, dim, index, src)
+      const plan::value* x = p.arg(node, 0);
+      const std::size_t dim = ir::wrap_dim(op.name(), c.args.integer(1), x->extents.size());
+      index = p.arg(node, 2);
+      src = p.arg(node, 3);
+      ip.kind = index_kind::add;
+      ip.dim = static_cast<std::int32_t>(dim);
+      ip.dim_size = x->extents[dim];
+      out_st = plan::contiguous_strides(y.extents);
+      src_st = plan::contiguous_strides(src->extents);
+      if (op == op_id_of<aten::index_add>) {
+        iter = src->extents;
+        idx_st.assign(iter.size(), 0);
+        idx_st[dim] = 1;
+        ip.alpha = c.args.has("alpha") ? c.args.real("alpha") : 1.0;
+      } else {
+        iter = index->extents;
+        idx_st = plan::contiguous_strides(index->extents);
+      }
+      push_copies({copy_piece{x, 0, y.extents, plan::contiguous_strides(x->extents), 0, {}}}, y.dt, y.at, y.bytes(), what);
+    }
+    ip.rank = static_cast<std::int32_t>(iter.size());
+    ip.n = 1;
+    for (std::size_t d = 0; d < iter.size(); ++d) {
+      ip.extent[d] = iter[d];
+      ip.src_stride[d] = src_st[d];
+      ip.out_stride[d] = out_st[d];
+      ip.index_stride[d] = idx_st[d];
+      ip.n *= iter[d];
+    }
+    ip.index32 = index->dt == dtype::i32;
+    if (ip.n == 0) return;
+    error_names_.push_back(what);
+    ip.code = static_cast<int>(error_names_.size());
+    pending_.push_back([this, yv = &y, ip, src, index, what]() mutable {
+      ip.src = address(src->at);
+      ip.index = address(index->at);
+      ip.out = address(yv->at);
+      ip.error = reinterpret_cast<int*>(building_->error_word.data());
+      return kernel_record(index_launch(ip), what, address(yv->at), yv->bytes());
+    });
+  }
+
+  // An elementwise op of any dtype (kernels/map.cuh): the compute type is the result's (a float
+  // type, else int64), except for comparisons and logic, which compute in the operands' promoted
+  // type (a float type where any operand is one).
+  void lower_map(plan::planner& p, plan::step_plan& s) {
+    const ir::node& node = p.graph()[s.node];
+    const plan::value& y = p.at(s.node);
+    const detail::call_of c(node, &p.symbols());
+    map_params mp{};
+    const std::optional<map_op> known = detail::map_op_of(node.target);
+    mp.op = known ? *known : map_op::unary;
+    if (mp.op == map_op::unary) mp.link = *encode_unary(node.target, c.args);
+    mp.out_dt = static_cast<map_dtype>(y.dt);
+    const auto compute_of = [](dtype t) {
+      return t == dtype::f64 ? map_compute::f64 : is_floating_point(t) ? map_compute::f32 : map_compute::i64;
+    };
+    mp.compute = compute_of(y.dt);
+    const bool boolean = mp.op == map_op::eq || mp.op == map_op::ne || mp.op == map_op::lt || mp.op == map_op::le ||
+                         mp.op == map_op::gt || mp.op == map_op::ge;
+    std::vector<std::pair<const plan::value*, double>> operands;  // (a tensor, or null and a number)
+    const std::size_t first = node.target == op_id_of<copy_op> ? 1 : 0;  // (copy(self, src): src)
+    std::size_t count = 0;
+    switch (mp.op) {
+      case map_op::fill: count = 0; break;
+      case map_op::iota: count = 0; break;
+      case map_op::convert: case map_op::neg: case map_op::abs: case map_op::logical_not: case map_op::clamp: case map_op::unary:
+        count = 1;
+        break;
+      case map_op::where: count = 3; break;
+      default: count = 2; break;
+    }
+    for (std::size_t k = 0; k < count; ++k) {
+      const std::size_t i = first + k;
+      if (const plan::value* v = p.arg(node, i)) operands.emplace_back(v, 0.0);
+      else operands.emplace_back(nullptr, c.args.real(i));
+    }
+    if (boolean) {  // (the promoted type of the operands)
+      map_compute m = map_compute::i64;
+      for (const auto& [v, number] : operands) {
+        const map_compute k = v != nullptr ? compute_of(v->dt) : (number == static_cast<double>(static_cast<std::int64_t>(number)) ? map_compute::i64 : map_compute::f32);
+        if (k == map_compute::f64 || (k == map_compute::f32 && m == map_compute::i64)) m = k;
+      }
+      mp.compute = m;
+    }
+    if (mp.op == map_op::add || mp.op == map_op::sub) mp.alpha = c.args.has("alpha") ? c.args.real("alpha") : 1.0;
+    if (mp.op == map_op::threshold_backward) mp.a = c.args.real(2);
+    if (mp.op == map_op::fill) mp.a = c.args.real(1);
+    if (mp.op == map_op::clamp) {
+      mp.has_lo = c.args.has(1), mp.has_hi = c.args.has(2);
+      mp.a = mp.has_lo ? c.args.real(1) : 0.0;
+      mp.b = mp.has_hi ? c.args.real(2) : 0.0;
+    }
+    if (mp.op == map_op::iota) {
+      if (node.target == op_id_of<aten::arange>) mp.a = 0, mp.b = 1;
+      else mp.a = c.args.real(0), mp.b = node.target == op_id_of<aten::arange_start_step> && c.args.has(2) ? c.args.real(2) : 1.0;
+    }
+    mp.rank = static_cast<std::int32_t>(y.extents.size());
+    mp.n = y.numel();
+    for (std::size_t d = 0; d < y.extents.size(); ++d) mp.extent[d] = y.extents[d];
+    mp.n_operands = static_cast<std::int32_t>(operands.size());
+    if (mp.n == 0) return;
+    const std::string what = name_of(node);
+    pending_.push_back([this, yv = &y, mp, operands, what]() mutable {
+      for (std::size_t k = 0; k < operands.size(); ++k) {
+        map_operand& o = mp.operands[k];
+        if (operands[k].first == nullptr) {
+          o.data = nullptr;
+          o.number = operands[k].second;
+          continue;
+        }
+        const plan::value& v = *operands[k].first;
+        o.data = address(v.at);
+        o.dt = static_cast<map_dtype>(v.dt);
+        const std::vector<index_t> st = contiguous_strides_in(v.extents, yv->extents);
+        for (std::size_t d = 0; d < st.size(); ++d) o.stride[d] = st[d];
+      }
+      mp.out = address(yv->at);
+      return kernel_record(map_launch(mp), what, address(yv->at), yv->bytes());
+    });
+  }
+
   // A pointwise step: a binary head (add / sub / mul / div) or a lone activation, then the chain
   // the planner formed after it, as one chain kernel. A chain longer than a kernel takes (links,
   // tensor operands) is cut: the planner runs the rest as steps of their own.
@@ -969,6 +1324,7 @@ class planned_engine final : public kit::engine, private plan::target {
     const std::string what = name_of(node);
     pending_.push_back([this, yv = &y, start, links, what] {
       chain_params c{};
+      c.dtype = yv->dt == dtype::f64 ? chain_dtype::f64 : chain_dtype::f32;
       c.out = address(yv->at);
       set_extents(c, yv->extents);
       add_operand(c, address(start->at), contiguous_strides_in(start->extents, yv->extents));
@@ -1034,6 +1390,7 @@ class planned_engine final : public kit::engine, private plan::target {
   std::vector<std::unique_ptr<cuda_plan>> plans_;         // most recently used first
   cuda_plan* building_ = nullptr;
   std::vector<std::function<record()>> pending_;          // (a plan's records, made once its arena exists)
+  std::vector<std::string> error_names_;                  // (the index checks of the plan being made)
 };
 
 }  // namespace detail

@@ -7,12 +7,12 @@
 // the input at (image, group's ci, oh stride - pad + r dil, ow stride - pad + s dil), zero outside
 // the image; B[k, channel] is the weight [oc, c / groups, kh, kw] read as [oc, K] (its own layout).
 //
-// A block of 16 x 16 threads computes a conv_tile_m x conv_tile_n tile (4 x 4 per thread, in
-// registers) of one group (blockIdx.z), stepping through K conv_tile_k at a time: every thread
-// stages 4 elements of A's and 4 of B's slab into shared memory, a barrier, 16 rank-1 updates from
-// shared memory, a barrier. A thread's pixels are tx, tx + 16, ...: consecutive threads write
-// consecutive output addresses (an output plane is contiguous in its pixels). Bias and the
-// activation (a chain link: the registry op's own math) are applied as the tile is stored.
+// A block of 256 threads computes a conv_tile_m x conv_tile_n tile (8 x 4 per thread, in registers)
+// of one group (blockIdx.z), stepping through K conv_tile_k at a time: every thread stages 8
+// elements of A's and 4 of B's slab into shared memory, a barrier, 16 rank-1 updates from shared
+// memory, a barrier. A thread's pixels are tx, tx + 16, ...: consecutive threads write consecutive
+// output addresses (an output plane is contiguous in its pixels). Bias and the activation (a chain
+// link: the registry op's own math) are applied as the tile is stored.
 #pragma once
 
 #include <typex/backend/cuda/kernel_api.cuh>
@@ -25,55 +25,67 @@
 namespace typex::cuda::kernels {
 inline namespace TYPEX_CUDA_ABI {  // (kernel_api.cuh: native or emulated)
 
-// Launch geometry: conv_launch (grid: M tiles, N tiles, groups; 16 x 16 threads; shared memory for
-// one K slab of A and of B).
+// Launch geometry: conv_launch (grid: M tiles, N tiles, groups; 256 threads; shared memory for one
+// K slab of A and of B).
+//
+// Thread t computes pixels m0 + t % 16 + 16 i (i < 8) by channels n0 + t / 16 + 16 j (j < 4): 32
+// results from 12 shared-memory reads per step of k. It stages A's column t % 128 (rows t / 128 + 2 j,
+// j < 8: the same pixel at every step, so the pixel's coordinates are computed once) and B's row
+// t % 16 (channels t / 16 + 16 j, j < 4: consecutive threads read consecutive weights).
 template <class T>
 TYPEX_GLOBAL void conv2d_kernel(const TYPEX_GRID_CONSTANT conv_params p) {
   static_assert(std::is_same_v<T, float>, "typex::cuda: conv2d_kernel convolves f32 tensors");
   constexpr int TM = conv_tile_m, TN = conv_tile_n, TK = conv_tile_k;
+  static_assert(TM == 128 && TN == 64 && TK == 16, "typex::cuda: conv2d_kernel's thread mapping is written for 128 x 64 x 16 tiles");
   float* a_tile = TYPEX_SHARED(float);  // [TK][TM]
   float* b_tile = a_tile + TK * TM;     // [TK][TN]
-  const int tx = static_cast<int>(thread_idx().x), ty = static_cast<int>(thread_idx().y);
-  const int t = ty * 16 + tx;
+  const int t = static_cast<int>(thread_idx().x);
+  const int tx = t % 16, ty = t / 16;
   const std::int64_t group = block_idx().z;
   const std::int64_t icg = p.c / p.groups, ocg = p.oc / p.groups;
-  const std::int64_t window = p.kh * p.kw, k_total = icg * window;
+  const int kw = static_cast<int>(p.kw), window = static_cast<int>(p.kh * p.kw);
+  const int k_total = static_cast<int>(icg) * window;  // (conv_launch: within int32)
   const std::int64_t planes = p.oh * p.ow, m_total = p.n * planes;
   const std::int64_t m0 = static_cast<std::int64_t>(block_idx().x) * TM, n0 = static_cast<std::int64_t>(block_idx().y) * TN;
-  float acc[4][4] = {};
-  for (std::int64_t k0 = 0; k0 < k_total; k0 += TK) {
-    // stage A's slab: element e = t + 256 j is (kk = e / TM, mm = e % TM)
+  // the pixel this thread stages, once: its image's first channel, and its window's corner
+  const int a_col = t % TM, a_row = t / TM;
+  const std::int64_t am = m0 + a_col;
+  const bool a_live = am < m_total;
+  const std::int64_t a_img = a_live ? am / planes : 0, a_pix = a_live ? am % planes : 0;
+  const std::int64_t y_top = a_pix / p.ow * p.stride[0] - p.pad[0], x_left = a_pix % p.ow * p.stride[1] - p.pad[1];
+  const float* a_base = p.in + (a_img * p.c + group * icg) * p.h * p.w;
+  // the weights this thread stages: row b_k of channels n0 + b_n + 16 j
+  const int b_k = t % TK, b_n = t / TK;
+  const float* b_base = p.weight + (group * ocg + n0 + b_n) * k_total;
+  float acc[8][4] = {};
+  for (int k0 = 0; k0 < k_total; k0 += TK) {
     TYPEX_DEVICE_UNROLL
-    for (int j = 0; j < 4; ++j) {
-      const int e = t + 256 * j, kk = e / TM, mm = e % TM;
-      const std::int64_t k = k0 + kk, m = m0 + mm;
+    for (int j = 0; j < 8; ++j) {
+      const int kk = a_row + 2 * j, k = k0 + kk;
       float v = 0.0f;
-      if (k < k_total && m < m_total) {
-        const std::int64_t ci = k / window, rs = k % window, r = rs / p.kw, s = rs % p.kw;
-        const std::int64_t img = m / planes, pix = m % planes, oy = pix / p.ow, ox = pix % p.ow;
-        const std::int64_t iy = oy * p.stride[0] - p.pad[0] + r * p.dil[0];
-        const std::int64_t ix = ox * p.stride[1] - p.pad[1] + s * p.dil[1];
-        if (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) v = p.in[((img * p.c + group * icg + ci) * p.h + iy) * p.w + ix];
+      if (a_live && k < k_total) {
+        const int ci = k / window, rs = k - ci * window, r = rs / kw, s = rs - r * kw;
+        const std::int64_t iy = y_top + r * p.dil[0], ix = x_left + s * p.dil[1];
+        if (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) v = a_base[(ci * p.h + iy) * p.w + ix];
       }
-      a_tile[kk * TM + mm] = v;
+      a_tile[kk * TM + a_col] = v;
     }
-    // stage B's slab: element e is (kk = e % TK, nn = e / TK): consecutive threads read along k
     TYPEX_DEVICE_UNROLL
     for (int j = 0; j < 4; ++j) {
-      const int e = t + 256 * j, kk = e % TK, nn = e / TK;
-      const std::int64_t k = k0 + kk, ch = n0 + nn;
-      b_tile[kk * TN + nn] = k < k_total && ch < ocg ? p.weight[(group * ocg + ch) * k_total + k] : 0.0f;
+      const int k = k0 + b_k;
+      const std::int64_t ch = n0 + b_n + 16 * j;
+      b_tile[b_k * TN + b_n + 16 * j] = k < k_total && ch < ocg ? b_base[16 * j * k_total + k] : 0.0f;
     }
     sync_threads();
     TYPEX_DEVICE_UNROLL
     for (int kk = 0; kk < TK; ++kk) {
-      float a[4], b[4];
+      float a[8], b[4];
       TYPEX_DEVICE_UNROLL
-      for (int i = 0; i < 4; ++i) a[i] = a_tile[kk * TM + tx + 16 * i];
+      for (int i = 0; i < 8; ++i) a[i] = a_tile[kk * TM + tx + 16 * i];
       TYPEX_DEVICE_UNROLL
       for (int j = 0; j < 4; ++j) b[j] = b_tile[kk * TN + ty + 16 * j];
       TYPEX_DEVICE_UNROLL
-      for (int i = 0; i < 4; ++i) {
+      for (int i = 0; i < 8; ++i) {
         TYPEX_DEVICE_UNROLL
         for (int j = 0; j < 4; ++j) acc[i][j] += a[i] * b[j];
       }
@@ -81,18 +93,17 @@ TYPEX_GLOBAL void conv2d_kernel(const TYPEX_GRID_CONSTANT conv_params p) {
     sync_threads();  // (the next slab overwrites the tiles)
   }
   TYPEX_DEVICE_UNROLL
-  for (int j = 0; j < 4; ++j) {
-    const std::int64_t ch = n0 + ty + 16 * j;
-    if (ch >= ocg) continue;
-    const std::int64_t o = group * ocg + ch;
-    const float bias = p.bias != nullptr ? p.bias[o] : 0.0f;
+  for (int i = 0; i < 8; ++i) {
+    const std::int64_t m = m0 + tx + 16 * i;
+    if (m >= m_total) continue;
+    const std::int64_t img = m / planes, pix = m % planes;
     TYPEX_DEVICE_UNROLL
-    for (int i = 0; i < 4; ++i) {
-      const std::int64_t m = m0 + tx + 16 * i;
-      if (m >= m_total) continue;
-      float v = acc[i][j] + bias;
+    for (int j = 0; j < 4; ++j) {
+      const std::int64_t ch = n0 + ty + 16 * j;
+      if (ch >= ocg) continue;
+      const std::int64_t o = group * ocg + ch;
+      float v = acc[i][j] + (p.bias != nullptr ? p.bias[o] : 0.0f);
       if (p.has_act) v = detail::apply_unary<float>(chain_unary_ops{}, p.act.code, p.act.op, v);
-      const std::int64_t img = m / planes, pix = m % planes;
       p.out[(img * p.oc + o) * planes + pix] = v;
     }
   }
