@@ -130,3 +130,32 @@ TEST_CASE("cuda models: matmul, reductions, convolution, pooling and shape ops o
     CHECK(cuda_vs_eigen(ep, in, fuse) <= 2e-5);
   }
 }
+
+namespace cuda_model_tests {
+struct pick_rows {
+  template <class X, class I>
+  auto operator()(const X& x, const I& idx) const {
+    return index_select<0>(x, idx) * 2.0;
+  }
+};
+}  // namespace cuda_model_tests
+BOOST_HANA_ADAPT_STRUCT(cuda_model_tests::pick_rows);
+
+TEST_CASE("cuda models: an index out of range is an argument_error naming the node after the call, and the next call runs") {
+  cuda_model_tests::pick_rows f;
+  using n = sym<"n", 1, 64>;
+  const exported_program ep = export_program(f, input<"x">(tensor_spec<f32, shape<fix<5>, fix<3>>>()),
+                                             input<"idx">(tensor_spec<i64, shape<n>>(shape<n>(n(2)))));
+  const auto gpu = cuda::make_emulated_device();
+  const program_module<cuda_backend> run(ep, {.device = gpu});
+  const any_tensor x = pattern({5, 3}, 9);
+  any_tensor idx(dtype::i64, {4});
+  const std::int64_t bad[4] = {0, 4, 5, 1};  // (5: past the 5 rows)
+  std::copy(bad, bad + 4, idx.data<std::int64_t>());
+  CHECK_THROWS_WITH_AS(run({cuda::to_device(x, gpu), cuda::to_device(idx, gpu)}),
+                       doctest::Contains("node 'index_select' (aten.index_select.default) was given an index out of range"), argument_error);
+  idx.data<std::int64_t>()[2] = 3;  // (the same plan, the error word reset by the call)
+  const any_tensor got = cuda::to_host(run({cuda::to_device(x, gpu), cuda::to_device(idx, gpu)})[0]);
+  const any_tensor want = program_module<eigen_backend>(ep)({x, idx})[0];
+  CHECK(typex_test::worst_abs_error(got, want) == 0.0);
+}

@@ -128,7 +128,7 @@ static_assert(std::is_trivially_copyable_v<copy_params>);
 
 // ---- reductions and softmax over any dims (kernels/reduce.cuh)
 
-enum class reduce_kind : std::uint8_t { sum, mean, softmax, log_softmax, amax, amin, argmax, var };
+enum class reduce_kind : std::uint8_t { sum, mean, softmax, log_softmax, amax, amin, argmax, var, std, logsumexp };
 
 // One block per row: a row is one element of the output (sum, mean, amax, amin, argmax, var) or one
 // softmax line, over `cols` input elements. Addressing:
@@ -139,7 +139,8 @@ enum class reduce_kind : std::uint8_t { sum, mean, softmax, log_softmax, amax, a
 //                  coordinates in red_extent; softmax writes the output at the same offsets (its
 //                  output is contiguous like its input), the others write out[r].
 // argmax writes int64 indices (index_out; the flat index over the reduced dims, the first maximum,
-// a NaN counting as the maximum, as torch); var divides by cols - correction.
+// a NaN counting as the maximum, as torch); var divides by cols - correction, std is its root;
+// logsumexp is max + log(sum(exp(x - max))) (an infinite max is the result).
 struct reduce_params {
   reduce_kind kind = reduce_kind::sum;
   const float* in = nullptr;
@@ -195,14 +196,18 @@ static_assert(std::is_trivially_copyable_v<conv_params>);
 
 // ---- pooling (kernels/pool.cuh)
 
-enum class pool_kind : std::uint8_t { max, avg, adaptive_avg };
+enum class pool_kind : std::uint8_t { max, avg, adaptive_avg, max_backward, avg_backward, adaptive_avg_backward };
 
 // Over `planes` f32 planes [h, w] into [oh, ow] each: max (NaN propagates; padding never wins),
 // avg (count_include_pad, divisor: divisor_override or 0), adaptive avg (torch's windows
-// [floor(i h / oh), ceil((i + 1) h / oh))).
+// [floor(i h / oh), ceil((i + 1) h / oh))). The backward kinds write the gradient of the input
+// (out: planes x [h, w]) from the output's (grad: planes x [oh, ow]), one thread per input element
+// summing over the windows that hold it (no atomics: deterministic); max's goes to each window's
+// first maximum, recomputed from the input (in), as torch's.
 struct pool_params {
   pool_kind kind = pool_kind::max;
   const float* in = nullptr;
+  const float* grad = nullptr;
   float* out = nullptr;
   std::int64_t planes = 0, h = 0, w = 0, oh = 0, ow = 0;
   std::int64_t k[2] = {1, 1}, stride[2] = {1, 1}, pad[2] = {0, 0}, dil[2] = {1, 1};
@@ -447,7 +452,8 @@ inline kernel_launch pool_launch(const pool_params& p) {
   if (p.h < 1 || p.w < 1 || p.k[0] < 1 || p.k[1] < 1 || p.stride[0] < 1 || p.stride[1] < 1 || p.dil[0] < 1 || p.dil[1] < 1 ||
       p.pad[0] < 0 || p.pad[1] < 0)
     typex::detail::raise_message<argument_error>("typex::cuda::pool_launch: a window, stride or dilation below 1, or a negative padding");
-  return {kernel_kind::pool, detail::elementwise_grid(p.planes * p.oh * p.ow), {elementwise_threads, 1, 1}, 0, p};
+  const bool backward = p.kind == pool_kind::max_backward || p.kind == pool_kind::avg_backward || p.kind == pool_kind::adaptive_avg_backward;
+  return {kernel_kind::pool, detail::elementwise_grid(backward ? p.planes * p.h * p.w : p.planes * p.oh * p.ow), {elementwise_threads, 1, 1}, 0, p};
 }
 
 }  // namespace typex::cuda

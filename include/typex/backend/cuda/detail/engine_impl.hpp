@@ -55,7 +55,7 @@ struct reduction_call {
 inline bool is_reduction_op(op_id op) {
   return op == op_id_of<aten::softmax_int> || op == op_id_of<aten::log_softmax_int> || op == op_id_of<aten::sum_dim_IntList> ||
          op == op_id_of<aten::mean_dim> || op == op_id_of<aten::amax> || op == op_id_of<aten::amin> || op == op_id_of<aten::argmax> ||
-         op == op_id_of<aten::var_correction>;
+         op == op_id_of<aten::var_correction> || op == op_id_of<aten::std_correction> || op == op_id_of<aten::logsumexp>;
 }
 
 // The reduction of `node` over an input of `rank` dims (softmax / log_softmax over one dim; sum,
@@ -90,8 +90,10 @@ inline std::optional<reduction_call> reduction(const ir::node& node, std::size_t
            : op == op_id_of<aten::mean_dim>      ? reduce_kind::mean
            : op == op_id_of<aten::amax>          ? reduce_kind::amax
            : op == op_id_of<aten::amin>          ? reduce_kind::amin
+           : op == op_id_of<aten::logsumexp>     ? reduce_kind::logsumexp
+           : op == op_id_of<aten::std_correction> ? reduce_kind::std
                                                  : reduce_kind::var;
-  if (r.kind == reduce_kind::var) r.correction = c.args.has("correction") ? c.args.real("correction") : 1.0;
+  if (r.kind == reduce_kind::var || r.kind == reduce_kind::std) r.correction = c.args.has("correction") ? c.args.real("correction") : 1.0;
   const std::vector<std::int64_t> dims = c.args.has("dim") ? c.args.ints("dim") : std::vector<std::int64_t>{};
   if (dims.empty() || rank == 0) {
     all();
@@ -111,8 +113,12 @@ inline bool is_gather_op(op_id op) {
          op == op_id_of<aten::select_scatter> || op == op_id_of<aten::slice_scatter>;
 }
 inline bool is_matmul_op(op_id op) { return op == op_id_of<matmul_op> || op == op_id_of<aten::mm> || op == op_id_of<aten::bmm>; }
+inline bool is_pool_backward_op(op_id op) {
+  return op == op_id_of<max_pool2d_backward_op> || op == op_id_of<aten::avg_pool2d_backward> || op == op_id_of<aten::_adaptive_avg_pool2d_backward>;
+}
 inline bool is_pool_op(op_id op) {
-  return op == op_id_of<aten::max_pool2d> || op == op_id_of<aten::avg_pool2d> || op == op_id_of<aten::adaptive_avg_pool2d>;
+  return op == op_id_of<aten::max_pool2d> || op == op_id_of<aten::avg_pool2d> || op == op_id_of<aten::adaptive_avg_pool2d> ||
+         is_pool_backward_op(op);
 }
 
 // The indexing ops the index kernel runs (kernels/index.cuh).
@@ -761,39 +767,57 @@ class planned_engine final : public kit::engine, private plan::target {
   }
 
   // max_pool2d, avg_pool2d, adaptive_avg_pool2d: a thread per output element; the output's extents
-  // are the planner's (the op's shape rule).
+  // are the planner's (the op's shape rule). Their backward ops (grad_output, self, the pool's
+  // arguments): a thread per input element.
   void lower_pool(plan::planner& p, plan::step_plan& s) {
     const ir::node& node = p.graph()[s.node];
-    const plan::value* x = p.arg(node, 0);
+    const op_id op = node.target;
+    const bool backward = detail::is_pool_backward_op(op);
+    const plan::value* g = backward ? p.arg(node, 0) : nullptr;
+    const plan::value* x = p.arg(node, backward ? 1 : 0);
     const plan::value& y = p.at(s.node);
+    const plan::value& small = backward ? *g : y;  // (the pooled extents)
     const detail::call_of c(node, &p.symbols());
-    const std::size_t r = x->extents.size();
+    const std::size_t r = x->extents.size(), at = backward ? 1 : 0;  // (at: the pool's arguments start after grad_output)
     pool_params pp{};
     pp.h = x->extents[r - 2];
     pp.w = x->extents[r - 1];
-    pp.oh = y.extents[r - 2];
-    pp.ow = y.extents[r - 1];
+    pp.oh = small.extents[r - 2];
+    pp.ow = small.extents[r - 1];
     pp.planes = 1;
     for (std::size_t d = 0; d + 2 < r; ++d) pp.planes *= x->extents[d];
-    if (node.target == op_id_of<aten::adaptive_avg_pool2d>) {
-      pp.kind = pool_kind::adaptive_avg;
+    if (op == op_id_of<aten::adaptive_avg_pool2d> || op == op_id_of<aten::_adaptive_avg_pool2d_backward>) {
+      pp.kind = backward ? pool_kind::adaptive_avg_backward : pool_kind::adaptive_avg;
     } else {
-      const bool mx = node.target == op_id_of<aten::max_pool2d>;
-      pp.kind = mx ? pool_kind::max : pool_kind::avg;
-      const auto k = detail::pair_arg(c.args, 1, {1, 1});
-      const auto st = detail::pair_arg(c.args, 2, k);  // (stride=[]: the kernel's)
-      const auto pad = detail::pair_arg(c.args, 3, {0, 0});
-      const auto dil = mx ? detail::pair_arg(c.args, 4, {1, 1}) : std::array<std::int64_t, 2>{1, 1};
+      const bool mx = op == op_id_of<aten::max_pool2d> || op == op_id_of<max_pool2d_backward_op>;
+      pp.kind = mx ? (backward ? pool_kind::max_backward : pool_kind::max) : (backward ? pool_kind::avg_backward : pool_kind::avg);
+      const auto k = detail::pair_arg(c.args, at + 1, {1, 1});
+      const auto st = detail::pair_arg(c.args, at + 2, k);  // (stride=[]: the kernel's)
+      const auto pad = detail::pair_arg(c.args, at + 3, {0, 0});
+      const auto dil = mx ? detail::pair_arg(c.args, at + 4, {1, 1}) : std::array<std::int64_t, 2>{1, 1};
       for (int d = 0; d < 2; ++d) pp.k[d] = k[d], pp.stride[d] = st[d], pp.pad[d] = pad[d], pp.dil[d] = dil[d];
       if (!mx) {
         pp.include_pad = c.args.flag_or_default("count_include_pad");
         pp.divisor = c.args.has("divisor_override") ? c.args.integer("divisor_override") : 0;
       }
     }
-    if (pp.planes * pp.oh * pp.ow == 0) return;
+    if (pp.planes * pp.h * pp.w == 0 || pp.oh * pp.ow == 0) {
+      if (backward && y.bytes() != 0) {  // (no window: a zero gradient)
+        pending_.push_back([this, yv = &y, what = name_of(node)] {
+          record z;
+          z.what = record::zero{address(yv->at), yv->bytes()};
+          z.name = what;
+          z.out = address(yv->at);
+          z.out_bytes = yv->bytes();
+          return z;
+        });
+      }
+      return;
+    }
     const std::string what = name_of(node);
-    pending_.push_back([this, x, yv = &y, pp, what]() mutable {
+    pending_.push_back([this, x, g, yv = &y, pp, what]() mutable {
       pp.in = reinterpret_cast<const float*>(address(x->at));
+      pp.grad = g != nullptr ? reinterpret_cast<const float*>(address(g->at)) : nullptr;
       pp.out = reinterpret_cast<float*>(address(yv->at));
       return kernel_record(pool_launch(pp), what, address(yv->at), yv->bytes());
     });

@@ -12,23 +12,105 @@
 namespace typex::cuda::kernels {
 inline namespace TYPEX_CUDA_ABI {  // (kernel_api.cuh: native or emulated)
 
-// Launch geometry: pool_launch (elementwise over planes x oh x ow).
+namespace detail {
+// The window of output (oy, ox): [y0, y1) x [x0, x1) before clipping to the image.
+TYPEX_DEVICE void pool_window(const pool_params& p, std::int64_t oy, std::int64_t ox, std::int64_t& y0, std::int64_t& y1, std::int64_t& x0,
+                              std::int64_t& x1) {
+  if (p.kind == pool_kind::adaptive_avg || p.kind == pool_kind::adaptive_avg_backward) {
+    y0 = oy * p.h / p.oh, y1 = ((oy + 1) * p.h + p.oh - 1) / p.oh;
+    x0 = ox * p.w / p.ow, x1 = ((ox + 1) * p.w + p.ow - 1) / p.ow;
+  } else {
+    y0 = oy * p.stride[0] - p.pad[0], y1 = y0 + (p.k[0] - 1) * p.dil[0] + 1;
+    x0 = ox * p.stride[1] - p.pad[1], x1 = x0 + (p.k[1] - 1) * p.dil[1] + 1;
+  }
+}
+// avg_pool2d's divisor for the window (count_include_pad, divisor_override), or the adaptive window's size.
+TYPEX_DEVICE std::int64_t pool_count(const pool_params& p, std::int64_t y0, std::int64_t y1, std::int64_t x0, std::int64_t x1) {
+  if (p.kind == pool_kind::adaptive_avg || p.kind == pool_kind::adaptive_avg_backward) return (y1 - y0) * (x1 - x0);
+  if (p.divisor != 0) return p.divisor;
+  if (p.include_pad) {  // (the window clipped to the padded image, as torch)
+    const std::int64_t py1 = y1 > p.h + p.pad[0] ? p.h + p.pad[0] : y1, px1 = x1 > p.w + p.pad[1] ? p.w + p.pad[1] : x1;
+    return (py1 - y0) * (px1 - x0);
+  }
+  const std::int64_t cy0 = y0 < 0 ? 0 : y0, cy1 = y1 > p.h ? p.h : y1, cx0 = x0 < 0 ? 0 : x0, cx1 = x1 > p.w ? p.w : x1;
+  return (cy1 - cy0) * (cx1 - cx0);
+}
+// The flat position in its plane of window (oy, ox)'s first maximum (a NaN wins), -1 if empty.
+TYPEX_DEVICE std::int64_t window_argmax(const pool_params& p, const float* x, std::int64_t oy, std::int64_t ox) {
+  std::int64_t y0, y1, x0, x1;
+  pool_window(p, oy, ox, y0, y1, x0, x1);
+  float v = -std::numeric_limits<float>::infinity();
+  std::int64_t at = -1;
+  for (std::int64_t yy = y0; yy < y1; yy += p.dil[0]) {
+    if (yy < 0 || yy >= p.h) continue;
+    for (std::int64_t xx = x0; xx < x1; xx += p.dil[1]) {
+      if (xx < 0 || xx >= p.w) continue;
+      const float e = x[yy * p.w + xx];
+      if (at < 0 || e > v || (e != e && v == v)) v = e, at = yy * p.w + xx;
+      if (v != v) return at;
+    }
+  }
+  return at;
+}
+
+// The gradient of one input element: the sum over the windows that hold it.
+TYPEX_DEVICE float pool_backward_at(const pool_params& p, std::int64_t plane, std::int64_t iy, std::int64_t ix) {
+  const float* g = p.grad + plane * p.oh * p.ow;
+  float s = 0.0f;
+  if (p.kind == pool_kind::adaptive_avg_backward) {
+    for (std::int64_t oy = 0; oy < p.oh; ++oy) {
+      const std::int64_t y0 = oy * p.h / p.oh, y1 = ((oy + 1) * p.h + p.oh - 1) / p.oh;
+      if (iy < y0 || iy >= y1) continue;
+      for (std::int64_t ox = 0; ox < p.ow; ++ox) {
+        const std::int64_t x0 = ox * p.w / p.ow, x1 = ((ox + 1) * p.w + p.ow - 1) / p.ow;
+        if (ix >= x0 && ix < x1) s += g[oy * p.ow + ox] / static_cast<float>((y1 - y0) * (x1 - x0));
+      }
+    }
+    return s;
+  }
+  // windows oy with oy stride - pad <= iy <= oy stride - pad + (k - 1) dil
+  const std::int64_t reach_y = (p.k[0] - 1) * p.dil[0], reach_x = (p.k[1] - 1) * p.dil[1];
+  std::int64_t oy0 = iy + p.pad[0] - reach_y, ox0 = ix + p.pad[1] - reach_x;
+  oy0 = oy0 <= 0 ? 0 : (oy0 + p.stride[0] - 1) / p.stride[0];
+  ox0 = ox0 <= 0 ? 0 : (ox0 + p.stride[1] - 1) / p.stride[1];
+  const std::int64_t oy1 = (iy + p.pad[0]) / p.stride[0], ox1 = (ix + p.pad[1]) / p.stride[1];
+  const float* x = p.in + plane * p.h * p.w;
+  for (std::int64_t oy = oy0; oy <= oy1 && oy < p.oh; ++oy) {
+    if ((iy + p.pad[0] - oy * p.stride[0]) % p.dil[0] != 0) continue;
+    for (std::int64_t ox = ox0; ox <= ox1 && ox < p.ow; ++ox) {
+      if ((ix + p.pad[1] - ox * p.stride[1]) % p.dil[1] != 0) continue;
+      if (p.kind == pool_kind::max_backward) {
+        if (window_argmax(p, x, oy, ox) == iy * p.w + ix) s += g[oy * p.ow + ox];
+      } else {
+        std::int64_t y0, y1, x0, x1;
+        pool_window(p, oy, ox, y0, y1, x0, x1);
+        s += g[oy * p.ow + ox] / static_cast<float>(pool_count(p, y0, y1, x0, x1));
+      }
+    }
+  }
+  return s;
+}
+}  // namespace detail
+
+// Launch geometry: pool_launch (elementwise over planes x oh x ow; the backward kinds over planes x
+// h x w).
 template <class T>
 TYPEX_GLOBAL void pool2d_kernel(const TYPEX_GRID_CONSTANT pool_params p) {
   static_assert(std::is_same_v<T, float>, "typex::cuda: pool2d_kernel pools f32 planes");
+  if (p.kind == pool_kind::max_backward || p.kind == pool_kind::avg_backward || p.kind == pool_kind::adaptive_avg_backward) {
+    const std::int64_t n = p.planes * p.h * p.w;
+    const std::int64_t step = static_cast<std::int64_t>(block_dim().x) * grid_dim().x;
+    for (std::int64_t i = static_cast<std::int64_t>(block_idx().x) * block_dim().x + thread_idx().x; i < n; i += step)
+      p.out[i] = detail::pool_backward_at(p, i / (p.h * p.w), i / p.w % p.h, i % p.w);
+    return;
+  }
   const std::int64_t n = p.planes * p.oh * p.ow;
   const std::int64_t step = static_cast<std::int64_t>(block_dim().x) * grid_dim().x;
   for (std::int64_t i = static_cast<std::int64_t>(block_idx().x) * block_dim().x + thread_idx().x; i < n; i += step) {
     const std::int64_t ox = i % p.ow, oy = i / p.ow % p.oh, plane = i / (p.ow * p.oh);
     const float* x = p.in + plane * p.h * p.w;
     std::int64_t y0, y1, x0, x1;  // the window [y0, y1) x [x0, x1), before clipping to the image
-    if (p.kind == pool_kind::adaptive_avg) {
-      y0 = oy * p.h / p.oh, y1 = ((oy + 1) * p.h + p.oh - 1) / p.oh;
-      x0 = ox * p.w / p.ow, x1 = ((ox + 1) * p.w + p.ow - 1) / p.ow;
-    } else {
-      y0 = oy * p.stride[0] - p.pad[0], y1 = y0 + (p.k[0] - 1) * p.dil[0] + 1;
-      x0 = ox * p.stride[1] - p.pad[1], x1 = x0 + (p.k[1] - 1) * p.dil[1] + 1;
-    }
+    detail::pool_window(p, oy, ox, y0, y1, x0, x1);
     float v;
     if (p.kind == pool_kind::max) {
       v = -std::numeric_limits<float>::infinity();
@@ -47,17 +129,7 @@ TYPEX_GLOBAL void pool2d_kernel(const TYPEX_GRID_CONSTANT pool_params p) {
       const std::int64_t cx0 = x0 < 0 ? 0 : x0, cx1 = x1 > p.w ? p.w : x1;
       for (std::int64_t yy = cy0; yy < cy1; ++yy)
         for (std::int64_t xx = cx0; xx < cx1; ++xx) s += x[yy * p.w + xx];
-      std::int64_t count;
-      if (p.kind == pool_kind::adaptive_avg) {
-        count = (y1 - y0) * (x1 - x0);
-      } else if (p.divisor != 0) {
-        count = p.divisor;
-      } else if (p.include_pad) {  // (the window clipped to the padded image, as torch)
-        const std::int64_t py1 = y1 > p.h + p.pad[0] ? p.h + p.pad[0] : y1, px1 = x1 > p.w + p.pad[1] ? p.w + p.pad[1] : x1;
-        count = (py1 - y0) * (px1 - x0);
-      } else {
-        count = (cy1 - cy0) * (cx1 - cx0);
-      }
+      const std::int64_t count = detail::pool_count(p, y0, y1, x0, x1);
       v = s / static_cast<float>(count);
     }
     p.out[i] = v;

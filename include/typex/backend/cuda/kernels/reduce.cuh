@@ -118,11 +118,12 @@ TYPEX_GLOBAL void row_reduce_kernel(const TYPEX_GRID_CONSTANT reduce_params p) {
   switch (p.kind) {
     case reduce_kind::sum:
     case reduce_kind::mean:
-    case reduce_kind::var: {
+    case reduce_kind::var:
+    case reduce_kind::std: {
       float s = 0.0f;
       for (std::int64_t c = first; c < p.cols; c += step) s += x[at(c)];
       s = detail::block_reduce(s, shared, detail::sum_fn{});
-      if (p.kind == reduce_kind::var) {  // (two passes: the squares of the deviations from the mean)
+      if (p.kind == reduce_kind::var || p.kind == reduce_kind::std) {  // (two passes: the squares of the deviations from the mean)
         const float mean = s / cols;
         float q = 0.0f;
         for (std::int64_t c = first; c < p.cols; c += step) {
@@ -131,7 +132,8 @@ TYPEX_GLOBAL void row_reduce_kernel(const TYPEX_GRID_CONSTANT reduce_params p) {
         }
         q = detail::block_reduce(q, shared, detail::sum_fn{});
         const double dof = static_cast<double>(p.cols) - p.correction;
-        if (thread_idx().x == 0) p.out[row] = dof > 0 ? static_cast<float>(q / dof) : std::numeric_limits<float>::quiet_NaN();
+        const float v = dof > 0 ? static_cast<float>(q / dof) : std::numeric_limits<float>::quiet_NaN();
+        if (thread_idx().x == 0) p.out[row] = p.kind == reduce_kind::std ? math::sqrt(v) : v;
         return;
       }
       if (thread_idx().x == 0) p.out[row] = p.kind == reduce_kind::mean ? s / cols : s;
@@ -157,7 +159,8 @@ TYPEX_GLOBAL void row_reduce_kernel(const TYPEX_GRID_CONSTANT reduce_params p) {
       return;
     }
     case reduce_kind::softmax:
-    case reduce_kind::log_softmax: break;
+    case reduce_kind::log_softmax:
+    case reduce_kind::logsumexp: break;
   }
   float m = detail::max_fn::identity;
   for (std::int64_t c = first; c < p.cols; c += step) m = detail::max_fn{}(m, x[at(c)]);
@@ -165,6 +168,10 @@ TYPEX_GLOBAL void row_reduce_kernel(const TYPEX_GRID_CONSTANT reduce_params p) {
   float s = 0.0f;
   for (std::int64_t c = first; c < p.cols; c += step) s += math::exp(x[at(c)] - m);
   s = detail::block_reduce(s, shared, detail::sum_fn{});
+  if (p.kind == reduce_kind::logsumexp) {
+    if (thread_idx().x == 0) p.out[row] = m == m && (m == std::numeric_limits<float>::infinity() || m == -std::numeric_limits<float>::infinity()) ? m : m + math::log(s);
+    return;
+  }
   float* y = p.out + base;  // (softmax's output: laid out as its input)
   if (p.kind == reduce_kind::softmax) {
     const float inv = 1.0f / s;
