@@ -223,7 +223,7 @@ static_assert(std::is_trivially_copyable_v<pool_params>);
 // between dtypes, the arithmetic of integers, and the factories (fill, iota).
 enum class map_op : std::uint8_t {
   convert, eq, ne, lt, le, gt, ge, logical_and, logical_or, logical_xor, logical_not, where, maximum, minimum, pow,
-  add, sub, mul, div, neg, abs, threshold_backward, fill, iota, clamp, unary
+  add, sub, mul, div, neg, abs, threshold_backward, fill, iota, clamp, unary, tril, triu
 };
 // The type the op computes in: the operands are read into it, the result written from it.
 enum class map_compute : std::uint8_t { f32, f64, i64 };
@@ -243,7 +243,8 @@ struct map_operand {
 //   (grad, x) with `a` the threshold (0 where x <= a, else grad); add / sub: y = x0 ± alpha x1;
 //   fill: every element `a`; iota: a + i b (arange's start and step); clamp: to [a, b] where
 //   has_lo / has_hi; unary: the registry op `link` (a chain link) of a float compute type, on an
-//   operand of another dtype (tanh of an int64 tensor).
+//   operand of another dtype (tanh of an int64 tensor); tril / triu: the operand where the element's
+//   column minus its row (the last two dims) is at most / at least `a`, else 0.
 struct map_params {
   map_op op = map_op::convert;
   map_compute compute = map_compute::f32;

@@ -110,7 +110,7 @@ inline std::optional<reduction_call> reduction(const ir::node& node, std::size_t
 inline bool is_gather_op(op_id op) {
   return op == op_id_of<aten::slice_Tensor> || op == op_id_of<aten::select_int> || op == op_id_of<aten::expand> ||
          op == op_id_of<aten::squeeze_dim> || op == op_id_of<aten::cat> || op == op_id_of<copy_op> ||
-         op == op_id_of<aten::select_scatter> || op == op_id_of<aten::slice_scatter>;
+         op == op_id_of<aten::select_scatter> || op == op_id_of<aten::slice_scatter> || op == op_id_of<aten::stack>;
 }
 inline bool is_matmul_op(op_id op) { return op == op_id_of<matmul_op> || op == op_id_of<aten::mm> || op == op_id_of<aten::bmm>; }
 inline bool is_pool_backward_op(op_id op) {
@@ -165,7 +165,10 @@ inline std::optional<map_op> map_op_of(op_id op) {
       {op_id_of<mul_op>, map_op::mul}, {op_id_of<div_op>, map_op::div}, {op_id_of<neg_op>, map_op::neg}, {op_id_of<abs_op>, map_op::abs},
       {op_id_of<aten::threshold_backward>, map_op::threshold_backward}, {op_id_of<aten::full>, map_op::fill},
       {op_id_of<aten::arange>, map_op::iota}, {op_id_of<aten::arange_start>, map_op::iota}, {op_id_of<aten::arange_start_step>, map_op::iota},
-      {op_id_of<pow_scalar_op>, map_op::pow}, {op_id_of<clamp_op>, map_op::clamp}};
+      {op_id_of<pow_scalar_op>, map_op::pow}, {op_id_of<clamp_op>, map_op::clamp}, {op_id_of<aten::zeros>, map_op::fill},
+      {op_id_of<aten::ones>, map_op::fill}, {op_id_of<aten::zeros_like>, map_op::fill}, {op_id_of<aten::ones_like>, map_op::fill},
+      {op_id_of<aten::full_like>, map_op::fill}, {op_id_of<masked_fill_op>, map_op::where}, {op_id_of<aten::tril>, map_op::tril},
+      {op_id_of<aten::triu>, map_op::triu}};
   for (const entry& e : table)
     if (e.id == op) return e.m;
   return std::nullopt;
@@ -218,6 +221,7 @@ inline bool map_runs(const ir::graph& g, const ir::node& node) {
     const call_of c(node, nullptr);
     if (c.args.has("layout") || c.args.has("device") || c.args.has("memory_format")) return false;
   }
+  if ((*m == map_op::tril || *m == map_op::triu) && node.vals.front().rank() < 2) return false;
   return tensors <= 3;
 }
 
@@ -252,7 +256,7 @@ TYPEX_CUDA_API bool supports(const ir::graph& g, const ir::node& node) {
     // (copies move bits: any dtype of 1, 2, 4 or 8 bytes, every tensor read of the result's dtype)
     const std::size_t item = itemsize(out.scalar_type);
     if (out.rank() > static_cast<std::size_t>(max_rank) || (item != 1 && item != 2 && item != 4 && item != 8)) return false;
-    if (op == op_id_of<aten::cat>) {
+    if (op == op_id_of<aten::cat> || op == op_id_of<aten::stack>) {
       const auto* list = node.args.empty() ? nullptr : std::get_if<std::vector<ir::value_ref>>(&node.args[0]);
       if (list == nullptr) return false;
       for (const ir::value_ref& r : *list)
@@ -865,7 +869,21 @@ class planned_engine final : public kit::engine, private plan::target {
     const detail::call_of c(node, &p.symbols());
     const op_id op = node.target;
     std::vector<copy_piece> pieces;
-    if (op == op_id_of<aten::cat>) {
+    if (op == op_id_of<aten::stack>) {  // (each input into its index along the new dim)
+      const auto& refs = std::get<std::vector<ir::value_ref>>(node.args[0]);
+      const std::size_t rank = y.extents.size();
+      const std::size_t dim = ir::wrap_dim(op.name(), c.args.has(1) ? c.args.integer(1) : 0, rank);
+      const std::vector<index_t> ys = plan::contiguous_strides(y.extents);
+      std::vector<index_t> into;
+      for (std::size_t d = 0; d < rank; ++d)
+        if (d != dim) into.push_back(ys[d]);
+      if (into.empty()) into.assign(1, 0);
+      index_t k = 0;
+      for (const ir::value_ref& r : refs) {
+        const plan::value& v = p.at(r.node);
+        pieces.push_back({&v, 0, v.extents, plan::contiguous_strides(v.extents), k++ * ys[dim], into});
+      }
+    } else if (op == op_id_of<aten::cat>) {
       const auto& refs = std::get<std::vector<ir::value_ref>>(node.args[0]);
       const std::size_t rank = y.extents.size();
       const std::size_t dim = ir::wrap_dim(op.name(), c.args.has(1) ? c.args.integer(1) : 0, rank);
@@ -1221,6 +1239,7 @@ class planned_engine final : public kit::engine, private plan::target {
     std::size_t count = 0;
     switch (mp.op) {
       case map_op::fill: count = 0; break;
+      case map_op::tril: case map_op::triu: count = 1; break;
       case map_op::iota: count = 0; break;
       case map_op::convert: case map_op::neg: case map_op::abs: case map_op::logical_not: case map_op::clamp: case map_op::unary:
         count = 1;
@@ -1228,8 +1247,10 @@ class planned_engine final : public kit::engine, private plan::target {
       case map_op::where: count = 3; break;
       default: count = 2; break;
     }
+    const bool masked_fill = node.target == op_id_of<masked_fill_op>;  // (self, mask, value): where(mask, value, self)
+    const std::size_t order[3] = {masked_fill ? 1u : first, masked_fill ? 2u : first + 1, masked_fill ? 0u : first + 2};
     for (std::size_t k = 0; k < count; ++k) {
-      const std::size_t i = first + k;
+      const std::size_t i = order[k];
       if (const plan::value* v = p.arg(node, i)) operands.emplace_back(v, 0.0);
       else operands.emplace_back(nullptr, c.args.real(i));
     }
@@ -1243,7 +1264,11 @@ class planned_engine final : public kit::engine, private plan::target {
     }
     if (mp.op == map_op::add || mp.op == map_op::sub) mp.alpha = c.args.has("alpha") ? c.args.real("alpha") : 1.0;
     if (mp.op == map_op::threshold_backward) mp.a = c.args.real(2);
-    if (mp.op == map_op::fill) mp.a = c.args.real(1);
+    if (mp.op == map_op::fill) {
+      const op_id t = node.target;
+      mp.a = t == op_id_of<aten::zeros> || t == op_id_of<aten::zeros_like> ? 0.0 : t == op_id_of<aten::ones> || t == op_id_of<aten::ones_like> ? 1.0 : c.args.real(1);
+    }
+    if (mp.op == map_op::tril || mp.op == map_op::triu) mp.a = c.args.has(1) ? c.args.real(1) : 0.0;
     if (mp.op == map_op::clamp) {
       mp.has_lo = c.args.has(1), mp.has_hi = c.args.has(2);
       mp.a = mp.has_lo ? c.args.real(1) : 0.0;

@@ -137,6 +137,14 @@ TYPEX_GLOBAL void map_kernel(const TYPEX_GRID_CONSTANT map_params p) {
           detail::map_store(p.out, p.out_dt, i, detail::apply_unary<C>(chain_unary_ops{}, p.link.code, p.link.op, detail::map_load<C>(x0, off0)));
         break;
       }
+      case map_op::tril:
+      case map_op::triu: {
+        const std::int64_t cols = p.rank >= 1 ? p.extent[p.rank - 1] : 1, rows = p.rank >= 2 ? p.extent[p.rank - 2] : 1;
+        const std::int64_t diagonal = i % cols - i / cols % rows;
+        const bool keep = p.op == map_op::tril ? diagonal <= static_cast<std::int64_t>(p.a) : diagonal >= static_cast<std::int64_t>(p.a);
+        detail::map_store(p.out, p.out_dt, i, keep ? detail::map_load<C>(x0, off0) : C{});
+        break;
+      }
       case map_op::neg: detail::map_store(p.out, p.out_dt, i, static_cast<C>(-detail::map_load<C>(x0, off0))); break;
       case map_op::abs: {
         const C v = detail::map_load<C>(x0, off0);
