@@ -6,6 +6,7 @@ same f32 arithmetic (no TF32: typex's products are CUBLAS_COMPUTE_32F). A row's 
 over 7 rounds of the mean time per call, each round at least 0.2 s after a warm-up, every call
 synchronized (as typex's calls are). Compiling is slow (max-autotune most), so the peers share a
 budget in seconds (PEERS_BUDGET, default 300): what does not fit is printed as skipped, never guessed.
+PEERS_MODES (default eager,compile,max-autotune,aoti) picks the peers.
 
   python3 benchmarks/cuda/peers_cuda.py            # prints one table
 """
@@ -105,6 +106,7 @@ def main():
     import warnings
     warnings.filterwarnings("ignore")
     budget = float(os.environ.get("PEERS_BUDGET", "300"))
+    modes = os.environ.get("PEERS_MODES", "eager,compile,max-autotune,aoti").split(",")
     start = time.perf_counter()
     dev = torch.device("cuda")
     print("device:", torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
@@ -120,7 +122,7 @@ def main():
             for mode in ("default", "max-autotune"):
                 key = "compile" if mode == "default" else "max-autotune"
                 row[key] = None
-                if time.perf_counter() - start > budget:
+                if key not in modes or time.perf_counter() - start > budget:
                     continue
                 try:
                     torch._dynamo.reset()
@@ -132,7 +134,7 @@ def main():
                 except Exception as e:  # (reported, not hidden)
                     print(f"{mode} {name} {b}: {type(e).__name__}: {e}", flush=True)
             row["aoti"] = None
-            if time.perf_counter() - start <= budget:
+            if "aoti" in modes and time.perf_counter() - start <= budget:
                 try:
                     r = subprocess.run([sys.executable, __file__, "--aoti", name, str(b)], capture_output=True, text=True, timeout=180)
                     found = [l for l in r.stdout.splitlines() if l.startswith("AOTI_SECONDS")]
