@@ -159,3 +159,34 @@ TEST_CASE("cuda models: an index out of range is an argument_error naming the no
   const any_tensor want = program_module<eigen_backend>(ep)({x, idx})[0];
   CHECK(typex_test::worst_abs_error(got, want) == 0.0);
 }
+
+namespace cuda_model_tests {
+struct masked {
+  template <class X>
+  auto operator()(const X& x) const {
+    return std::tuple(x * dropout_mask(x, 0.3), dropout_mask(x, 0.6));
+  }
+};
+}  // namespace cuda_model_tests
+BOOST_HANA_ADAPT_STRUCT(cuda_model_tests::masked);
+
+TEST_CASE("cuda models: dropout masks on the emulated device are the CPU's for the same draws, bit for bit, a new draw each call") {
+  cuda_model_tests::masked f;
+  const exported_program ep = export_program(f, input<"x">(tensor_spec<f32, shape<fix<7>, fix<9>>>()));
+  const auto gpu = cuda::make_emulated_device();
+  const program_module<cuda_backend> run(ep, {.device = gpu});
+  const program_module<eigen_backend> cpu(ep);
+  const any_tensor x = pattern({7, 9}, 4);
+  manual_seed(123);
+  const auto first = run({cuda::to_device(x, gpu)});
+  const auto second = run({cuda::to_device(x, gpu)});
+  manual_seed(123);
+  const auto want_first = cpu({x});
+  const auto want_second = cpu({x});
+  for (std::size_t k = 0; k < 2; ++k) {
+    CHECK(typex_test::worst_abs_error(cuda::to_host(first[k]), want_first[k]) == 0.0);
+    CHECK(typex_test::worst_abs_error(cuda::to_host(second[k]), want_second[k]) == 0.0);
+  }
+  CHECK(typex_test::worst_abs_error(cuda::to_host(first[1]), cuda::to_host(second[1])) > 0.0);  // (a new draw)
+  CHECK(get_rng_state().offset == 4);  // (two random ops, two calls)
+}

@@ -223,7 +223,7 @@ static_assert(std::is_trivially_copyable_v<pool_params>);
 // between dtypes, the arithmetic of integers, and the factories (fill, iota).
 enum class map_op : std::uint8_t {
   convert, eq, ne, lt, le, gt, ge, logical_and, logical_or, logical_xor, logical_not, where, maximum, minimum, pow,
-  add, sub, mul, div, neg, abs, threshold_backward, fill, iota, clamp, unary, tril, triu
+  add, sub, mul, div, neg, abs, threshold_backward, fill, iota, clamp, unary, tril, triu, dropout_mask
 };
 // The type the op computes in: the operands are read into it, the result written from it.
 enum class map_compute : std::uint8_t { f32, f64, i64 };
@@ -244,7 +244,10 @@ struct map_operand {
 //   fill: every element `a`; iota: a + i b (arange's start and step); clamp: to [a, b] where
 //   has_lo / has_hi; unary: the registry op `link` (a chain link) of a float compute type, on an
 //   operand of another dtype (tanh of an int64 tensor); tril / triu: the operand where the element's
-//   column minus its row (the last two dims) is at most / at least `a`, else 0.
+//   column minus its row (the last two dims) is at most / at least `a`, else 0; dropout_mask: `a`
+//   (1 / (1 - p)) where element i of the draw at `draw` (its seed and offset, written into device
+//   memory before each call) is kept (its Philox word below `threshold`: core/random.hpp), else 0:
+//   the CPU's mask for the same draw, bit for bit.
 struct map_params {
   map_op op = map_op::convert;
   map_compute compute = map_compute::f32;
@@ -255,6 +258,8 @@ struct map_params {
   std::int64_t n = 0;
   double a = 0.0, b = 0.0, alpha = 1.0;
   bool has_lo = false, has_hi = false;
+  const std::uint64_t* draw = nullptr;
+  std::uint64_t threshold = 0;
   std::int64_t extent[max_rank] = {};
   map_operand operands[3];
   chain_link link;

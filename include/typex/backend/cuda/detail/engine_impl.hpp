@@ -168,7 +168,7 @@ inline std::optional<map_op> map_op_of(op_id op) {
       {op_id_of<pow_scalar_op>, map_op::pow}, {op_id_of<clamp_op>, map_op::clamp}, {op_id_of<aten::zeros>, map_op::fill},
       {op_id_of<aten::ones>, map_op::fill}, {op_id_of<aten::zeros_like>, map_op::fill}, {op_id_of<aten::ones_like>, map_op::fill},
       {op_id_of<aten::full_like>, map_op::fill}, {op_id_of<masked_fill_op>, map_op::where}, {op_id_of<aten::tril>, map_op::tril},
-      {op_id_of<aten::triu>, map_op::triu}};
+      {op_id_of<aten::triu>, map_op::triu}, {op_id_of<dropout_mask_op>, map_op::dropout_mask}};
   for (const entry& e : table)
     if (e.id == op) return e.m;
   return std::nullopt;
@@ -222,6 +222,7 @@ inline bool map_runs(const ir::graph& g, const ir::node& node) {
     if (c.args.has("layout") || c.args.has("device") || c.args.has("memory_format")) return false;
   }
   if ((*m == map_op::tril || *m == map_op::triu) && node.vals.front().rank() < 2) return false;
+  if (*m == map_op::dropout_mask && !is_floating_point(node.vals.front().scalar_type)) return false;
   return tensors <= 3;
 }
 
@@ -336,6 +337,10 @@ struct cuda_plan {
   // first record of every call, and the node each code names)
   storage error_word;
   std::vector<std::string> error_names;
+  // (plans with random ops: each call's draws (seed, offset), taken in step order and copied here
+  // before the records run, where the kernels read them)
+  storage draw_slot;
+  std::vector<std::uint64_t> draws;
 };
 
 class planned_engine final : public kit::engine, private plan::target {
@@ -367,6 +372,13 @@ class planned_engine final : public kit::engine, private plan::target {
     // the inputs into their fixed slots
     for (std::size_t i = 0; i < inputs.size(); ++i)
       if (inputs[i].nbytes() != 0) rt_->copy_on_device(p->slots.data() + p->slot_offsets[i], inputs[i].raw_data(), inputs[i].nbytes());
+    // this call's draws, one per random op in step order (as the Eigen backend takes them)
+    for (std::size_t k = 0; k < p->draws.size(); k += 2) {
+      const rng_state d = take_draw();
+      p->draws[k] = d.seed;
+      p->draws[k + 1] = d.offset;
+    }
+    if (!p->draws.empty()) rt_->copy_to_device(p->draw_slot.data(), p->draws.data(), p->draws.size() * sizeof(std::uint64_t));
     if (options_.graphs && !rt_->info().emulated && !p->graph_tried) {
       p->graph_tried = true;
       try {
@@ -437,8 +449,13 @@ class planned_engine final : public kit::engine, private plan::target {
       p->extents.push_back(t.extents());
     }
     error_names_.clear();
+    draws_ = 0;
     planner_.plan(inputs, symbols, *this);
     p->slots = memory_.allocate(at);
+    if (draws_ > 0) {
+      p->draw_slot = memory_.allocate(draws_ * 2 * sizeof(std::uint64_t));
+      p->draws.assign(draws_ * 2, 0);
+    }
     if (!error_names_.empty()) {
       p->error_word = memory_.allocate(sizeof(int));
       p->error_names = error_names_;
@@ -1239,6 +1256,7 @@ class planned_engine final : public kit::engine, private plan::target {
     std::size_t count = 0;
     switch (mp.op) {
       case map_op::fill: count = 0; break;
+      case map_op::dropout_mask: count = 0; break;
       case map_op::tril: case map_op::triu: count = 1; break;
       case map_op::iota: count = 0; break;
       case map_op::convert: case map_op::neg: case map_op::abs: case map_op::logical_not: case map_op::clamp: case map_op::unary:
@@ -1269,6 +1287,14 @@ class planned_engine final : public kit::engine, private plan::target {
       mp.a = t == op_id_of<aten::zeros> || t == op_id_of<aten::zeros_like> ? 0.0 : t == op_id_of<aten::ones> || t == op_id_of<aten::ones_like> ? 1.0 : c.args.real(1);
     }
     if (mp.op == map_op::tril || mp.op == map_op::triu) mp.a = c.args.has(1) ? c.args.real(1) : 0.0;
+    std::size_t draw = 0;  // (dropout_mask: its draw's index among the plan's, taken in step order each call)
+    if (mp.op == map_op::dropout_mask) {
+      const double prob = c.args.real(1);
+      if (!(prob >= 0 && prob <= 1)) c.args.fail_text(1, "is not a probability in [0, 1]");
+      mp.threshold = keep_threshold(prob);
+      mp.a = prob >= 1 ? 0.0 : 1.0 / (1.0 - prob);
+      draw = draws_++;
+    }
     if (mp.op == map_op::clamp) {
       mp.has_lo = c.args.has(1), mp.has_hi = c.args.has(2);
       mp.a = mp.has_lo ? c.args.real(1) : 0.0;
@@ -1284,7 +1310,8 @@ class planned_engine final : public kit::engine, private plan::target {
     mp.n_operands = static_cast<std::int32_t>(operands.size());
     if (mp.n == 0) return;
     const std::string what = name_of(node);
-    pending_.push_back([this, yv = &y, mp, operands, what]() mutable {
+    pending_.push_back([this, yv = &y, mp, operands, draw, what]() mutable {
+      if (mp.op == map_op::dropout_mask) mp.draw = reinterpret_cast<const std::uint64_t*>(building_->draw_slot.data()) + 2 * draw;
       for (std::size_t k = 0; k < operands.size(); ++k) {
         map_operand& o = mp.operands[k];
         if (operands[k].first == nullptr) {
@@ -1440,6 +1467,7 @@ class planned_engine final : public kit::engine, private plan::target {
   cuda_plan* building_ = nullptr;
   std::vector<std::function<record()>> pending_;          // (a plan's records, made once its arena exists)
   std::vector<std::string> error_names_;                  // (the index checks of the plan being made)
+  std::size_t draws_ = 0;                                 // (the random ops of the plan being made)
 };
 
 }  // namespace detail

@@ -9,6 +9,7 @@
 #include <typex/backend/cuda/kernel_api.cuh>
 #include <typex/backend/cuda/kernels/pointwise.cuh>
 #include <typex/backend/cuda/launch.hpp>
+#include <typex/core/random.hpp>
 
 #include <cstdint>
 #include <type_traits>
@@ -143,6 +144,14 @@ TYPEX_GLOBAL void map_kernel(const TYPEX_GRID_CONSTANT map_params p) {
         const std::int64_t diagonal = i % cols - i / cols % rows;
         const bool keep = p.op == map_op::tril ? diagonal <= static_cast<std::int64_t>(p.a) : diagonal >= static_cast<std::int64_t>(p.a);
         detail::map_store(p.out, p.out_dt, i, keep ? detail::map_load<C>(x0, off0) : C{});
+        break;
+      }
+      case map_op::dropout_mask: {
+        const rng_state d{p.draw[0], p.draw[1]};
+        const auto w = draw_block(d, static_cast<std::uint64_t>(i) / 4);
+        const std::int64_t j = i % 4;  // (selected, not indexed: a runtime index would put the words in local memory)
+        const std::uint32_t word = j == 0 ? w[0] : j == 1 ? w[1] : j == 2 ? w[2] : w[3];
+        detail::map_store(p.out, p.out_dt, i, word < p.threshold ? static_cast<C>(p.a) : C{});
         break;
       }
       case map_op::neg: detail::map_store(p.out, p.out_dt, i, static_cast<C>(-detail::map_load<C>(x0, off0))); break;
