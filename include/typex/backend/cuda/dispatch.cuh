@@ -8,6 +8,7 @@
 #include <typex/backend/cuda/kernels/conv.cuh>
 #include <typex/backend/cuda/kernels/copy.cuh>
 #include <typex/backend/cuda/kernels/index.cuh>
+#include <typex/backend/cuda/kernels/loss.cuh>
 #include <typex/backend/cuda/kernels/map.cuh>
 #include <typex/backend/cuda/kernels/norm.cuh>
 #include <typex/backend/cuda/kernels/pointwise.cuh>
@@ -90,6 +91,11 @@ void dispatch(const kernel_launch& k, Stream stream) {
         case 4: TYPEX_LAUNCH(kernels::index_kernel<std::uint32_t>, k.grid, k.block, k.shared_bytes, stream)(p); return;
         default: TYPEX_LAUNCH(kernels::index_kernel<std::uint64_t>, k.grid, k.block, k.shared_bytes, stream)(p); return;
       }
+    }
+    case kernel_kind::loss: {
+      const loss_params& p = detail::launch_params<loss_params>(k);
+      TYPEX_LAUNCH(kernels::loss_kernel<float>, k.grid, k.block, k.shared_bytes, stream)(p);
+      return;
     }
     case kernel_kind::pool: {
       const pool_params& p = detail::launch_params<pool_params>(k);

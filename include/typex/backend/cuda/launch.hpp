@@ -301,9 +301,38 @@ struct index_params {
 };
 static_assert(std::is_trivially_copyable_v<index_params>);
 
+// ---- losses (kernels/loss.cuh)
+
+enum class loss_kind : std::uint8_t { nll, cross_entropy, mse, finish };
+enum class loss_reduction : std::uint8_t { none = 0, mean = 1, sum = 2 };  // (torch's Reduction enum)
+
+// nll / cross_entropy: one block per row of the f32 [rows, cols] input (scores, or log-probabilities
+// for nll), target[row] a class index (int64, or int32 where target32; ignore_index: no loss, no
+// weight; another index outside [0, cols): the error word, as the index kernel's); the row's loss
+// -w log p (cross_entropy: the log-softmax of the row, in the same block) and its weight w (weight[t],
+// or 1). mse: block b sums (in[i] - target[i])^2 over its share of the n = rows elements (target f32).
+// With reduction none each row's loss is out[row] (mse: out[i]); else each block leaves (loss,
+// weight) in partial[2 row], and `finish` (one block) writes out[0]: the sum, or the sum over the
+// weights' sum (mean).
+struct loss_params {
+  loss_kind kind = loss_kind::nll;
+  loss_reduction reduction = loss_reduction::mean;
+  bool target32 = false;
+  const float* in = nullptr;
+  const void* target = nullptr;
+  const float* weight = nullptr;
+  float* out = nullptr;
+  float* partial = nullptr;
+  int* error = nullptr;
+  int code = 1;
+  std::int64_t rows = 0, cols = 0;
+  std::int64_t ignore_index = -100;
+};
+static_assert(std::is_trivially_copyable_v<loss_params>);
+
 // ---- the record
 
-enum class kernel_kind : std::uint8_t { chain, copy, reduce, norm, conv, pool, map, index };
+enum class kernel_kind : std::uint8_t { chain, copy, reduce, norm, conv, pool, map, index, loss };
 
 inline constexpr const char* kernel_name(kernel_kind k) noexcept {
   switch (k) {
@@ -315,6 +344,7 @@ inline constexpr const char* kernel_name(kernel_kind k) noexcept {
     case kernel_kind::pool: return "pool";
     case kernel_kind::map: return "map";
     case kernel_kind::index: return "index";
+    case kernel_kind::loss: return "loss";
   }
   return "?";
 }
@@ -323,7 +353,8 @@ struct kernel_launch {
   kernel_kind kind = kernel_kind::chain;
   launch_dims grid, block;
   std::uint32_t shared_bytes = 0;  // dynamic shared memory
-  std::variant<chain_params, copy_params, reduce_params, norm_params, conv_params, pool_params, map_params, index_params> params;
+  std::variant<chain_params, copy_params, reduce_params, norm_params, conv_params, pool_params, map_params, index_params, loss_params>
+      params;
 };
 
 // ---- launch geometry
@@ -450,6 +481,22 @@ inline kernel_launch index_launch(const index_params& p) {
     typex::detail::raise_message<argument_error>(
         "typex::cuda::index_launch: items of 1, 2, 4 or 8 bytes (4 or 8 to add), a dim of the iteration, and an error word");
   return {kernel_kind::index, detail::elementwise_grid(p.n), {elementwise_threads, 1, 1}, 0, p};
+}
+
+// (mse: the blocks its n elements are summed in, at most 1024; finish: one)
+inline std::int64_t loss_blocks(const loss_params& p) {
+  if (p.kind == loss_kind::finish) return 1;
+  if (p.kind != loss_kind::mse) return p.rows < 1 ? 1 : p.rows;
+  const std::int64_t b = (p.rows + 4095) / 4096;
+  return b < 1 ? 1 : b > 1024 ? 1024 : b;
+}
+inline kernel_launch loss_launch(const loss_params& p) {
+  if (p.rows < 0 || p.cols < 0 || p.rows > 2147483647 || (p.kind != loss_kind::mse && p.kind != loss_kind::finish && p.error == nullptr) ||
+      (p.reduction != loss_reduction::none && p.kind != loss_kind::finish && p.partial == nullptr))
+    typex::detail::raise_message<argument_error>(
+        "typex::cuda::loss_launch: rows past 2^31 - 1, a class loss without its error word, or a reduction without its partial sums");
+  return {kernel_kind::loss, {static_cast<unsigned>(loss_blocks(p)), 1, 1}, {row_threads, 1, 1},
+          static_cast<std::uint32_t>(row_threads / 32 * sizeof(float)), p};
 }
 
 inline kernel_launch pool_launch(const pool_params& p) {

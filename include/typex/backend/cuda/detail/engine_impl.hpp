@@ -149,6 +149,33 @@ inline bool index_runs(const ir::graph& g, const ir::node& node) {
   return true;
 }
 
+// The losses the loss kernel runs (kernels/loss.cuh): nll_loss and cross_entropy over [N, C] or [C]
+// scores with class-index targets (cross_entropy without label smoothing), mse_loss of two tensors
+// of one rank; f32, reductions none / mean / sum.
+inline bool is_loss_op(op_id op) {
+  return op == op_id_of<aten::nll_loss> || op == op_id_of<aten::cross_entropy_loss> || op == op_id_of<aten::mse_loss>;
+}
+inline bool loss_runs(const ir::graph& g, const ir::node& node) {
+  const op_id op = node.target;
+  if (!is_loss_op(op) || node.args.size() < 2 || node.vals.front().scalar_type != dtype::f32) return false;
+  const auto* xr = std::get_if<ir::value_ref>(&node.args[0]);
+  const auto* tr = std::get_if<ir::value_ref>(&node.args[1]);
+  if (xr == nullptr || tr == nullptr) return false;
+  const ir::tensor_meta& x = g[xr->node].vals.front();
+  const ir::tensor_meta& t = g[tr->node].vals.front();
+  const call_of c(node, nullptr);
+  const std::size_t reduction_at = op == op_id_of<aten::mse_loss> ? 2 : 3;
+  const std::int64_t reduction = c.args.has(reduction_at) ? c.args.integer(reduction_at) : 1;
+  if (x.scalar_type != dtype::f32 || reduction < 0 || reduction > 2) return false;
+  if (op == op_id_of<aten::mse_loss>) return t.scalar_type == dtype::f32 && t.rank() == x.rank() && x.rank() <= static_cast<std::size_t>(max_rank);
+  if ((x.rank() != 1 && x.rank() != 2) || t.rank() + 1 != x.rank() || (t.scalar_type != dtype::i64 && t.scalar_type != dtype::i32)) return false;
+  if (node.args.size() > 2) {
+    if (const auto* wr = std::get_if<ir::value_ref>(&node.args[2]); wr != nullptr && g[wr->node].vals.front().scalar_type != dtype::f32) return false;
+  }
+  if (op == op_id_of<aten::cross_entropy_loss> && c.args.has(5) && c.args.real(5) != 0.0) return false;
+  return true;
+}
+
 // The map kernel's op for `node` (kernels/map.cuh), where the node is one it runs.
 inline std::optional<map_op> map_op_of(op_id op) {
   struct entry {
@@ -273,6 +300,7 @@ TYPEX_CUDA_API bool supports(const ir::graph& g, const ir::node& node) {
   if (detail::chain_runs(g, node)) return true;
   if (detail::map_runs(g, node)) return true;
   if (detail::is_index_op(op)) return detail::index_runs(g, node);
+  if (detail::is_loss_op(op)) return detail::loss_runs(g, node);
   const ir::tensor_meta* x = node.args.empty() ? nullptr : meta_of(node.args[0]);
   if (op == op_id_of<aten::argmax>) {  // (f32 in, int64 out)
     return x != nullptr && x->scalar_type == dtype::f32 && x->rank() <= static_cast<std::size_t>(max_rank) &&
@@ -544,6 +572,7 @@ class planned_engine final : public kit::engine, private plan::target {
     }
     if (detail::is_gather_op(node.target)) return lower_gather(p, s), true;
     if (detail::is_index_op(node.target)) return lower_index(p, s), true;
+    if (detail::is_loss_op(node.target)) return lower_loss(p, s), true;
     if (!detail::chain_runs(p.graph(), node) && detail::map_runs(p.graph(), node)) return lower_map(p, s), true;
     if (detail::is_matmul_op(node.target)) return lower_matmul(p, s), true;
     if (node.target == op_id_of<layer_norm_op>) return lower_layer_norm(p, s), true;
@@ -1230,6 +1259,65 @@ class planned_engine final : public kit::engine, private plan::target {
       ip.out = address(yv->at);
       ip.error = reinterpret_cast<int*>(building_->error_word.data());
       return kernel_record(index_launch(ip), what, address(yv->at), yv->bytes());
+    });
+  }
+
+  // nll_loss, cross_entropy, mse_loss: one loss kernel, and for a reduced loss a one-block finish
+  // over the partial sums it leaves in scratch.
+  void lower_loss(plan::planner& p, plan::step_plan& s) {
+    const ir::node& node = p.graph()[s.node];
+    const plan::value* x = p.arg(node, 0);
+    const plan::value* t = p.arg(node, 1);
+    const plan::value& y = p.at(s.node);
+    const detail::call_of c(node, &p.symbols());
+    const op_id op = node.target;
+    const bool mse = op == op_id_of<aten::mse_loss>;
+    const std::string what = name_of(node);
+    loss_params lp{};
+    lp.kind = mse ? loss_kind::mse : op == op_id_of<aten::cross_entropy_loss> ? loss_kind::cross_entropy : loss_kind::nll;
+    const std::size_t reduction_at = mse ? 2 : 3;
+    lp.reduction = static_cast<loss_reduction>(c.args.has(reduction_at) ? c.args.integer(reduction_at) : 1);
+    const plan::value* w = mse ? nullptr : p.arg(node, 2);
+    if (mse) {
+      if (x->extents != t->extents) {
+        typex::detail::raise<unsupported_error>([&](auto& o) {
+          o.put("typex::cuda: "); o.put(what); o.put(" broadcasts its target; the CUDA backend's mse_loss takes two tensors of one shape");
+        });
+      }
+      lp.rows = x->numel();
+      lp.cols = 1;
+    } else {
+      lp.cols = x->extents.back();
+      lp.rows = x->extents.size() == 2 ? x->extents.front() : 1;
+      lp.ignore_index = c.args.has(4) ? c.args.integer(4) : -100;
+      lp.target32 = t->dt == dtype::i32;
+      error_names_.push_back(what);
+      lp.code = static_cast<int>(error_names_.size());
+    }
+    const bool reduced = lp.reduction != loss_reduction::none;
+    const std::int64_t blocks = loss_blocks(lp);
+    const plan::location partial = reduced ? p.scratch(static_cast<std::size_t>(2 * blocks) * sizeof(float), s.node) : plan::location{};
+    const std::size_t partial_bytes = reduced ? static_cast<std::size_t>(2 * blocks) * sizeof(float) : 0;
+    if (lp.rows == 0 && !reduced) return;
+    pending_.push_back([this, x, t, w, yv = &y, lp, partial, partial_bytes, reduced, what]() mutable {
+      lp.in = reinterpret_cast<const float*>(address(x->at));
+      lp.target = address(t->at);
+      lp.weight = w != nullptr ? reinterpret_cast<const float*>(address(w->at)) : nullptr;
+      lp.out = reinterpret_cast<float*>(address(yv->at));
+      lp.error = lp.kind == loss_kind::mse ? nullptr : reinterpret_cast<int*>(building_->error_word.data());
+      if (reduced) lp.partial = reinterpret_cast<float*>(address(partial));
+      if (reduced) return kernel_record(loss_launch(lp), what, address(partial), partial_bytes);
+      return kernel_record(loss_launch(lp), what, address(yv->at), yv->bytes());
+    });
+    if (!reduced) return;
+    pending_.push_back([this, yv = &y, lp, partial, blocks, what]() mutable {
+      loss_params f{};
+      f.kind = loss_kind::finish;
+      f.reduction = lp.reduction;
+      f.rows = lp.rows == 0 && lp.kind != loss_kind::mse ? 0 : blocks;
+      f.partial = reinterpret_cast<float*>(address(partial));
+      f.out = reinterpret_cast<float*>(address(yv->at));
+      return kernel_record(loss_launch(f), what, address(yv->at), yv->bytes());
     });
   }
 
