@@ -20,6 +20,7 @@
 #include <typex/typex.hpp>
 
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 using namespace typex;
@@ -35,8 +36,16 @@ struct gpu_mlp {
     return head(gelu(fc2(relu(fc1(x)))));
   }
 };
+// dropout masks (the CPU's Philox stream) and an index out of range
+struct gpu_random_and_index {
+  template <class X, class I>
+  auto operator()(const X& x, const I& idx) const {
+    return std::tuple(x * dropout_mask(x, 0.3), index_select<0>(x, idx));
+  }
+};
 }  // namespace
 BOOST_HANA_ADAPT_STRUCT(gpu_mlp, fc1, fc2, head);
+BOOST_HANA_ADAPT_STRUCT(gpu_random_and_index);
 
 namespace {
 any_tensor filled(std::vector<index_t> e, float scale) {
@@ -96,6 +105,34 @@ TEST_CASE("cuda gpu: the MLP, CNN and transformer block of the PyTorch reference
   check_reference_model_on_gpu<parity_models::mlp, tensor<f32, fix<3>, fix<32>>>(models.at("mlp"), gpu);
   check_reference_model_on_gpu<parity_models::cnn, tensor<f32, fix<2>, fix<1>, fix<12>, fix<12>>>(models.at("cnn"), gpu);
   check_reference_model_on_gpu<parity_models::transformer, tensor<f32, fix<2>, fix<5>, fix<16>>>(models.at("transformer"), gpu);
+}
+
+TEST_CASE("cuda gpu: dropout masks equal the CPU's for the same draws, and an index out of range is an argument_error after the call") {
+  gpu_random_and_index f;
+  const exported_program ep = export_program(f, input<"x">(tensor_spec<f32, shape<fix<33>, fix<65>>>()),
+                                             input<"idx">(tensor_spec<i64, shape<fix<3>>>()));
+  const auto gpu = cuda::make_native_device();
+  const any_tensor x = filled({33, 65}, 1.0f);
+  any_tensor idx(dtype::i64, {3});
+  idx.data<std::int64_t>()[0] = 2, idx.data<std::int64_t>()[1] = 32, idx.data<std::int64_t>()[2] = 0;
+  for (bool graphs : {true, false}) {
+    const program_module<cuda_backend> run(ep, {.device = gpu, .graphs = graphs});
+    const program_module<eigen_backend> cpu(ep);
+    manual_seed(99);
+    const auto got = run({cuda::to_device(x, gpu), cuda::to_device(idx, gpu)});
+    const auto got2 = run({cuda::to_device(x, gpu), cuda::to_device(idx, gpu)});  // (a replay: a new draw)
+    manual_seed(99);
+    const auto want = cpu({x, idx});
+    const auto want2 = cpu({x, idx});
+    INFO("graphs " << graphs);
+    CHECK(max_difference(cuda::to_host(got[0]), want[0]) == 0.0);
+    CHECK(max_difference(cuda::to_host(got2[0]), want2[0]) == 0.0);
+    CHECK(max_difference(cuda::to_host(got[1]), want[1]) == 0.0);
+    any_tensor bad = idx.clone();
+    bad.data<std::int64_t>()[1] = 33;
+    CHECK_THROWS_WITH_AS(run({cuda::to_device(x, gpu), cuda::to_device(bad, gpu)}), doctest::Contains("index out of range"), argument_error);
+    CHECK(max_difference(cuda::to_host(run({cuda::to_device(x, gpu), cuda::to_device(idx, gpu)})[1]), want[1]) == 0.0);
+  }
 }
 
 TEST_CASE("cuda gpu: every parity case the CUDA backend runs matches PyTorch on the GPU") {
