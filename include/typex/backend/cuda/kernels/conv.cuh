@@ -8,9 +8,10 @@
 // the image; B[k, channel] is the weight [oc, c / groups, kh, kw] read as [oc, K] (its own layout).
 //
 // A block of 256 threads computes a conv_tile_m x conv_tile_n tile (8 x 4 per thread, in registers)
-// of one group (blockIdx.z), stepping through K conv_tile_k at a time: every thread stages 8
-// elements of A's and 4 of B's slab into shared memory, a barrier, 16 rank-1 updates from shared
-// memory, a barrier. A thread's pixels are tx, tx + 16, ...: consecutive threads write consecutive
+// of one group (blockIdx.z), stepping through K conv_tile_k at a time: 16 threads decompose the
+// slab's k into (channel, window row, window column) offsets, a barrier, every thread stages 8
+// elements of A's and 4 of B's slab into shared memory (no division: the offsets are read back), a
+// barrier, 16 rank-1 updates from shared memory, a barrier. A thread's pixels are tx, tx + 16, ...: consecutive threads write consecutive
 // output addresses (an output plane is contiguous in its pixels). Bias and the activation (a chain
 // link: the registry op's own math) are applied as the tile is stored.
 #pragma once
@@ -39,6 +40,12 @@ TYPEX_GLOBAL void conv2d_kernel(const TYPEX_GRID_CONSTANT conv_params p) {
   static_assert(TM == 128 && TN == 64 && TK == 16, "typex::cuda: conv2d_kernel's thread mapping is written for 128 x 64 x 16 tiles");
   float* a_tile = TYPEX_SHARED(float);  // [TK][TM]
   float* b_tile = a_tile + TK * TM;     // [TK][TN]
+  // the stage's k decomposition, computed once per stage by TK threads rather than by every thread
+  // for each element it stages: k's offset in the image's channels (ci h w + r dil w + s dil) and its
+  // window offsets (r dil, s dil); k past the end: dy = -2^30 (never inside the image)
+  std::int64_t* k_offset = reinterpret_cast<std::int64_t*>(b_tile + TK * TN);  // [TK]
+  int* k_dy = reinterpret_cast<int*>(k_offset + TK);                        // [TK]
+  int* k_dx = k_dy + TK;                                                     // [TK]
   const int t = static_cast<int>(thread_idx().x);
   const int tx = t % 16, ty = t / 16;
   const std::int64_t group = block_idx().z;
@@ -54,21 +61,29 @@ TYPEX_GLOBAL void conv2d_kernel(const TYPEX_GRID_CONSTANT conv_params p) {
   const std::int64_t a_img = a_live ? am / planes : 0, a_pix = a_live ? am % planes : 0;
   const std::int64_t y_top = a_pix / p.ow * p.stride[0] - p.pad[0], x_left = a_pix % p.ow * p.stride[1] - p.pad[1];
   const float* a_base = p.in + (a_img * p.c + group * icg) * p.h * p.w;
+  const std::int64_t a_corner = y_top * p.w + x_left;  // (the window's corner in the plane; may be outside it)
   // the weights this thread stages: row b_k of channels n0 + b_n + 16 j
   const int b_k = t % TK, b_n = t / TK;
   const float* b_base = p.weight + (group * ocg + n0 + b_n) * k_total;
   float acc[8][4] = {};
   for (int k0 = 0; k0 < k_total; k0 += TK) {
+    if (t < TK) {
+      const int k = k0 + t;
+      if (k < k_total) {
+        const int ci = k / window, rs = k - ci * window, r = rs / kw, s = rs - r * kw;
+        k_dy[t] = r * static_cast<int>(p.dil[0]);
+        k_dx[t] = s * static_cast<int>(p.dil[1]);
+        k_offset[t] = ci * p.h * p.w + k_dy[t] * p.w + k_dx[t];
+      } else {
+        k_dy[t] = -(1 << 30), k_dx[t] = 0, k_offset[t] = 0;
+      }
+    }
+    sync_threads();
     TYPEX_DEVICE_UNROLL
     for (int j = 0; j < 8; ++j) {
-      const int kk = a_row + 2 * j, k = k0 + kk;
-      float v = 0.0f;
-      if (a_live && k < k_total) {
-        const int ci = k / window, rs = k - ci * window, r = rs / kw, s = rs - r * kw;
-        const std::int64_t iy = y_top + r * p.dil[0], ix = x_left + s * p.dil[1];
-        if (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w) v = a_base[(ci * p.h + iy) * p.w + ix];
-      }
-      a_tile[kk * TM + a_col] = v;
+      const int kk = a_row + 2 * j;
+      const std::int64_t iy = y_top + k_dy[kk], ix = x_left + k_dx[kk];
+      a_tile[kk * TM + a_col] = a_live && iy >= 0 && iy < p.h && ix >= 0 && ix < p.w ? a_base[a_corner + k_offset[kk]] : 0.0f;
     }
     TYPEX_DEVICE_UNROLL
     for (int j = 0; j < 4; ++j) {
