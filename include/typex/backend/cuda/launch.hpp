@@ -457,8 +457,9 @@ inline kernel_launch conv_launch(const conv_params& p) {
   return {kernel_kind::conv,
           {static_cast<unsigned>(tiles_m < 1 ? 1 : tiles_m), static_cast<unsigned>(tiles_n), static_cast<unsigned>(p.groups)},
           {256, 1, 1},
-          // (the A and B slabs, then the slab's k offsets (int64) and window offsets (2 int))
-          static_cast<std::uint32_t>(conv_tile_k * (conv_tile_m + conv_tile_n) * sizeof(float) + conv_tile_k * (sizeof(std::int64_t) + 2 * sizeof(int))),
+          // (the A and B slabs, then two slabs' k offsets (int64) and window offsets (2 int))
+          static_cast<std::uint32_t>(conv_tile_k * (conv_tile_m + conv_tile_n) * sizeof(float) +
+                                     2 * conv_tile_k * (sizeof(std::int64_t) + 2 * sizeof(int))),
           p};
 }
 

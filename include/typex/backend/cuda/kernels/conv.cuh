@@ -8,10 +8,11 @@
 // the image; B[k, channel] is the weight [oc, c / groups, kh, kw] read as [oc, K] (its own layout).
 //
 // A block of 256 threads computes a conv_tile_m x conv_tile_n tile (8 x 4 per thread, in registers)
-// of one group (blockIdx.z), stepping through K conv_tile_k at a time: 16 threads decompose the
-// slab's k into (channel, window row, window column) offsets, a barrier, every thread stages 8
-// elements of A's and 4 of B's slab into shared memory (no division: the offsets are read back), a
-// barrier, 16 rank-1 updates from shared memory, a barrier. A thread's pixels are tx, tx + 16, ...: consecutive threads write consecutive
+// of one group (blockIdx.z), stepping through K conv_tile_k at a time. Per slab: every thread stores
+// the 8 elements of A's slab and 4 of B's it read into registers during the slab before (no
+// division: the window offsets are read back from shared memory, where 16 threads decomposed the
+// slab's k), 16 threads decompose the next slab's k, a barrier, every thread starts reading its
+// elements of the next slab from global memory, 16 rank-1 updates from shared memory, a barrier. A thread's pixels are tx, tx + 16, ...: consecutive threads write consecutive
 // output addresses (an output plane is contiguous in its pixels). Bias and the activation (a chain
 // link: the registry op's own math) are applied as the tile is stored.
 #pragma once
@@ -40,12 +41,13 @@ TYPEX_GLOBAL void conv2d_kernel(const TYPEX_GRID_CONSTANT conv_params p) {
   static_assert(TM == 128 && TN == 64 && TK == 16, "typex::cuda: conv2d_kernel's thread mapping is written for 128 x 64 x 16 tiles");
   float* a_tile = TYPEX_SHARED(float);  // [TK][TM]
   float* b_tile = a_tile + TK * TM;     // [TK][TN]
-  // the stage's k decomposition, computed once per stage by TK threads rather than by every thread
-  // for each element it stages: k's offset in the image's channels (ci h w + r dil w + s dil) and its
-  // window offsets (r dil, s dil); k past the end: dy = -2^30 (never inside the image)
-  std::int64_t* k_offset = reinterpret_cast<std::int64_t*>(b_tile + TK * TN);  // [TK]
-  int* k_dy = reinterpret_cast<int*>(k_offset + TK);                        // [TK]
-  int* k_dx = k_dy + TK;                                                     // [TK]
+  // each slab's k decomposition, computed once by TK threads rather than by every thread for each
+  // element it stages: k's offset in the image's channels (ci h w + r dil w + s dil) and its window
+  // offsets (r dil, s dil); k past the end: dy = -2^30 (never inside the image). Two buffers: the
+  // next slab's is written while the current one's is read.
+  std::int64_t* k_offset = reinterpret_cast<std::int64_t*>(b_tile + TK * TN);  // [2][TK]
+  int* k_dy = reinterpret_cast<int*>(k_offset + 2 * TK);                     // [2][TK]
+  int* k_dx = k_dy + 2 * TK;                                                  // [2][TK]
   const int t = static_cast<int>(thread_idx().x);
   const int tx = t % 16, ty = t / 16;
   const std::int64_t group = block_idx().z;
@@ -65,33 +67,48 @@ TYPEX_GLOBAL void conv2d_kernel(const TYPEX_GRID_CONSTANT conv_params p) {
   // the weights this thread stages: row b_k of channels n0 + b_n + 16 j
   const int b_k = t % TK, b_n = t / TK;
   const float* b_base = p.weight + (group * ocg + n0 + b_n) * k_total;
-  float acc[8][4] = {};
-  for (int k0 = 0; k0 < k_total; k0 += TK) {
-    if (t < TK) {
-      const int k = k0 + t;
-      if (k < k_total) {
-        const int ci = k / window, rs = k - ci * window, r = rs / kw, s = rs - r * kw;
-        k_dy[t] = r * static_cast<int>(p.dil[0]);
-        k_dx[t] = s * static_cast<int>(p.dil[1]);
-        k_offset[t] = ci * p.h * p.w + k_dy[t] * p.w + k_dx[t];
-      } else {
-        k_dy[t] = -(1 << 30), k_dx[t] = 0, k_offset[t] = 0;
-      }
+  const auto decompose = [&](int k0, int buffer) {  // (threads t < TK)
+    const int k = k0 + t, at = buffer * TK + t;
+    if (k < k_total) {
+      const int ci = k / window, rs = k - ci * window, r = rs / kw, s = rs - r * kw;
+      k_dy[at] = r * static_cast<int>(p.dil[0]);
+      k_dx[at] = s * static_cast<int>(p.dil[1]);
+      k_offset[at] = ci * p.h * p.w + k_dy[at] * p.w + k_dx[at];
+    } else {
+      k_dy[at] = -(1 << 30), k_dx[at] = 0, k_offset[at] = 0;
     }
-    sync_threads();
+  };
+  // the slab's elements this thread stages, read from global memory into registers one slab ahead
+  // (their latency hidden behind the current slab's products)
+  float a_next[8], b_next[4];
+  const auto load = [&](int k0, int buffer) {
     TYPEX_DEVICE_UNROLL
     for (int j = 0; j < 8; ++j) {
-      const int kk = a_row + 2 * j;
-      const std::int64_t iy = y_top + k_dy[kk], ix = x_left + k_dx[kk];
-      a_tile[kk * TM + a_col] = a_live && iy >= 0 && iy < p.h && ix >= 0 && ix < p.w ? a_base[a_corner + k_offset[kk]] : 0.0f;
+      const int at = buffer * TK + a_row + 2 * j;
+      const std::int64_t iy = y_top + k_dy[at], ix = x_left + k_dx[at];
+      a_next[j] = a_live && iy >= 0 && iy < p.h && ix >= 0 && ix < p.w ? a_base[a_corner + k_offset[at]] : 0.0f;
     }
     TYPEX_DEVICE_UNROLL
     for (int j = 0; j < 4; ++j) {
       const int k = k0 + b_k;
       const std::int64_t ch = n0 + b_n + 16 * j;
-      b_tile[b_k * TN + b_n + 16 * j] = k < k_total && ch < ocg ? b_base[16 * j * k_total + k] : 0.0f;
+      b_next[j] = k < k_total && ch < ocg ? b_base[16 * j * k_total + k] : 0.0f;
     }
+  };
+  float acc[8][4] = {};
+  if (t < TK) decompose(0, 0);
+  sync_threads();
+  load(0, 0);
+  int buffer = 0;
+  for (int k0 = 0; k0 < k_total; k0 += TK) {
+    TYPEX_DEVICE_UNROLL
+    for (int j = 0; j < 8; ++j) a_tile[(a_row + 2 * j) * TM + a_col] = a_next[j];
+    TYPEX_DEVICE_UNROLL
+    for (int j = 0; j < 4; ++j) b_tile[b_k * TN + b_n + 16 * j] = b_next[j];
+    const bool more = k0 + TK < k_total;
+    if (more && t < TK) decompose(k0 + TK, buffer ^ 1);
     sync_threads();
+    if (more) load(k0 + TK, buffer ^ 1);
     TYPEX_DEVICE_UNROLL
     for (int kk = 0; kk < TK; ++kk) {
       float a[8], b[4];
@@ -105,6 +122,7 @@ TYPEX_GLOBAL void conv2d_kernel(const TYPEX_GRID_CONSTANT conv_params p) {
         for (int j = 0; j < 4; ++j) acc[i][j] += a[i] * b[j];
       }
     }
+    buffer ^= 1;
     sync_threads();  // (the next slab overwrites the tiles)
   }
   TYPEX_DEVICE_UNROLL
