@@ -6,6 +6,8 @@
 // backend added, at the shapes that take each path of their lowering (strided reductions, matmul
 // operands read transposed, broadcast and copied, grouped and dilated convolutions, pools with
 // padding).
+#include "../backend_axis.hpp"
+#include "../cuda_axis.hpp"
 #include "../model_cases.hpp"
 #include "../support.hpp"
 
@@ -14,6 +16,7 @@
 #include <typex/backend/eigen.hpp>
 
 #include <cmath>
+#include <limits>
 #include <tuple>
 #include <string>
 #include <vector>
@@ -189,4 +192,80 @@ TEST_CASE("cuda models: dropout masks on the emulated device are the CPU's for t
   }
   CHECK(typex_test::worst_abs_error(cuda::to_host(first[1]), cuda::to_host(second[1])) > 0.0);  // (a new draw)
   CHECK(get_rng_state().offset == 4);  // (two random ops, two calls)
+}
+
+namespace cuda_model_tests {
+// heads the map kernel runs (an int64 or mixed-dtype add / mul / div), each followed by pointwise ops
+// that the planner chains after a head: they must still run (as steps of their own)
+struct mixed_heads {
+  template <class I, class X, class M>
+  auto operator()(const I& i, const X& x, const M& mask) const {
+    return std::tuple((i + 1) * 2, relu(x * mask), (i / 2) + 0.5, tanh(i * 3) - 1.0);
+  }
+};
+}  // namespace cuda_model_tests
+BOOST_HANA_ADAPT_STRUCT(cuda_model_tests::mixed_heads);
+
+TEST_CASE("cuda models: pointwise ops after an integer or mixed-dtype head all run, as on the Eigen backend") {
+  cuda_model_tests::mixed_heads f;
+  using S = shape<fix<3>, fix<4>>;
+  const exported_program ep = export_program(f, input<"i">(tensor_spec<i64, S>()), input<"x">(tensor_spec<f32, S>()),
+                                             input<"mask">(tensor_spec<b8, S>()));
+  any_tensor i(dtype::i64, {3, 4}), mask(dtype::b8, {3, 4});
+  for (index_t k = 0; k < 12; ++k) {
+    i.data<std::int64_t>()[k] = k - 5;
+    mask.data<bool>()[k] = k % 3 != 0;
+  }
+  for (const bool fuse : {true, false}) {
+    INFO("fuse " << fuse);
+    CHECK(cuda_vs_eigen(ep, {i, pattern({3, 4}, 8), mask}, fuse) <= 1e-6);
+  }
+}
+
+namespace {
+// One call of `target` on placeholders for `tensors` (numbers and lists as given), run on the Eigen
+// backend and on the CUDA backend (emulated device); the outputs must agree bit for bit, NaNs where
+// NaNs are (the edge cases of torch's conventions: infinities and NaNs are the point).
+void same_edge_case(std::string_view target, const std::vector<any_tensor>& tensors, std::vector<ir::argument> tail) {
+  ir::graph g;
+  std::vector<ir::argument> args;
+  for (const any_tensor& t : tensors)
+    args.emplace_back(ir::value_ref{g.add_placeholder("arg", {t.scalar_type(), std::vector<ir::sym_expr>(t.extents().begin(), t.extents().end())})});
+  args.insert(args.end(), tail.begin(), tail.end());
+  const op_id op = find_op(target);
+  std::vector<ir::tensor_meta> vals = ir::infer_meta(g, op, args);
+  const ir::node_id n = g.add_call({.target = op, .args = std::move(args), .vals = std::move(vals)});
+  g.set_output({ir::value_ref{n}});
+  const auto want = typex_test::eigen_backend_under_test().run(g, tensors);
+  const auto cuda = typex_test::cuda_backend_under_test("cuda (emulated device)", cuda::make_emulated_device());
+  REQUIRE(cuda.runs(g));
+  const auto got = cuda.run(g, tensors);
+  REQUIRE(got.size() == 1);
+  REQUIRE(got[0].extents() == want[0].extents());
+  INFO(target);
+  for (index_t i = 0; i < got[0].numel(); ++i) {
+    const float a = got[0].data<float>()[i], b = want[0].data<float>()[i];
+    CHECK((a == b || (std::isnan(a) && std::isnan(b))));
+  }
+}
+any_tensor values(std::vector<index_t> extents, std::vector<float> v) {
+  any_tensor t(dtype::f32, std::move(extents));
+  std::copy(v.begin(), v.end(), t.data<float>());
+  return t;
+}
+}  // namespace
+
+TEST_CASE("cuda models: torch's edge conventions, as the Eigen backend's: the last NaN of a window takes max-pool's gradient, var past its degrees of freedom, a zero class weight") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  // [NaN, 1, NaN] pooled by (1, 3): the gradient goes to the last NaN
+  same_edge_case("typex.max_pool2d_backward.default", {values({1, 1, 1, 1}, {5.0f}), values({1, 1, 1, 3}, {nan, 1.0f, nan})},
+                 {std::vector<std::int64_t>{1, 3}});
+  // var and std over 2 elements with correction 2 (and 3): divided by max(N - correction, 0)
+  same_edge_case("aten.var.correction", {values({3, 2}, {1, 2, 3, 3, -1, 4})}, {std::vector<std::int64_t>{1}, 2.0});
+  same_edge_case("aten.std.correction", {values({3, 2}, {1, 2, 3, 3, -1, 4})}, {std::vector<std::int64_t>{1}, 3.0});
+  // nll_loss, reduction none: class 1's weight is 0 and its log-probability -inf or NaN
+  any_tensor target(dtype::i64, {3});
+  target.data<std::int64_t>()[0] = 1, target.data<std::int64_t>()[1] = 1, target.data<std::int64_t>()[2] = 0;
+  same_edge_case("aten.nll_loss.default", {values({3, 2}, {-1, -inf, -2, nan, -3, -4}), target, values({2}, {1, 0})},
+                 {std::int64_t{0}});
 }

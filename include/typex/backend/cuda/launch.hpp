@@ -139,7 +139,7 @@ enum class reduce_kind : std::uint8_t { sum, mean, softmax, log_softmax, amax, a
 //                  coordinates in red_extent; softmax writes the output at the same offsets (its
 //                  output is contiguous like its input), the others write out[r].
 // argmax writes int64 indices (index_out; the flat index over the reduced dims, the first maximum,
-// a NaN counting as the maximum, as torch); var divides by cols - correction, std is its root;
+// a NaN counting as the maximum, as torch); var divides by max(cols - correction, 0), std is its root;
 // logsumexp is max + log(sum(exp(x - max))) (an infinite max is the result).
 struct reduce_params {
   reduce_kind kind = reduce_kind::sum;

@@ -134,11 +134,14 @@ inline bool index_runs(const ir::graph& g, const ir::node& node) {
   const bool adds = op == op_id_of<aten::index_add> || op == op_id_of<aten::scatter_add> || op == op_id_of<aten::embedding_dense_backward>;
   if (adds ? (out.scalar_type != dtype::f32 && out.scalar_type != dtype::f64) : (item != 1 && item != 2 && item != 4 && item != 8)) return false;
   if (out.rank() > static_cast<std::size_t>(max_rank) || out.rank() == 0) return false;
-  for (const ir::argument& a : node.args) {
+  const bool embedding = op == op_id_of<embedding_op> || op == op_id_of<aten::embedding_dense_backward>;
+  for (std::size_t k = 0; k < node.args.size(); ++k) {
+    const ir::argument& a = node.args[k];
     if (std::holds_alternative<std::vector<ir::value_ref>>(a)) return false;
     if (const auto* r = std::get_if<ir::value_ref>(&a)) {
       const ir::tensor_meta& t = g[r->node].vals.front();
       if (t.rank() > static_cast<std::size_t>(max_rank)) return false;
+      if (t.rank() == 0 && !(embedding && k == 1)) return false;  // (a 0-d source, self or index: not taken)
       if (t.scalar_type != out.scalar_type && t.scalar_type != dtype::i64 && t.scalar_type != dtype::i32) return false;
     }
   }
@@ -167,7 +170,7 @@ inline bool loss_runs(const ir::graph& g, const ir::node& node) {
   const std::size_t reduction_at = op == op_id_of<aten::mse_loss> ? 2 : 3;
   const std::int64_t reduction = c.args.has(reduction_at) ? c.args.integer(reduction_at) : 1;
   if (x.scalar_type != dtype::f32 || reduction < 0 || reduction > 2) return false;
-  if (op == op_id_of<aten::mse_loss>) return t.scalar_type == dtype::f32 && t.rank() == x.rank() && x.rank() <= static_cast<std::size_t>(max_rank);
+  if (op == op_id_of<aten::mse_loss>) return t.scalar_type == dtype::f32 && t.shape == x.shape && x.rank() <= static_cast<std::size_t>(max_rank);
   if ((x.rank() != 1 && x.rank() != 2) || t.rank() + 1 != x.rank() || (t.scalar_type != dtype::i64 && t.scalar_type != dtype::i32)) return false;
   if (node.args.size() > 2) {
     if (const auto* wr = std::get_if<ir::value_ref>(&node.args[2]); wr != nullptr && g[wr->node].vals.front().scalar_type != dtype::f32) return false;
@@ -251,6 +254,11 @@ inline bool map_runs(const ir::graph& g, const ir::node& node) {
   if ((*m == map_op::tril || *m == map_op::triu) && node.vals.front().rank() < 2) return false;
   if (*m == map_op::dropout_mask && !is_floating_point(node.vals.front().scalar_type)) return false;
   return tensors <= 3;
+}
+
+// Number argument i of a call: a double, an integer, a bool, or a size the symbols give.
+inline double number_arg(const ir::call_args& a, std::size_t i) {
+  return a.is_integer(i) ? static_cast<double>(a.integer(i)) : a.real(i);
 }
 
 // An int[2] argument that may be one int or a list of one or two (stride=1, padding=[1, 2]).
@@ -953,6 +961,12 @@ class planned_engine final : public kit::engine, private plan::target {
       if (op == op_id_of<aten::select_scatter>) {
         index_t index = c.args.integer(3);
         if (index < 0) index += y.extents[dim];
+        if (index < 0 || index >= y.extents[dim]) {
+          typex::detail::raise<argument_error>([&](auto& w) {
+            w.put("typex::cuda: node '"); w.put(node.name); w.put("' (aten.select_scatter.default): index "); w.put_int(c.args.integer(3));
+            w.put(" is out of range for a dim of "); w.put_int(y.extents[dim]);
+          });
+        }
         into.dst_offset = index * ys[dim];
         for (std::size_t d = 0; d < rank; ++d)
           if (d != dim) into.dst_strides.push_back(ys[d]);
@@ -1325,6 +1339,7 @@ class planned_engine final : public kit::engine, private plan::target {
   // type, else int64), except for comparisons and logic, which compute in the operands' promoted
   // type (a float type where any operand is one).
   void lower_map(plan::planner& p, plan::step_plan& s) {
+    s.chain.clear();  // (a pointwise chain the planner formed after this node runs as steps of its own)
     const ir::node& node = p.graph()[s.node];
     const plan::value& y = p.at(s.node);
     const detail::call_of c(node, &p.symbols());
@@ -1358,7 +1373,7 @@ class planned_engine final : public kit::engine, private plan::target {
     for (std::size_t k = 0; k < count; ++k) {
       const std::size_t i = order[k];
       if (const plan::value* v = p.arg(node, i)) operands.emplace_back(v, 0.0);
-      else operands.emplace_back(nullptr, c.args.real(i));
+      else operands.emplace_back(nullptr, detail::number_arg(c.args, i));
     }
     if (boolean) {  // (the promoted type of the operands)
       map_compute m = map_compute::i64;
@@ -1369,12 +1384,14 @@ class planned_engine final : public kit::engine, private plan::target {
       mp.compute = m;
     }
     if (mp.op == map_op::add || mp.op == map_op::sub) mp.alpha = c.args.has("alpha") ? c.args.real("alpha") : 1.0;
-    if (mp.op == map_op::threshold_backward) mp.a = c.args.real(2);
+    if (mp.op == map_op::threshold_backward) mp.a = detail::number_arg(c.args, 2);
     if (mp.op == map_op::fill) {
       const op_id t = node.target;
-      mp.a = t == op_id_of<aten::zeros> || t == op_id_of<aten::zeros_like> ? 0.0 : t == op_id_of<aten::ones> || t == op_id_of<aten::ones_like> ? 1.0 : c.args.real(1);
+      mp.a = t == op_id_of<aten::zeros> || t == op_id_of<aten::zeros_like> ? 0.0
+             : t == op_id_of<aten::ones> || t == op_id_of<aten::ones_like> ? 1.0
+                                                                             : detail::number_arg(c.args, 1);
     }
-    if (mp.op == map_op::tril || mp.op == map_op::triu) mp.a = c.args.has(1) ? c.args.real(1) : 0.0;
+    if (mp.op == map_op::tril || mp.op == map_op::triu) mp.a = c.args.has(1) ? detail::number_arg(c.args, 1) : 0.0;
     std::size_t draw = 0;  // (dropout_mask: its draw's index among the plan's, taken in step order each call)
     if (mp.op == map_op::dropout_mask) {
       const double prob = c.args.real(1);
@@ -1385,12 +1402,12 @@ class planned_engine final : public kit::engine, private plan::target {
     }
     if (mp.op == map_op::clamp) {
       mp.has_lo = c.args.has(1), mp.has_hi = c.args.has(2);
-      mp.a = mp.has_lo ? c.args.real(1) : 0.0;
-      mp.b = mp.has_hi ? c.args.real(2) : 0.0;
+      mp.a = mp.has_lo ? detail::number_arg(c.args, 1) : 0.0;
+      mp.b = mp.has_hi ? detail::number_arg(c.args, 2) : 0.0;
     }
     if (mp.op == map_op::iota) {
       if (node.target == op_id_of<aten::arange>) mp.a = 0, mp.b = 1;
-      else mp.a = c.args.real(0), mp.b = node.target == op_id_of<aten::arange_start_step> && c.args.has(2) ? c.args.real(2) : 1.0;
+      else mp.a = detail::number_arg(c.args, 0), mp.b = node.target == op_id_of<aten::arange_start_step> && c.args.has(2) ? detail::number_arg(c.args, 2) : 1.0;
     }
     mp.rank = static_cast<std::int32_t>(y.extents.size());
     mp.n = y.numel();
@@ -1463,11 +1480,11 @@ class planned_engine final : public kit::engine, private plan::target {
                                                       : link_kind::div;
         pl.link.chain_second = second;
         const bool with_alpha = pl.link.kind == link_kind::add || pl.link.kind == link_kind::sub;  // (mul / div have none)
-        pl.link.alpha = with_alpha && c.args.has("alpha") ? c.args.real("alpha") : 1.0;
+        pl.link.alpha = with_alpha && c.args.has("alpha") ? detail::number_arg(c.args, c.args.index("alpha")) : 1.0;
         if (const auto* r = std::get_if<ir::value_ref>(&u.args[other])) {
           pl.operand = &p.at(r->node);
         } else {
-          pl.link.number = c.args.real(other);  // (a double, an integer, or a size: evaluated with the plan's symbols)
+          pl.link.number = detail::number_arg(c.args, other);  // (a double, an integer, or a size: evaluated with the plan's symbols)
           pl.link.operand = -1;
         }
       } else {

@@ -92,7 +92,7 @@ TYPEX_GLOBAL void conv2d_kernel(const TYPEX_GRID_CONSTANT conv_params p) {
     for (int j = 0; j < 4; ++j) {
       const int k = k0 + b_k;
       const std::int64_t ch = n0 + b_n + 16 * j;
-      b_next[j] = k < k_total && ch < ocg ? b_base[16 * j * k_total + k] : 0.0f;
+      b_next[j] = k < k_total && ch < ocg ? b_base[std::int64_t{16} * j * k_total + k] : 0.0f;
     }
   };
   float acc[8][4] = {};

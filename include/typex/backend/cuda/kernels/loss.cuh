@@ -66,7 +66,7 @@ TYPEX_GLOBAL void loss_kernel(const TYPEX_GRID_CONSTANT loss_params p) {
   }
   if (thread_idx().x != 0) return;
   const float w = ignored || bad ? 0.0f : (p.weight != nullptr ? p.weight[t] : 1.0f);
-  const float loss = w == 0.0f ? 0.0f : -w * logp;
+  const float loss = ignored || bad ? 0.0f : -w * logp;  // (a zero weight times a NaN or infinite log p is NaN, as torch)
   if (p.reduction == loss_reduction::none) {
     p.out[b] = loss;
   } else {

@@ -35,7 +35,8 @@ TYPEX_DEVICE std::int64_t pool_count(const pool_params& p, std::int64_t y0, std:
   const std::int64_t cy0 = y0 < 0 ? 0 : y0, cy1 = y1 > p.h ? p.h : y1, cx0 = x0 < 0 ? 0 : x0, cx1 = x1 > p.w ? p.w : x1;
   return (cy1 - cy0) * (cx1 - cx0);
 }
-// The flat position in its plane of window (oy, ox)'s first maximum (a NaN wins), -1 if empty.
+// The flat position in its plane of window (oy, ox)'s maximum: the first of equal numbers, the last
+// NaN where there is one (torch's and the Eigen backend's rule); -1 if the window is empty.
 TYPEX_DEVICE std::int64_t window_argmax(const pool_params& p, const float* x, std::int64_t oy, std::int64_t ox) {
   std::int64_t y0, y1, x0, x1;
   pool_window(p, oy, ox, y0, y1, x0, x1);
@@ -46,8 +47,7 @@ TYPEX_DEVICE std::int64_t window_argmax(const pool_params& p, const float* x, st
     for (std::int64_t xx = x0; xx < x1; xx += p.dil[1]) {
       if (xx < 0 || xx >= p.w) continue;
       const float e = x[yy * p.w + xx];
-      if (at < 0 || e > v || (e != e && v == v)) v = e, at = yy * p.w + xx;
-      if (v != v) return at;
+      if (at < 0 || e > v || e != e) v = e, at = yy * p.w + xx;  // (every NaN takes it: the last NaN wins, as torch's)
     }
   }
   return at;

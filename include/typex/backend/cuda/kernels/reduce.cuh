@@ -132,7 +132,7 @@ TYPEX_GLOBAL void row_reduce_kernel(const TYPEX_GRID_CONSTANT reduce_params p) {
         }
         q = detail::block_reduce(q, shared, detail::sum_fn{});
         const double dof = static_cast<double>(p.cols) - p.correction;
-        const float v = dof > 0 ? static_cast<float>(q / dof) : std::numeric_limits<float>::quiet_NaN();
+        const float v = static_cast<float>(q / (dof > 0 ? dof : 0.0));  // (torch divides by max(N - correction, 0))
         if (thread_idx().x == 0) p.out[row] = p.kind == reduce_kind::std ? math::sqrt(v) : v;
         return;
       }
