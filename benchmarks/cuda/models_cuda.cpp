@@ -9,6 +9,7 @@
 // calls after a warm-up): one call is what a user's call costs (the input staged into its slot, the
 // plan's graph replayed or its launches run, the output copied into a device tensor, the stream
 // synchronized). The floor row is a one-node program of one element: the call path's fixed cost.
+#include "../models/typex_models.hpp"
 #include "../models/workloads.hpp"
 
 #include <typex/backend/cuda.hpp>
@@ -24,22 +25,6 @@
 #include <vector>
 
 namespace bench {
-using batch = typex::sym<"batch", 1, 1024>;
-using mlp_model = typex::nn::Sequential<typex::nn::Linear<784, 512>, typex::nn::ReLU, typex::nn::Linear<512, 512>, typex::nn::ReLU,
-                                        typex::nn::Linear<512, 10>>;
-using cnn_model = typex::nn::Sequential<typex::nn::Conv2d<1, 32, 3>, typex::nn::ReLU, typex::nn::Conv2d<32, 64, 3>, typex::nn::ReLU,
-                                        typex::nn::MaxPool2d<typex::pool2d_options{.kernel = {2, 2}}>, typex::nn::Flatten<>,
-                                        typex::nn::Linear<64 * 12 * 12, 128>, typex::nn::ReLU, typex::nn::Linear<128, 10>>;
-using transformer_model = typex::nn::TransformerEncoderLayer<256, 4, 1024, typex::nn::activation::gelu, false, true>;
-
-template <class M>
-void fill(M& m) {
-  for (auto& [name, t] : typex::named_parameters(m)) {
-    const auto n = static_cast<std::size_t>(t.numel());
-    fill_weights(name, t.template data<float>(), n, t.rank() >= 2 ? n / static_cast<std::size_t>(t.extents()[0]) : n);
-  }
-}
-
 // relu of one element: the call path's fixed cost
 struct one_relu {
   template <class X>

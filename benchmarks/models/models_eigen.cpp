@@ -11,6 +11,7 @@
 // largest difference between typex's and the hand-written outputs (checked before timing: > 1e-3
 // aborts).
 #include "hand_eigen.hpp"
+#include "typex_models.hpp"
 #include "workloads.hpp"
 
 #include <typex/backend/eigen.hpp>
@@ -28,22 +29,6 @@
 #include <thread>
 
 namespace bench {
-using batch = typex::sym<"batch", 1, 1024>;
-using mlp_model = typex::nn::Sequential<typex::nn::Linear<784, 512>, typex::nn::ReLU, typex::nn::Linear<512, 512>, typex::nn::ReLU,
-                                        typex::nn::Linear<512, 10>>;
-using cnn_model = typex::nn::Sequential<typex::nn::Conv2d<1, 32, 3>, typex::nn::ReLU, typex::nn::Conv2d<32, 64, 3>, typex::nn::ReLU,
-                                        typex::nn::MaxPool2d<typex::pool2d_options{.kernel = {2, 2}}>, typex::nn::Flatten<>,
-                                        typex::nn::Linear<64 * 12 * 12, 128>, typex::nn::ReLU, typex::nn::Linear<128, 10>>;
-using transformer_model = typex::nn::TransformerEncoderLayer<256, 4, 1024, typex::nn::activation::gelu, false, true>;
-
-template <class M>
-void fill(M& m) {
-  for (auto& [name, t] : typex::named_parameters(m)) {
-    const auto n = static_cast<std::size_t>(t.numel());
-    fill_weights(name, t.template data<float>(), n, t.rank() >= 2 ? n / static_cast<std::size_t>(t.extents()[0]) : n);
-  }
-}
-
 template <class M>
 hand::weights_fn lookup(const M& m) {
   auto params = std::make_shared<std::map<std::string, typex::any_tensor>>();
