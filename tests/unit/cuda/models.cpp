@@ -5,7 +5,7 @@
 // tests/data/parity/models.txt, against PyTorch's outputs and the Eigen backend; then the ops this
 // backend added, at the shapes that take each path of their lowering (strided reductions, matmul
 // operands read transposed, broadcast and copied, grouped and dilated convolutions, pools with
-// padding).
+// padding), the index check, dropout masks, torch's edge conventions, batch and group norm.
 #include "../backend_axis.hpp"
 #include "../cuda_axis.hpp"
 #include "../model_cases.hpp"
@@ -268,4 +268,37 @@ TEST_CASE("cuda models: torch's edge conventions, as the Eigen backend's: the la
   target.data<std::int64_t>()[0] = 1, target.data<std::int64_t>()[1] = 1, target.data<std::int64_t>()[2] = 0;
   same_edge_case("aten.nll_loss.default", {values({3, 2}, {-1, -inf, -2, nan, -3, -4}), target, values({2}, {1, 0})},
                  {std::int64_t{0}});
+}
+
+namespace cuda_model_tests {
+// a convolution block with batch norm (evaluation mode: its running statistics) and group norm
+struct normed_block {
+  nn::Conv2d<3, 8, 3> conv;
+  nn::BatchNorm2d<8> bn;
+  nn::GroupNorm<4, 8> gn;
+  template <class X>
+  auto operator()(const X& x) const {
+    return gn(relu(bn(conv(x))));
+  }
+};
+}  // namespace cuda_model_tests
+BOOST_HANA_ADAPT_STRUCT(cuda_model_tests::normed_block, conv, bn, gn);
+
+TEST_CASE("cuda models: batch norm in evaluation mode and group norm after a convolution equal the Eigen backend") {
+  cuda_model_tests::normed_block m;
+  init_module(m, 5);
+  // running statistics that are not the initial zeros and ones, and an affine that is not the identity
+  for (index_t c = 0; c < 8; ++c) {
+    m.bn.running_mean.data()[c] = 0.1f * static_cast<float>(c) - 0.3f;
+    m.bn.running_var.data()[c] = 0.5f + 0.2f * static_cast<float>(c);
+    m.gn.weight.data()[c] = 1.0f + 0.05f * static_cast<float>(c);
+    m.gn.bias.data()[c] = 0.02f * static_cast<float>(c);
+  }
+  using batch = sym<"batch", 1, 16>;
+  using xs = shape<batch, fix<3>, fix<9>, fix<9>>;
+  const exported_program ep = export_program(eval(m), input<"x">(tensor_spec<f32, xs>(xs(batch(2), {}, {}, {}))));
+  for (const index_t b : {2, 5}) {
+    INFO("batch " << b);
+    CHECK(cuda_vs_eigen(ep, {pattern({b, 3, 9, 9}, static_cast<std::uint64_t>(b))}) <= 2e-5);
+  }
 }

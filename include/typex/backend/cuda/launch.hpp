@@ -158,12 +158,25 @@ struct reduce_params {
 };
 static_assert(std::is_trivially_copyable_v<reduce_params>);
 
-// ---- layer norm (kernels/norm.cuh)
+// ---- layer norm, group norm, batch norm with running statistics (kernels/norm.cuh)
 
-// y[r, c] = (x[r, c] - mean_r) / sqrt(var_r + eps) * weight[c] + bias[c] over the contiguous f32
-// [rows, cols] (var: the biased variance, as torch); weight / bias may be null. mean / rstd, where
-// not null, get each row's mean and 1 / sqrt(var + eps) (native_layer_norm's saved statistics).
+enum class norm_kind : std::uint8_t { layer, group, batch_eval };
+
+// y[r, c] = (x[r, c] - mean_r) / sqrt(var_r + eps) * weight[.] + bias[.] over the contiguous f32
+// [rows, cols] (var: the biased variance, as torch); weight / bias may be null. The statistics and
+// the affine's index:
+//   layer:      each row's own; weight[c];
+//   group:      each row's own (a row is one image's group of channels_per_group channels of
+//               `inner` elements each); weight[(r % groups) channels_per_group + c / inner];
+//   batch_eval: running_mean / running_var[r % channels] (a row is one image's channel plane);
+//               weight[r % channels].
+// mean / rstd, where not null, get each row's mean and 1 / sqrt(var + eps) (native_layer_norm's
+// saved statistics).
 struct norm_params {
+  norm_kind kind = norm_kind::layer;
+  std::int64_t groups = 1, channels_per_group = 1, inner = 1, channels = 1;
+  const float* running_mean = nullptr;
+  const float* running_var = nullptr;
   const float* in = nullptr;
   const float* weight = nullptr;
   const float* bias = nullptr;
@@ -430,9 +443,13 @@ inline kernel_launch reduce_launch(const reduce_params& p) {
 }
 
 inline kernel_launch norm_launch(const norm_params& p) {
-  if (p.rows < 0 || p.cols < 0 || p.rows > 2147483647 || !(p.eps >= 0))
+  const bool shape = p.kind == norm_kind::layer ||
+                     (p.kind == norm_kind::group && p.groups >= 1 && p.channels_per_group >= 1 && p.inner >= 1 &&
+                      p.channels_per_group * p.inner == p.cols) ||
+                     (p.kind == norm_kind::batch_eval && p.channels >= 1 && p.running_mean != nullptr && p.running_var != nullptr);
+  if (p.rows < 0 || p.cols < 0 || p.rows > 2147483647 || !(p.eps >= 0) || !shape)
     typex::detail::raise_message<argument_error>(std::string("typex::cuda::norm_launch: ") + std::to_string(p.rows) + " rows of " +
-                                                 std::to_string(p.cols) + " (at most 2^31 - 1 rows; eps not negative)");
+                                                 std::to_string(p.cols) + " (at most 2^31 - 1 rows; eps not negative; a group norm's rows of channels_per_group x inner, a batch norm's running statistics)");
   return {kernel_kind::norm,
           {static_cast<unsigned>(p.rows < 1 ? 1 : p.rows), 1, 1},
           {row_threads, 1, 1},

@@ -329,6 +329,11 @@ TYPEX_CUDA_API bool supports(const ir::graph& g, const ir::node& node) {
     return x != nullptr && y != nullptr && x->rank() >= 1 && y->rank() >= 1 && out.rank() <= static_cast<std::size_t>(max_rank);
   }
   if (op == op_id_of<layer_norm_op>) return x != nullptr;
+  if (op == op_id_of<aten::group_norm>) return x != nullptr && x->rank() >= 2;
+  if (op == op_id_of<batch_norm_op>) {  // (evaluation mode, with running statistics: training mode writes buffers)
+    const detail::call_of c(node, nullptr);
+    return x != nullptr && x->rank() >= 2 && c.args.has(3) && c.args.has(4) && !c.args.flag(5);
+  }
   if (op == op_id_of<aten::conv2d>) {
     const ir::tensor_meta* w = node.args.size() < 2 ? nullptr : meta_of(node.args[1]);
     return x != nullptr && w != nullptr && (x->rank() == 3 || x->rank() == 4) && w->rank() == 4;
@@ -583,7 +588,8 @@ class planned_engine final : public kit::engine, private plan::target {
     if (detail::is_loss_op(node.target)) return lower_loss(p, s), true;
     if (!detail::chain_runs(p.graph(), node) && detail::map_runs(p.graph(), node)) return lower_map(p, s), true;
     if (detail::is_matmul_op(node.target)) return lower_matmul(p, s), true;
-    if (node.target == op_id_of<layer_norm_op>) return lower_layer_norm(p, s), true;
+    if (node.target == op_id_of<layer_norm_op> || node.target == op_id_of<aten::group_norm> || node.target == op_id_of<batch_norm_op>)
+      return lower_norm(p, s), true;
     if (node.target == op_id_of<aten::conv2d>) return lower_conv(p, s), true;
     if (detail::is_pool_op(node.target)) return lower_pool(p, s), true;
     if (detail::is_reduction_op(node.target)) {
@@ -757,25 +763,55 @@ class planned_engine final : public kit::engine, private plan::target {
     });
   }
 
-  // layer_norm over the trailing dims the normalized shape names: one block per row.
-  void lower_layer_norm(plan::planner& p, plan::step_plan& s) {
+  // layer_norm over the trailing dims the normalized shape names; group_norm over each image's
+  // groups of channels; batch_norm in evaluation mode with its running statistics over each image's
+  // channel planes: one block per row.
+  void lower_norm(plan::planner& p, plan::step_plan& s) {
     const ir::node& node = p.graph()[s.node];
+    const op_id op = node.target;
     const plan::value* x = p.arg(node, 0);
-    const plan::value* w = p.arg(node, 2);
-    const plan::value* b = p.arg(node, 3);
     const plan::value& y = p.at(s.node);
     const detail::call_of c(node, &p.symbols());
-    const std::size_t k = c.args.ints("normalized_shape").size();
+    const std::vector<index_t>& e = x->extents;
     norm_params n{};
-    n.eps = c.args.has("eps") ? c.args.real("eps") : 1e-5;
-    n.rows = 1;
-    n.cols = 1;
-    for (std::size_t d = 0; d < x->extents.size(); ++d) (d + k < x->extents.size() ? n.rows : n.cols) *= x->extents[d];
+    const plan::value* w = nullptr;
+    const plan::value* b = nullptr;
+    const plan::value* rm = nullptr;
+    const plan::value* rv = nullptr;
+    index_t inner = 1;
+    for (std::size_t d = 2; d < e.size(); ++d) inner *= e[d];
+    if (op == op_id_of<layer_norm_op>) {
+      w = p.arg(node, 2), b = p.arg(node, 3);
+      const std::size_t k = c.args.ints("normalized_shape").size();
+      n.eps = c.args.has("eps") ? c.args.real("eps") : 1e-5;
+      n.rows = 1;
+      n.cols = 1;
+      for (std::size_t d = 0; d < e.size(); ++d) (d + k < e.size() ? n.rows : n.cols) *= e[d];
+    } else if (op == op_id_of<aten::group_norm>) {
+      w = p.arg(node, 2), b = p.arg(node, 3);
+      n.kind = norm_kind::group;
+      n.groups = c.args.integer(1);
+      n.eps = c.args.has(4) ? c.args.real(4) : 1e-5;
+      n.channels_per_group = e[1] / n.groups;
+      n.inner = inner;
+      n.rows = e[0] * n.groups;
+      n.cols = n.channels_per_group * inner;
+    } else {
+      w = p.arg(node, 1), b = p.arg(node, 2), rm = p.arg(node, 3), rv = p.arg(node, 4);
+      n.kind = norm_kind::batch_eval;
+      n.eps = c.args.real(7);
+      n.channels = e[1];
+      n.rows = e[0] * e[1];
+      n.cols = inner;
+    }
+    if (n.rows == 0) return;
     const std::string what = name_of(node);
-    pending_.push_back([this, x, w, b, yv = &y, n, what]() mutable {
+    pending_.push_back([this, x, w, b, rm, rv, yv = &y, n, what]() mutable {
       n.in = reinterpret_cast<const float*>(address(x->at));
       n.weight = w != nullptr ? reinterpret_cast<const float*>(address(w->at)) : nullptr;
       n.bias = b != nullptr ? reinterpret_cast<const float*>(address(b->at)) : nullptr;
+      n.running_mean = rm != nullptr ? reinterpret_cast<const float*>(address(rm->at)) : nullptr;
+      n.running_var = rv != nullptr ? reinterpret_cast<const float*>(address(rv->at)) : nullptr;
       n.out = reinterpret_cast<float*>(address(yv->at));
       return kernel_record(norm_launch(n), what, address(yv->at), yv->bytes());
     });
