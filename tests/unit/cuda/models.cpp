@@ -196,11 +196,12 @@ TEST_CASE("cuda models: dropout masks on the emulated device are the CPU's for t
 
 namespace cuda_model_tests {
 // heads the map kernel runs (an int64 or mixed-dtype add / mul / div), each followed by pointwise ops
-// that the planner chains after a head: they must still run (as steps of their own)
+// that the planner chains after a head: they must still run (as steps of their own); and an f32
+// chain with a bool and an int64 operand in its links (those links are not the chain kernel's)
 struct mixed_heads {
   template <class I, class X, class M>
   auto operator()(const I& i, const X& x, const M& mask) const {
-    return std::tuple((i + 1) * 2, relu(x * mask), (i / 2) + 0.5, tanh(i * 3) - 1.0);
+    return std::tuple((i + 1) * 2, relu(x * mask), (i / 2) + 0.5, tanh(i * 3) - 1.0, relu((x + 1.0) * mask) * i);
   }
 };
 }  // namespace cuda_model_tests

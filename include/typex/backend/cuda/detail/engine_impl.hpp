@@ -1490,6 +1490,9 @@ class planned_engine final : public kit::engine, private plan::target {
     nodes.insert(nodes.end(), s.chain.begin(), s.chain.end());
     for (ir::node_id id : nodes) {
       const ir::node& u = g[id];
+      // (the planner forms chains of the head's dtype; a link the chain kernel would not run alone
+      // still ends the chain here, and it and the rest run as steps of their own)
+      if (u.vals.front().scalar_type != y.dt || !detail::chain_runs(g, u)) break;
       const detail::call_of c(u, &p.symbols());
       pending_link pl;
       if (detail::is_binary_head(u.target)) {
