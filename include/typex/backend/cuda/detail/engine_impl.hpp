@@ -339,19 +339,7 @@ TYPEX_CUDA_API bool supports(const ir::graph& g, const ir::node& node) {
     return x != nullptr && w != nullptr && (x->rank() == 3 || x->rank() == 4) && w->rank() == 4;
   }
   if (detail::is_pool_op(op)) return x != nullptr && (x->rank() == 3 || x->rank() == 4);
-  if (out.rank() > static_cast<std::size_t>(max_rank)) return false;
-  if (detail::is_binary_head(op)) {
-    if (node.args.size() < 2) return false;
-    for (std::size_t k = 0; k < 2; ++k) {
-      const ir::argument& a = node.args[k];
-      const bool number = std::holds_alternative<double>(a) || std::holds_alternative<std::int64_t>(a) || std::holds_alternative<ir::sym_expr>(a);
-      if (!number && !std::holds_alternative<ir::value_ref>(a)) return false;
-    }
-    return std::holds_alternative<ir::value_ref>(node.args[0]) || std::holds_alternative<ir::value_ref>(node.args[1]);
-  }
-  if (node.args.empty() || !std::holds_alternative<ir::value_ref>(node.args[0])) return false;
-  const detail::call_of c(node, nullptr);
-  return encode_unary(op, c.args).has_value();
+  return false;  // (pointwise ops: chain_runs and map_runs above)
 }
 
 namespace detail {
