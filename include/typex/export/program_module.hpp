@@ -18,7 +18,13 @@
 //   using options  = ...;                        // what a user may pass to program_module(ep, opts)
 //   using executor = ...;                        // run / planned_for / report, as below
 //   static std::shared_ptr<executor> compile(program_binding, const options&);
-// and knows nothing of exported_program: the binding is all it gets.
+// and knows nothing of exported_program: the binding is all it gets. A backend whose programs run
+// on a device also gives
+//   static typex::device device_of(const options&);                 // where the inputs must be
+//   static any_tensor place_state(const any_tensor& host, const options&);  // a copy there
+// and the module keeps its state (the buffers the program writes, the parameters a joint program
+// trains) on that device: written back, cloned and loaded through the device's operations
+// (tensor/device_ops.hpp), stepped by the optimizers there.
 #pragma once
 
 #include <typex/core/error.hpp>
@@ -26,6 +32,7 @@
 #include <typex/export/exported_program.hpp>
 #include <typex/export/program_binding.hpp>
 #include <typex/ir/graph.hpp>
+#include <typex/tensor/device_ops.hpp>
 #include <typex/tensor/host_tensor.hpp>
 #include <typex/tensor/named_tensors.hpp>
 
@@ -126,7 +133,7 @@ class program_module<Backend> {
     if (!o.state_) return;
     state_ = std::make_unique<mutable_state>();
     const std::lock_guard<std::mutex> lock(o.state_->calls);
-    for (const any_tensor& t : o.state_->buffers) state_->buffers.push_back(t.clone());
+    for (const any_tensor& t : o.state_->buffers) state_->buffers.push_back(clone_where_it_is(t, "typex::program_module's copy"));
   }
   program_module(program_module&&) noexcept = default;
   program_module& operator=(const program_module& o) {
@@ -178,7 +185,9 @@ class program_module<Backend> {
     const std::size_t n = c.written;
     for (std::size_t k = 0; k < n; ++k) {
       const any_tensor& v = st.outputs[k];
-      if (v.nbytes() != 0) std::memcpy(st.buffers[k].raw_data(), v.raw_data(), v.nbytes());
+      if (v.nbytes() == 0) continue;
+      if (v.device().is_host() && st.buffers[k].device().is_host()) std::memcpy(st.buffers[k].raw_data(), v.raw_data(), v.nbytes());
+      else copy_bytes(st.buffers[k], v, "typex::program_module's write-back of a buffer");
     }
     outputs.resize(st.outputs.size() - n);
     for (std::size_t i = 0; i < outputs.size(); ++i) std::swap(outputs[i], st.outputs[n + i]);  // (tensors cycle: reused)
@@ -189,7 +198,7 @@ class program_module<Backend> {
   // The tensor `fqn` (a buffer or parameter) as this module holds it now: its own copy for a
   // buffer the program writes (updated by each call: training-mode batch norm's running
   // statistics) and for a parameter a joint program trains (stepped by an optimizer), else the
-  // program's.
+  // program's. The module's own copies live where the backend runs (on a CUDA device: device tensors).
   const any_tensor& buffer(std::string_view fqn) const {
     const core& c = get();
     const any_tensor* t = c.ep->state_dict().find(fqn);
@@ -204,18 +213,28 @@ class program_module<Backend> {
   // The parameters a joint program trains (make_joint: those with GRADIENT_TO_PARAMETER outputs),
   // by FQN, sharing storage with this module's copies: what an optimizer takes
   // (typex::optim::adam opt(step.parameters())). Empty for other programs. A copy of the module
-  // has copies of its own. Step them between calls, not during one.
+  // has copies of its own. Step them between calls, not during one. On a device backend they are
+  // device tensors, and the optimizers step them there.
   std::vector<std::pair<std::string, any_tensor>> parameters() const {
     const core& c = get();
     std::vector<std::pair<std::string, any_tensor>> out;
     for (std::size_t k = c.written; k < c.fqns.size(); ++k) out.emplace_back(c.fqns[k], state_->buffers[k]);
     return out;
   }
-  // The state dict this module computes with, with its current buffers (what to save after training).
+  // The state dict this module computes with, with its current buffers (what to save after
+  // training). On the host: the module's own buffers shared, or host copies of those a device
+  // backend keeps on its device.
   named_tensors state_dict() const {
     const core& c = get();
     named_tensors out;
-    for (const auto& [fqn, t] : c.ep->state_dict()) out.insert(fqn, state_ ? buffer(fqn) : t);
+    for (const auto& [fqn, t] : c.ep->state_dict()) {
+      if (!state_) {
+        out.insert(fqn, t);
+        continue;
+      }
+      const any_tensor& b = buffer(fqn);
+      out.insert(fqn, b.device().is_host() ? b : host_copy(b, "typex::program_module::state_dict"));
+    }
     return out;
   }
 
@@ -233,7 +252,7 @@ class program_module<Backend> {
     auto next = std::make_shared<const core>(fresh, c.opts, c.also_trained);
     if (state_)  // (the buffers the program writes: the loaded values, where loaded)
       for (std::size_t k = 0; k < next->fqns.size(); ++k)
-        if (const any_tensor* t = fresh.state_dict().find(next->fqns[k])) std::memcpy(state_->buffers[k].raw_data(), t->raw_data(), t->nbytes());
+        if (const any_tensor* t = fresh.state_dict().find(next->fqns[k])) copy_bytes(state_->buffers[k], *t, "typex::program_module::load_state_dict");
     core_ = std::move(next);
     return r;
   }
@@ -410,7 +429,10 @@ class program_module<Backend> {
     if (c.input_writes.empty()) return;
     for (std::size_t k = 0; k < c.input_writes.size(); ++k) {
       const any_tensor& v = outputs[k];
-      if (v.nbytes() != 0) std::memcpy(inputs[c.input_writes[k]].raw_data(), v.raw_data(), v.nbytes());
+      const any_tensor& dst = inputs[c.input_writes[k]];
+      if (v.nbytes() == 0) continue;
+      if (v.device().is_host() && dst.device().is_host()) std::memcpy(dst.raw_data(), v.raw_data(), v.nbytes());
+      else copy_bytes(dst, v, "typex::program_module's write-back of a user input");
     }
     outputs.erase(outputs.begin(), outputs.begin() + static_cast<std::ptrdiff_t>(c.input_writes.size()));
   }
@@ -429,7 +451,10 @@ class program_module<Backend> {
     const core& c = get();
     if (c.fqns.empty()) return;
     state_ = std::make_unique<mutable_state>();
-    for (const any_tensor& t : c.initial) state_->buffers.push_back(t.clone());
+    for (const any_tensor& t : c.initial) {
+      if constexpr (requires { Backend::place_state(t, c.opts); }) state_->buffers.push_back(Backend::place_state(t, c.opts));
+      else state_->buffers.push_back(t.clone());
+    }
   }
   [[noreturn]] TYPEX_NOINLINE TYPEX_COLD void wrong_device(std::span<const any_tensor> inputs, std::size_t i) const {
     const core& c = get();

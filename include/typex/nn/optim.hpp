@@ -14,9 +14,15 @@
 // dtype, is an error naming it. The parameters are updated in place: the optimizer holds tensors that
 // share the module's storage, so the module (and an exported program made from it) sees the update.
 // An optimizer belongs to one thread at a time; two optimizers share nothing.
+//
+// Parameters on a device (a CUDA program_module's parameters()) are stepped there: the same update,
+// one kernel per parameter through the device's operations (tensor/device_ops.hpp; include the
+// backend, <typex/backend/cuda.hpp>), the state (momentum, exp_avg, ...) kept on the device beside
+// them and given to state_dict() as host copies. The gradients must be on the parameter's device.
 #pragma once
 
 #include <typex/core/error.hpp>
+#include <typex/tensor/device_ops.hpp>
 #include <typex/tensor/named_tensors.hpp>
 #include <typex/trace/module.hpp>
 
@@ -67,16 +73,13 @@ TYPEX_API void check_params(const param_list& params, std::string_view who);
 TYPEX_API void check_sgd(const sgd_options& o);
 TYPEX_API void check_adam(const adam_options& o);
 
-// A fresh zero tensor of p's dtype and shape.
-inline any_tensor zeros_like(const any_tensor& p) {
-  any_tensor t(p.scalar_type(), p.extents());
-  std::fill_n(t.raw_data(), t.nbytes(), std::byte{0});
-  return t;
-}
-inline any_tensor copy_of(const any_tensor& p) {
-  any_tensor t(p.scalar_type(), p.extents());
-  std::copy_n(p.raw_data(), p.nbytes(), t.raw_data());
-  return t;
+// A fresh zero tensor of p's dtype and shape, where p lives.
+inline any_tensor zeros_like(const any_tensor& p) { return zeros_where_it_is(p, "typex::optim: the optimizer's state"); }
+// A host copy of optimizer state (what state_dict gives).
+inline any_tensor copy_of(const any_tensor& p) { return host_copy(p, "typex::optim::state_dict"); }
+// Runs the device updates a step collected (none: nothing), each on its parameter's device.
+inline void run_device_updates(const std::vector<optimizer_update>& updates) {
+  if (!updates.empty()) device_ops_for(updates.front().param->device(), "typex::optim::step").step(updates);
 }
 
 // f(T{}) for the parameter's dtype (f32 or f64: check_params saw to it).
@@ -107,14 +110,20 @@ class sgd {
   void step(const named_tensors& grads) {
     detail::check_sgd(options);
     const std::vector<const any_tensor*> gs = detail::gradients_of(grads, params_, "typex::optim::sgd::step");
+    std::vector<optimizer_update> device;  // (the parameters on a device: one launch each, after the loop)
     for (std::size_t i = 0; i < params_.size(); ++i) {
       const any_tensor& p = params_[i].second;
       const any_tensor* g = gs[i];
       if (g == nullptr) continue;
       const bool first = options.momentum != 0 && !momentum_[i];  // (the first buffer is the gradient itself)
       if (first) momentum_[i] = detail::zeros_like(p);
+      if (!p.device().is_host()) {
+        device.push_back(device_update(p, *g, i, first));
+        continue;
+      }
       detail::with_floating(p.scalar_type(), [&](auto zero) { update(zero, p, *g, i, first); });
     }
+    detail::run_device_updates(device);
   }
 
   // "<fqn>.momentum_buffer" for each parameter that has one (copies).
@@ -143,6 +152,15 @@ class sgd {
   sgd_options options;  // (torch's param_groups[0]: a schedule may change lr between steps)
 
  private:
+  optimizer_update device_update(const any_tensor& p, const any_tensor& g, std::size_t i, bool first) const {
+    optimizer_update u;
+    u.kind = optimizer_update::algorithm::sgd;
+    u.param = &p, u.grad = &g;
+    u.buf1 = options.momentum != 0 && momentum_[i] ? &*momentum_[i] : nullptr;
+    u.maximize = options.maximize, u.first = first, u.nesterov = options.nesterov;
+    u.weight_decay = options.weight_decay, u.momentum = options.momentum, u.keep = 1 - options.dampening, u.lr_step = -options.lr;
+    return u;
+  }
   template <class T>
   void update(T, const any_tensor& p, const any_tensor& g, std::size_t i, bool first) const {
     T* w = p.data<T>();
@@ -179,6 +197,7 @@ class adam {
   void step(const named_tensors& grads) {
     detail::check_adam(options);
     const std::vector<const any_tensor*> gs = detail::gradients_of(grads, params_, "typex::optim::adam::step");
+    std::vector<optimizer_update> device;  // (the parameters on a device: one launch each, after the loop)
     for (std::size_t i = 0; i < params_.size(); ++i) {
       const any_tensor& p = params_[i].second;
       const any_tensor* g = gs[i];
@@ -191,8 +210,13 @@ class adam {
       }
       if (options.amsgrad && !s.max_exp_avg_sq) s.max_exp_avg_sq = detail::zeros_like(p);
       s.step += 1;
+      if (!p.device().is_host()) {
+        device.push_back(device_update(p, *g, s));
+        continue;
+      }
       detail::with_floating(p.scalar_type(), [&](auto zero) { update(zero, p, *g, s); });
     }
+    detail::run_device_updates(device);
   }
 
   // "<fqn>.step" (an f32 scalar, as torch keeps it), "<fqn>.exp_avg", "<fqn>.exp_avg_sq" and, with
@@ -249,6 +273,20 @@ class adam {
     std::optional<any_tensor> exp_avg, exp_avg_sq, max_exp_avg_sq;
   };
 
+  // (the scalars as update() computes them, in double: the device converts them to T as it does)
+  optimizer_update device_update(const any_tensor& p, const any_tensor& g, const slot& s) const {
+    optimizer_update u;
+    u.kind = optimizer_update::algorithm::adam;
+    u.param = &p, u.grad = &g, u.buf1 = &*s.exp_avg, u.buf2 = &*s.exp_avg_sq;
+    u.buf3 = options.amsgrad ? &*s.max_exp_avg_sq : nullptr;
+    u.maximize = options.maximize, u.decoupled = options.decoupled_weight_decay;
+    const double bias1 = 1 - std::pow(options.beta1, s.step), bias2 = 1 - std::pow(options.beta2, s.step);
+    u.step_size = -(options.lr / bias1);
+    u.bias2_sqrt = std::sqrt(bias2);
+    u.one_minus_beta1 = 1 - options.beta1, u.beta2 = options.beta2, u.one_minus_beta2 = 1 - options.beta2, u.eps = options.eps;
+    u.weight_decay = options.weight_decay, u.decay = 1 - options.lr * options.weight_decay;
+    return u;
+  }
   template <class T>
   void update(T, const any_tensor& p, const any_tensor& g, slot& s) const {
     T* w = p.data<T>();
@@ -325,6 +363,11 @@ inline const any_tensor* gradient_of(const named_tensors& grads, const std::stri
     typex::detail::raise<dtype_error>([&](auto& w) {
       w.put(who); w.put(": the gradient of '"); w.put(name); w.put("' is "); w.put(g->to_string());
       w.put(", the parameter "); w.put(p.to_string());
+    });
+  if (g->device() != p.device())
+    typex::detail::raise<device_error>([&](auto& w) {
+      w.put(who); w.put(": the gradient of '"); w.put(name); w.put("' is on "); w.put(g->device().to_string());
+      w.put(", the parameter on "); w.put(p.device().to_string()); w.put(" (an update reads both on one device)");
     });
   if (g->extents() != p.extents())
     typex::detail::raise<shape_error>([&](auto& w) {
@@ -411,7 +454,7 @@ TYPEX_API auto typex::optim::detail::load_state_tensor(const named_tensors& sd, 
       w.put(who); w.put(": '"); w.put(name); w.put("' is "); w.put(src.to_string()); w.put(", expected ");
       w.put(dst.to_string());
     });
-  std::copy_n(src.raw_data(), src.nbytes(), dst.raw_data());
+  copy_bytes(dst, src, who);  // (dst on the parameter's device)
 }
 
 TYPEX_API auto typex::optim::detail::check_state_names(const named_tensors& sd, const std::vector<std::string>& known,
@@ -443,9 +486,10 @@ TYPEX_API auto typex::optim::clip_grad_norm_(named_tensors& grads, double max_no
         w.put("typex::optim::clip_grad_norm_: the gradient '"); w.put(name); w.put("' is "); w.put(g.to_string());
         w.put("; f32 or f64 expected");
       });
+    const any_tensor h = g.device().is_host() ? g : host_copy(g, "typex::optim::clip_grad_norm_");  // (a device's: read on the host)
     detail::with_floating(g.scalar_type(), [&](auto zero) {
       using T = decltype(zero);
-      const T* d = g.data<T>();
+      const T* d = h.data<T>();
       double acc = 0;
       for (index_t k = 0; k < g.numel(); ++k) {
         const double a = std::abs(static_cast<double>(d[k]));
@@ -467,12 +511,22 @@ TYPEX_API auto typex::optim::clip_grad_norm_(named_tensors& grads, double max_no
       w.put(" of the gradients is not finite, so they cannot be clipped (as torch: error_if_nonfinite=True)");
     });
   const float coef = std::min(static_cast<float>(max_norm) / (total_f + 1e-6f), 1.0f);
-  for (const auto& [name, g] : grads)
+  std::vector<optimizer_update> device;  // (gradients on a device: scaled there)
+  for (const auto& [name, g] : grads) {
+    if (!g.device().is_host()) {
+      optimizer_update u;
+      u.kind = optimizer_update::algorithm::scale;
+      u.param = &g, u.factor = static_cast<double>(coef);
+      device.push_back(u);
+      continue;
+    }
     detail::with_floating(g.scalar_type(), [&](auto zero) {
       using T = decltype(zero);
       T* d = g.data<T>();
       for (index_t k = 0; k < g.numel(); ++k) d[k] = d[k] * static_cast<T>(coef);
     });
+  }
+  detail::run_device_updates(device);
   return static_cast<double>(total_f);
 }
 #endif  // TYPEX_HEADER_DEFINITIONS

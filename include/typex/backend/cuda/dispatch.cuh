@@ -11,6 +11,7 @@
 #include <typex/backend/cuda/kernels/loss.cuh>
 #include <typex/backend/cuda/kernels/map.cuh>
 #include <typex/backend/cuda/kernels/norm.cuh>
+#include <typex/backend/cuda/kernels/optim.cuh>
 #include <typex/backend/cuda/kernels/pointwise.cuh>
 #include <typex/backend/cuda/kernels/pool.cuh>
 #include <typex/backend/cuda/kernels/reduce.cuh>
@@ -67,6 +68,12 @@ void dispatch(const kernel_launch& k, Stream stream) {
     case kernel_kind::conv: {
       const conv_params& p = detail::launch_params<conv_params>(k);
       TYPEX_LAUNCH(kernels::conv2d_kernel<float>, k.grid, k.block, k.shared_bytes, stream)(p);
+      return;
+    }
+    case kernel_kind::optim: {
+      const optim_params& p = detail::launch_params<optim_params>(k);
+      if (p.f64) TYPEX_LAUNCH(kernels::optim_kernel<double>, k.grid, k.block, k.shared_bytes, stream)(p);
+      else TYPEX_LAUNCH(kernels::optim_kernel<float>, k.grid, k.block, k.shared_bytes, stream)(p);
       return;
     }
     case kernel_kind::map: {

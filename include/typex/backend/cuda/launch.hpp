@@ -343,9 +343,34 @@ struct loss_params {
 };
 static_assert(std::is_trivially_copyable_v<loss_params>);
 
+// ---- optimizer updates (kernels/optim.cuh)
+
+enum class optim_kind : std::uint8_t { sgd, adam, scale };
+
+// One parameter's update, element by element (n elements of f32, or f64 where f64): torch.optim's
+// single-tensor step as nn/optim.hpp's host loop writes it, the scalars in double and converted to
+// the parameter's dtype in the kernel as the host converts them. sgd: buf1 the momentum buffer
+// (null: none); adam: buf1 exp_avg, buf2 exp_avg_sq, buf3 max_exp_avg_sq (null: no AMSGrad); scale:
+// param *= factor.
+struct optim_params {
+  optim_kind kind = optim_kind::sgd;
+  bool f64 = false;
+  bool maximize = false, first = false, nesterov = false, decoupled = false, weight_decay_on = false;
+  void* param = nullptr;
+  const void* grad = nullptr;
+  void* buf1 = nullptr;
+  void* buf2 = nullptr;
+  void* buf3 = nullptr;
+  std::int64_t n = 0;
+  double weight_decay = 0, momentum = 0, keep = 1, lr_step = 0;
+  double step_size = 0, bias2_sqrt = 1, one_minus_beta1 = 0, beta2 = 0, one_minus_beta2 = 0, eps = 0, decay = 1;
+  double factor = 1;
+};
+static_assert(std::is_trivially_copyable_v<optim_params>);
+
 // ---- the record
 
-enum class kernel_kind : std::uint8_t { chain, copy, reduce, norm, conv, pool, map, index, loss };
+enum class kernel_kind : std::uint8_t { chain, copy, reduce, norm, conv, pool, map, index, loss, optim };
 
 inline constexpr const char* kernel_name(kernel_kind k) noexcept {
   switch (k) {
@@ -358,6 +383,7 @@ inline constexpr const char* kernel_name(kernel_kind k) noexcept {
     case kernel_kind::map: return "map";
     case kernel_kind::index: return "index";
     case kernel_kind::loss: return "loss";
+    case kernel_kind::optim: return "optim";
   }
   return "?";
 }
@@ -366,7 +392,8 @@ struct kernel_launch {
   kernel_kind kind = kernel_kind::chain;
   launch_dims grid, block;
   std::uint32_t shared_bytes = 0;  // dynamic shared memory
-  std::variant<chain_params, copy_params, reduce_params, norm_params, conv_params, pool_params, map_params, index_params, loss_params>
+  std::variant<chain_params, copy_params, reduce_params, norm_params, conv_params, pool_params, map_params, index_params, loss_params,
+               optim_params>
       params;
 };
 
@@ -516,6 +543,15 @@ inline kernel_launch loss_launch(const loss_params& p) {
         "typex::cuda::loss_launch: rows past 2^31 - 1, a class loss without its error word, or a reduction without its partial sums");
   return {kernel_kind::loss, {static_cast<unsigned>(loss_blocks(p)), 1, 1}, {row_threads, 1, 1},
           static_cast<std::uint32_t>(row_threads / 32 * sizeof(float)), p};
+}
+
+inline kernel_launch optim_launch(const optim_params& p) {
+  const bool buffers = p.kind == optim_kind::adam ? p.buf1 != nullptr && p.buf2 != nullptr
+                                                  : p.kind != optim_kind::sgd || !p.first || p.buf1 != nullptr;
+  if (p.n < 0 || p.param == nullptr || (p.kind != optim_kind::scale && p.grad == nullptr) || !buffers)
+    typex::detail::raise_message<argument_error>(
+        "typex::cuda::optim_launch: a negative count, or an update without its parameter, gradient or state buffers");
+  return {kernel_kind::optim, detail::elementwise_grid(p.n), {elementwise_threads, 1, 1}, 0, p};
 }
 
 inline kernel_launch pool_launch(const pool_params& p) {

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <typex/backend/cuda/device.hpp>
+#include <typex/backend/cuda/device_ops.hpp>
 #include <typex/backend/cuda/memory.hpp>
 #include <typex/backend/kit/engine.hpp>
 #include <typex/export/program_binding.hpp>
@@ -79,6 +80,11 @@ struct cuda_backend {
   // Where the program wants its inputs (program_module checks each input against it).
   static typex::device device_of(const options& o) {
     return o.device ? o.device->where() : typex::device::cuda(0);
+  }
+  // The module's state (written buffers, trained parameters) on the program's device: a copy of
+  // the host tensor there (program_module keeps it, writes it back and clones it on the device).
+  static any_tensor place_state(const any_tensor& host, const options& o) {
+    return cuda::to_device(host, o.device ? o.device : cuda::make_native_device(0));
   }
 };
 

@@ -1615,15 +1615,9 @@ TYPEX_CUDA_API std::shared_ptr<kit::engine> detail::make_engine_on(program_bindi
 }
 
 TYPEX_CUDA_API std::shared_ptr<kit::engine> detail::make_engine(program_binding binding, const compile_options& options) {
-  if (binding.inputs.size() != binding.user_inputs) {
-    typex::detail::raise_message<unsupported_error>(
-        "typex::cuda: the program writes buffers or trains parameters (module state passed to every call), which the "
-        "CUDA backend does not run yet: run it on the Eigen backend");
-  }
-  if (binding.writes_user_inputs) {
-    typex::detail::raise_message<unsupported_error>(
-        "typex::cuda: the program writes its inputs (USER_INPUT_MUTATION), which the CUDA backend does not run yet");
-  }
+  // (module state, the buffers a program writes and the parameters a joint program trains, comes as
+  // inputs after the user's: device tensors the module placed (cuda_backend::place_state), staged
+  // into their slots as the user inputs are; the written values come back as outputs)
   // (each engine on a stream of its own: device_runtime::for_engine; a device made here is one already)
   const std::shared_ptr<device_runtime> caller = options.device ? options.device : make_native_device(0);
   const std::shared_ptr<device_runtime> rt = options.device ? caller->for_engine() : caller;

@@ -1,0 +1,59 @@
+// typex/backend/cuda/kernels/optim.cuh — the optimizers' updates of one parameter on the device:
+// torch.optim's single-tensor SGD (momentum, dampening, weight decay, Nesterov, maximize) and Adam /
+// AdamW (AMSGrad, maximize), and the scaling clip_grad_norm_ applies, element by element in the
+// parameter's dtype with the host loop's order of operations (nn/optim.hpp; a GPU may contract a
+// product and a sum into one rounding, the emulator does not).
+#pragma once
+
+#include <typex/backend/cuda/kernel_api.cuh>
+#include <typex/backend/cuda/launch.hpp>
+
+#include <cstdint>
+
+namespace typex::cuda::kernels {
+inline namespace TYPEX_CUDA_ABI {  // (kernel_api.cuh: native or emulated)
+
+// Launch geometry: optim_launch (elementwise). T: the parameter's dtype (float or double).
+template <class T>
+TYPEX_GLOBAL void optim_kernel(const TYPEX_GRID_CONSTANT optim_params p) {
+  const std::int64_t step = static_cast<std::int64_t>(block_dim().x) * grid_dim().x;
+  T* w = static_cast<T*>(p.param);
+  const T* d = static_cast<const T*>(p.grad);
+  T* b1 = static_cast<T*>(p.buf1);
+  T* b2 = static_cast<T*>(p.buf2);
+  T* b3 = static_cast<T*>(p.buf3);
+  const T wd = static_cast<T>(p.weight_decay);
+  for (std::int64_t k = static_cast<std::int64_t>(block_idx().x) * block_dim().x + thread_idx().x; k < p.n; k += step) {
+    if (p.kind == optim_kind::scale) {
+      w[k] = w[k] * static_cast<T>(p.factor);
+      continue;
+    }
+    T grad = p.maximize ? -d[k] : d[k];
+    if (p.kind == optim_kind::sgd) {
+      if (p.weight_decay_on) grad = grad + wd * w[k];
+      if (b1 != nullptr) {
+        const T mom = static_cast<T>(p.momentum);
+        b1[k] = p.first ? grad : b1[k] * mom + static_cast<T>(p.keep) * grad;
+        grad = p.nesterov ? grad + mom * b1[k] : b1[k];
+      }
+      w[k] = w[k] + static_cast<T>(p.lr_step) * grad;
+      continue;
+    }
+    // adam
+    if (p.weight_decay_on) {
+      if (p.decoupled) w[k] = w[k] * static_cast<T>(p.decay);
+      else grad = grad + wd * w[k];
+    }
+    const T omb1 = static_cast<T>(p.one_minus_beta1);
+    // exp_avg.lerp_(grad, 1 - beta1), as torch's lerp: from the nearer end
+    b1[k] = omb1 < T(0.5) ? b1[k] + omb1 * (grad - b1[k]) : grad - (grad - b1[k]) * (T(1) - omb1);
+    b2[k] = b2[k] * static_cast<T>(p.beta2) + static_cast<T>(p.one_minus_beta2) * grad * grad;
+    T second = b2[k];
+    if (b3 != nullptr) second = b3[k] = b3[k] < b2[k] ? b2[k] : b3[k];  // (std::max's rule: the first unless less)
+    const T denom = math::sqrt(second) / static_cast<T>(p.bias2_sqrt) + static_cast<T>(p.eps);
+    w[k] = w[k] + static_cast<T>(p.step_size) * (b1[k] / denom);
+  }
+}
+
+}  // inline namespace TYPEX_CUDA_ABI
+}  // namespace typex::cuda::kernels

@@ -1,0 +1,317 @@
+// Training on the CUDA backend, on the emulated device: the joint programs (make_joint) of the
+// reference MLP, CNN and transformer block run on the device with their trained parameters kept
+// there, the optimizers step them there, and every step's loss, gradients and parameters equal the
+// Eigen backend's; the partitioned halves; buffers a program writes, written back on the device;
+// the module's copies, state_dict and load_state_dict; the device optimizer kernels against the host
+// loop bit for bit (the emulator does not contract products and sums), clip_grad_norm_ on device
+// gradients; and the errors: a gradient on the host for a device parameter.
+#include "../model_cases.hpp"
+#include "../support.hpp"
+
+#include <typex/backend/cuda.hpp>
+#include <typex/backend/cuda/emulated_device.hpp>
+#include <typex/backend/eigen.hpp>
+#include <typex/export/joint.hpp>
+#include <typex/export/partitioned_module.hpp>
+#include <typex/nn/optim.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace typex;
+
+namespace cuda_training_tests {
+template <class Net>
+struct classify {
+  Net net;
+  template <class X, class Y>
+  auto operator()(const X& x, const Y& y) const {
+    return cross_entropy(net(x), y);
+  }
+};
+template <class Net>
+struct regress {
+  Net net;
+  template <class X, class T>
+  auto operator()(const X& x, const T& t) const {
+    return mse_loss(net(x), t);
+  }
+};
+using mlp_step = classify<parity_models::mlp>;
+using cnn_step = classify<parity_models::cnn>;
+using block_step = regress<parity_models::transformer>;
+
+// A step counter and a running total written by every call (BUFFER_MUTATION), and a parameter.
+struct counting {
+  buffer<i64> steps;
+  buffer<f32, fix<8>> total;
+  parameter<f32, fix<8>> w;
+  template <class X>
+  auto operator()(const X& x) const {
+    add_(steps, 1);
+    copy_(total, add(total, mul(w, w)));
+    return sum(mul(x, total));
+  }
+};
+}  // namespace cuda_training_tests
+BOOST_HANA_ADAPT_STRUCT(cuda_training_tests::mlp_step, net);
+BOOST_HANA_ADAPT_STRUCT(cuda_training_tests::cnn_step, net);
+BOOST_HANA_ADAPT_STRUCT(cuda_training_tests::block_step, net);
+BOOST_HANA_ADAPT_STRUCT(cuda_training_tests::counting, steps, total, w);
+
+namespace {
+
+any_tensor pattern(std::vector<index_t> extents, std::uint64_t seed, double scale = 1.0) {
+  any_tensor t(dtype::f32, extents);
+  std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 7;
+  for (index_t i = 0; i < t.numel(); ++i) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    t.data<float>()[i] = static_cast<float>(scale * (static_cast<double>(s % 20001) / 10000.0 - 1.0));
+  }
+  return t;
+}
+any_tensor labels(index_t n, index_t classes) {
+  any_tensor t(dtype::i64, {n});
+  for (index_t i = 0; i < n; ++i) t.data<std::int64_t>()[i] = (7 * i + 3) % classes;
+  return t;
+}
+
+// The largest |a - b| over two tensors of one dtype and shape (either may be on the device).
+double worst(const any_tensor& a, const any_tensor& b) {
+  const any_tensor ha = host_copy(a, "test"), hb = host_copy(b, "test");
+  REQUIRE(ha.scalar_type() == hb.scalar_type());
+  REQUIRE(ha.extents() == hb.extents());
+  return typex_test::worst_abs_error(ha, hb);
+}
+
+// `steps` training steps of `ep`'s joint program on the Eigen backend and on the emulated device,
+// each optimizer made by make_opt from the module's parameters: every step's loss and gradients, and
+// the parameters after it, agree to `tol`; the CUDA module's parameters stay on the device.
+template <class MakeOpt>
+void train_both(const exported_program& ep, const std::vector<any_tensor>& inputs, int steps, double tol, MakeOpt make_opt) {
+  const exported_program joint = make_joint(ep);
+  const auto gpu = cuda::make_emulated_device();
+  program_module<eigen_backend> cpu(joint);
+  program_module<cuda_backend> dev(joint, {.device = gpu});
+  auto cpu_opt = make_opt(cpu.parameters());
+  auto dev_opt = make_opt(dev.parameters());
+  REQUIRE(!dev.parameters().empty());
+  for (const auto& [fqn, p] : dev.parameters()) REQUIRE(p.device() == gpu->where());
+  std::vector<any_tensor> dev_inputs;
+  for (const any_tensor& t : inputs) dev_inputs.push_back(cuda::to_device(t, gpu));
+  for (int s = 0; s < steps; ++s) {
+    INFO("step " << s);
+    const auto want = cpu(inputs);
+    const auto got = dev(dev_inputs);
+    const joint_outputs w = read_joint_outputs(joint, want), g = read_joint_outputs(joint, got);
+    CHECK(worst(g.loss, w.loss) <= tol);
+    REQUIRE(g.gradients.size() == w.gradients.size());
+    for (const auto& [fqn, grad] : w.gradients) {
+      INFO("gradient of " << fqn);
+      REQUIRE(g.gradients.contains(fqn));
+      CHECK(g.gradients.at(fqn).device() == gpu->where());
+      CHECK(worst(g.gradients.at(fqn), grad) <= tol);
+    }
+    cpu_opt.step(w.gradients);
+    dev_opt.step(g.gradients);
+    const named_tensors cs = cpu.state_dict(), ds = dev.state_dict();
+    for (const auto& [fqn, t] : cs) {
+      INFO("parameter " << fqn);
+      CHECK(ds.at(fqn).device().is_host());  // (state_dict: host copies of the device's parameters)
+      CHECK(worst(ds.at(fqn), t) <= tol);
+    }
+  }
+  // the trained parameters changed (the optimizer stepped the module's own device copies)
+  CHECK(worst(dev.state_dict().at(dev.parameters().front().first), joint.state_dict().at(dev.parameters().front().first)) > 0);
+}
+
+}  // namespace
+
+TEST_CASE("cuda training: a training step of the MLP, CNN and transformer block on the emulated device equals the Eigen backend, step after step") {
+  using namespace cuda_training_tests;
+  const auto models = parity_models::read_models();
+  const auto sgd = [](const optim::param_list& p) { return optim::sgd(p, {.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-3}); };
+  // (eps 1e-4: the keys' part of in_proj_bias has no gradient in exact arithmetic, softmax being
+  // blind to a shift of every score; each backend leaves rounding noise of ~1e-9 there, which Adam
+  // with eps 1e-8 would normalize into steps of the order of lr, different on each side)
+  const auto adamw = [](const optim::param_list& p) { return optim::adamw(p, {.lr = 1e-2, .eps = 1e-4, .amsgrad = true}); };
+  SUBCASE("MLP, SGD with momentum") {
+    mlp_step m;
+    load_state_dict(m.net, models.at("mlp").state);
+    const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<6>, fix<32>>>()), input<"y">(tensor_spec<i64, shape<fix<6>>>()));
+    train_both(ep, {pattern({6, 32}, 1), labels(6, 10)}, 3, 2e-5, sgd);
+  }
+  SUBCASE("CNN, SGD with momentum") {
+    cnn_step m;
+    load_state_dict(m.net, models.at("cnn").state);
+    const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<3>, fix<1>, fix<12>, fix<12>>>()),
+                                   input<"y">(tensor_spec<i64, shape<fix<3>>>()));
+    train_both(ep, {pattern({3, 1, 12, 12}, 2), labels(3, 4)}, 3, 2e-5, sgd);
+  }
+  SUBCASE("transformer block, AdamW with AMSGrad") {
+    block_step m;
+    load_state_dict(m.net, models.at("transformer").state);
+    const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<2>, fix<5>, fix<16>>>()),
+                                   input<"t">(tensor_spec<f32, shape<fix<2>, fix<5>, fix<16>>>()));
+    train_both(ep, {pattern({2, 5, 16}, 3), pattern({2, 5, 16}, 4, 0.5)}, 3, 5e-5, adamw);
+  }
+}
+
+TEST_CASE("cuda training: the partitioned halves on the emulated device give the joint program's outputs and train the same parameters") {
+  using namespace cuda_training_tests;
+  const auto models = parity_models::read_models();
+  cnn_step m;
+  load_state_dict(m.net, models.at("cnn").state);
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<2>, fix<1>, fix<12>, fix<12>>>()),
+                                 input<"y">(tensor_spec<i64, shape<fix<2>>>()));
+  const exported_program joint = make_joint(ep);
+  const auto gpu = cuda::make_emulated_device();
+  for (const bool recompute : {false, true}) {
+    INFO("recompute " << recompute);
+    partitioned_module<cuda_backend> split(joint, {.recompute = recompute}, {.device = gpu});
+    program_module<cuda_backend> whole(joint, {.device = gpu});
+    const std::vector<any_tensor> in = {cuda::to_device(pattern({2, 1, 12, 12}, 5), gpu), cuda::to_device(labels(2, 4), gpu)};
+    optim::sgd a(split.parameters(), {.lr = 0.1}), b(whole.parameters(), {.lr = 0.1});
+    for (int s = 0; s < 2; ++s) {
+      std::vector<any_tensor> saved;
+      const auto loss = split.forward(in, saved);
+      const auto grads = split.backward(saved);
+      const auto want = whole(in);
+      const joint_outputs w = read_joint_outputs(joint, want);
+      CHECK(worst(loss.front(), w.loss) == 0);  // (the same kernels on the same values)
+      const named_tensors g = split.gradients(grads);
+      for (const auto& [fqn, t] : w.gradients) CHECK(worst(g.at(fqn), t) == 0);
+      a.step(g);
+      b.step(w.gradients);
+    }
+    const named_tensors sa = split.state_dict(), sb = whole.state_dict();
+    for (const auto& [fqn, t] : sb) CHECK(worst(sa.at(fqn), t) == 0);
+  }
+}
+
+TEST_CASE("cuda training: buffers a program writes are written back on the device each call, copies keep their own, state_dict and load_state_dict") {
+  using namespace cuda_training_tests;
+  counting m;
+  std::memset(m.steps.erase().raw_data(), 0, 8);
+  for (int i = 0; i < 8; ++i) {
+    m.total.erase().data<float>()[i] = 0.5f * static_cast<float>(i);
+    m.w.erase().data<float>()[i] = 0.25f * static_cast<float>(i) - 1.0f;
+  }
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<8>>>()));
+  const auto gpu = cuda::make_emulated_device();
+  program_module<eigen_backend> cpu(ep);
+  program_module<cuda_backend> dev(ep, {.device = gpu});
+  const any_tensor x = pattern({8}, 6);
+  const any_tensor xd = cuda::to_device(x, gpu);
+  CHECK(dev.buffer("steps").device() == gpu->where());
+  for (int s = 0; s < 3; ++s) {
+    const auto want = cpu({x});
+    const auto got = dev({xd});
+    CHECK(worst(got.front(), want.front()) <= 1e-5);
+  }
+  named_tensors sd = dev.state_dict();
+  CHECK(sd.at("steps").device().is_host());
+  CHECK(sd.at("steps").data<std::int64_t>()[0] == 3);
+  CHECK(worst(sd.at("total"), cpu.state_dict().at("total")) <= 1e-5);
+  // a copy has buffers of its own: calling it leaves the original's alone
+  const program_module<cuda_backend> copy = dev;
+  (void)copy({xd});
+  CHECK(host_copy(copy.buffer("steps"), "t").data<std::int64_t>()[0] == 4);
+  CHECK(host_copy(dev.buffer("steps"), "t").data<std::int64_t>()[0] == 3);
+  // load_state_dict puts the loaded values on the device
+  sd.at("steps").data<std::int64_t>()[0] = 100;
+  dev.load_state_dict(sd);
+  (void)dev({xd});
+  CHECK(host_copy(dev.buffer("steps"), "t").data<std::int64_t>()[0] == 101);
+}
+
+TEST_CASE("cuda training: the optimizers' device updates equal the host loop bit for bit on the emulator, state_dict round trips, clip_grad_norm_") {
+  const auto gpu = cuda::make_emulated_device();
+  for (const dtype dt : {dtype::f32, dtype::f64}) {
+    INFO("dtype " << name(dt));
+    const auto make = [&](std::uint64_t seed) {
+      const any_tensor f = pattern({5, 7}, seed);
+      if (dt == dtype::f32) return f;
+      any_tensor d(dtype::f64, f.extents());
+      for (index_t i = 0; i < f.numel(); ++i) d.data<double>()[i] = static_cast<double>(f.data<float>()[i]) * 1.000000123;
+      return d;
+    };
+    // host parameters and their device copies, the same gradients on each side
+    const any_tensor p0 = make(10), p1 = make(11);
+    const optim::param_list host = {{"a", p0.clone()}, {"b", p1.clone()}};
+    const optim::param_list dev = {{"a", cuda::to_device(p0, gpu)}, {"b", cuda::to_device(p1, gpu)}};
+    const auto grads = [&](int s, bool on_device) {
+      named_tensors g;
+      g.insert("a", on_device ? cuda::to_device(make(20 + s), gpu) : make(20 + s));
+      if (s != 1) g.insert("b", on_device ? cuda::to_device(make(40 + s), gpu) : make(40 + s));  // (b skips a step)
+      return g;
+    };
+    const auto same = [&](const optim::param_list& h, const optim::param_list& d) {
+      for (std::size_t i = 0; i < h.size(); ++i) {
+        const any_tensor got = cuda::to_host(d[i].second);
+        CHECK(std::memcmp(got.raw_data(), h[i].second.raw_data(), got.nbytes()) == 0);
+      }
+    };
+    SUBCASE("sgd: momentum, dampening, weight decay, maximize; then Nesterov") {
+      for (const optim::sgd_options o : {optim::sgd_options{.lr = 0.1, .momentum = 0.9, .dampening = 0.1, .weight_decay = 0.01, .maximize = true},
+                                         optim::sgd_options{.lr = 0.05, .momentum = 0.8, .nesterov = true}, optim::sgd_options{.lr = 0.2}}) {
+        optim::sgd h(host, o), d(dev, o);
+        for (int s = 0; s < 3; ++s) {
+          h.step(grads(s, false));
+          d.step(grads(s, true));
+          same(host, dev);
+        }
+        const named_tensors hs = h.state_dict(), ds = d.state_dict();
+        REQUIRE(hs.size() == ds.size());
+        for (const auto& [k, t] : hs) CHECK(std::memcmp(ds.at(k).raw_data(), t.raw_data(), t.nbytes()) == 0);
+        optim::sgd d2(dev, o);  // (loading puts the momentum on the device: the next steps agree)
+        d2.load_state_dict(ds);
+        h.step(grads(3, false));
+        d2.step(grads(3, true));
+        same(host, dev);
+      }
+    }
+    SUBCASE("adam with weight decay and AMSGrad, adamw, maximize") {
+      for (const optim::adam_options o : {optim::adam_options{.lr = 0.01, .weight_decay = 0.1, .amsgrad = true},
+                                          optim::adamw_options{.lr = 0.02, .maximize = true}.as_adam(),
+                                          optim::adam_options{.lr = 0.3, .beta1 = 0.2}}) {
+        optim::adam h(host, o), d(dev, o);
+        for (int s = 0; s < 3; ++s) {
+          h.step(grads(s, false));
+          d.step(grads(s, true));
+          same(host, dev);
+        }
+        const named_tensors ds = d.state_dict();
+        for (const auto& [k, t] : ds) CHECK(t.device().is_host());
+        optim::adam d2(dev, o);
+        d2.load_state_dict(ds);
+        h.step(grads(3, false));
+        d2.step(grads(3, true));
+        same(host, dev);
+      }
+    }
+    SUBCASE("clip_grad_norm_ scales device gradients as host ones") {
+      named_tensors h = grads(0, false), d = grads(0, true);
+      const double th = optim::clip_grad_norm_(h, 0.5), td = optim::clip_grad_norm_(d, 0.5);
+      CHECK(th == td);
+      for (const auto& [k, t] : h) {
+        const any_tensor got = cuda::to_host(d.at(k));
+        CHECK(std::memcmp(got.raw_data(), t.raw_data(), t.nbytes()) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda training: a host gradient for a device parameter is a device_error naming it, and nothing is stepped") {
+  const auto gpu = cuda::make_emulated_device();
+  const any_tensor p = pattern({4}, 1);
+  const optim::param_list params = {{"w", cuda::to_device(p, gpu)}};
+  optim::sgd opt(params, {.lr = 0.1});
+  named_tensors g;
+  g.insert("w", pattern({4}, 2));
+  CHECK_THROWS_WITH_AS(opt.step(g), doctest::Contains("the gradient of 'w' is on cpu, the parameter on cuda:0"), device_error);
+  const any_tensor after = cuda::to_host(params.front().second);
+  CHECK(std::memcmp(after.raw_data(), p.raw_data(), p.nbytes()) == 0);
+}
