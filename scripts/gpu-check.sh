@@ -14,6 +14,8 @@
 # project's build dependencies on the GPU machine; a machine without them runs binaries built
 # elsewhere for x86-64 with the same CUDA major version: the device tool carries them).
 #   OUT=<dir>   where the logs go (default $BUILD/logs)
+#   SANITIZE_TESTS=<doctest -tc filter>   the test cases the sanitizers run (default: all)
+#   SKIP_TESTS=1  measure only; PEERS_MODES, PEERS_BUDGET: peers_cuda.py's
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD:-build/gpu}
@@ -41,7 +43,8 @@ grep -E "ERROR|FAILED|MESSAGE|test cases|assertions" "$out/gpu_tests.txt" | head
 if command -v compute-sanitizer >/dev/null 2>&1; then
   for tool in memcheck racecheck; do
     echo "== compute-sanitizer --tool $tool"
-    timeout 300 compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 "$tests" >"$out/sanitizer_$tool.txt" 2>&1 || status=$?
+    timeout 300 compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 "$tests" ${SANITIZE_TESTS:+"-tc=$SANITIZE_TESTS"} \
+      >"$out/sanitizer_$tool.txt" 2>&1 || status=$?
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test cases" "$out/sanitizer_$tool.txt" | head -5
   done
 fi

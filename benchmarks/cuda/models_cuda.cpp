@@ -1,6 +1,8 @@
 // typex's CUDA backend on a GPU: the reference models of benchmarks/models (the same weights,
 // workloads.hpp's fill) forward through program_module<cuda_backend>, with CUDA graphs on and off, at
-// batch 1 / 32 / 256 (transformer 1 / 8). A plain executable printing one table (benchmarks/README.md,
+// batch 1 / 32 / 256 (transformer 1 / 8), and one training step of each (the joint program run,
+// then typex::optim::sgd stepping the parameters on the device: MLP at batch 32 / 256, CNN at 32,
+// transformer at 8, as benchmarks/training). A plain executable printing two tables (benchmarks/README.md,
 // "CUDA"); peers_cuda.py measures PyTorch eager, torch.compile and AOTInductor on the same GPU, and
 // run_cuda.sh runs both (scripts/gpu-check.sh on a lent GPU). Built where typex::cuda is; without a
 // GPU it prints the device_error and exits 77.
@@ -14,10 +16,14 @@
 
 #include <typex/backend/cuda.hpp>
 #include <typex/backend/eigen.hpp>
+#include <typex/export/joint.hpp>
+#include <typex/nn/optim.hpp>
 #include <typex/typex.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -85,8 +91,83 @@ row measure(const char* name, M& model, const Spec& spec, std::vector<typex::ind
   return r;
 }
 
+// the training steps' losses: cross-entropy against labels (MLP, CNN), mse against a target (the block)
+template <class Net>
+struct classify {
+  Net net;
+  template <class X, class Y>
+  auto operator()(const X& x, const Y& y) const {
+    return typex::cross_entropy(net(x), y);
+  }
+};
+template <class Net>
+struct regress {
+  Net net;
+  template <class X, class T>
+  auto operator()(const X& x, const T& t) const {
+    return typex::mse_loss(net(x), t);
+  }
+};
+
+struct train_row {
+  std::string model;
+  long batch;
+  double flops;
+  double us_graphs, us_plain;
+  float loss;
+};
+
+// One training step (the joint program's call, then SGD on the device), checked against the Eigen
+// backend's first loss and gradients before timing.
+template <class M, class XSpec, class YSpec>
+train_row measure_step(const char* name, M& model, const XSpec& xs, const YSpec& ys, const typex::any_tensor& x, const typex::any_tensor& y,
+                       double flops, const std::shared_ptr<typex::cuda::device_runtime>& gpu) {
+  using namespace typex;
+  const exported_program joint = make_joint(export_program(model, input<"x">(xs), input<"y">(ys)));
+  const auto want = read_joint_outputs(joint, program_module<eigen_backend>(joint)({x, y}));
+  const std::vector<any_tensor> in = {cuda::to_device(x, gpu), cuda::to_device(y, gpu)};
+  train_row r{name, x.extents()[0], 3.0 * flops, 0, 0, want.loss.data<float>()[0]};
+  for (const bool graphs : {true, false}) {
+    program_module<cuda_backend> step(joint, {.device = gpu, .graphs = graphs});
+    optim::sgd opt(step.parameters(), {.lr = 1e-3, .momentum = 0.9});
+    std::vector<any_tensor> out;
+    step.run(in, out);
+    const joint_outputs got = read_joint_outputs(joint, out);
+    double worst = std::abs(double(cuda::to_host(got.loss).data<float>()[0]) - double(r.loss));
+    for (const auto& [fqn, g] : want.gradients) {
+      const any_tensor h = cuda::to_host(got.gradients.at(fqn));
+      for (index_t i = 0; i < h.numel(); ++i) worst = std::max(worst, std::abs(double(h.data<float>()[i]) - double(g.template data<float>()[i])));
+    }
+    if (!(worst <= 1e-3)) {
+      std::fprintf(stderr, "%s batch %ld training step: the GPU's loss or gradients differ from the Eigen backend's by %g\n", name, r.batch, worst);
+      std::exit(1);
+    }
+    const double s = time_calls([&] {
+      step.run(in, out);
+      opt.step(read_joint_outputs(joint, out).gradients);
+    });
+    (graphs ? r.us_graphs : r.us_plain) = s * 1e6;
+  }
+  return r;
+}
+
+typex::any_tensor filled(std::vector<typex::index_t> extents, float scale = 1.0f) {
+  typex::any_tensor t(typex::dtype::f32, extents);
+  fill_input(t.data<float>(), static_cast<std::size_t>(t.numel()));
+  for (typex::index_t i = 0; i < t.numel(); ++i) t.data<float>()[i] *= scale;
+  return t;
+}
+typex::any_tensor class_labels(typex::index_t n) {
+  typex::any_tensor t(typex::dtype::i64, {n});
+  for (typex::index_t i = 0; i < n; ++i) t.data<std::int64_t>()[i] = (7 * i + 3) % 10;
+  return t;
+}
+
 }  // namespace bench
 BOOST_HANA_ADAPT_STRUCT(bench::one_relu);
+BOOST_HANA_ADAPT_STRUCT(bench::classify<bench::mlp_model>, net);
+BOOST_HANA_ADAPT_STRUCT(bench::classify<bench::cnn_model>, net);
+BOOST_HANA_ADAPT_STRUCT(bench::regress<bench::transformer_model>, net);
 
 int main() {
   using namespace bench;
@@ -126,5 +207,33 @@ int main() {
   for (const row& r : rows)
     std::printf("%-20s %6ld %14.1f %14.1f %12.1f\n", r.model.c_str(), r.batch, r.us_graphs, r.us_plain,
                 r.flops > 0 ? r.flops / (std::min(r.us_graphs, r.us_plain) * 1e-6) / 1e9 : 0.0);
+  // one training step of each: forward, backward (the joint program) and SGD on the device
+  std::vector<train_row> steps;
+  {
+    classify<mlp_model> m{mlp};
+    for (long b : {32L, 256L}) {
+      using xs = shape<batch, fix<784>>;
+      using ys = shape<batch>;
+      steps.push_back(measure_step("mlp", m, tensor_spec<f32, xs>(xs(batch(b), {})), tensor_spec<i64, ys>(ys(batch(b))), filled({b, 784}),
+                                   class_labels(b), mlp_flops(b), gpu));
+    }
+  }
+  {
+    classify<cnn_model> m{cnn};
+    using xs = shape<batch, fix<1>, fix<28>, fix<28>>;
+    using ys = shape<batch>;
+    steps.push_back(measure_step("cnn", m, tensor_spec<f32, xs>(xs(batch(32), {}, {}, {})), tensor_spec<i64, ys>(ys(batch(32))),
+                                 filled({32, 1, 28, 28}), class_labels(32), cnn_flops(32), gpu));
+  }
+  {
+    regress<transformer_model> m{tf};
+    using xs = shape<batch, fix<tf_seq>, fix<tf_d>>;
+    steps.push_back(measure_step("transformer", m, tensor_spec<f32, xs>(xs(batch(8), {}, {})), tensor_spec<f32, xs>(xs(batch(8), {}, {})),
+                                 filled({8, tf_seq, tf_d}), filled({8, tf_seq, tf_d}, 0.5f), transformer_flops(8), gpu));
+  }
+  std::printf("\n%-20s %6s %14s %14s %12s %10s\n", "training step", "batch", "graphs (us)", "no graphs (us)", "GFLOP/s", "loss");
+  for (const train_row& r : steps)
+    std::printf("%-20s %6ld %14.1f %14.1f %12.1f %10.5f\n", r.model.c_str(), r.batch, r.us_graphs, r.us_plain,
+                r.flops / (std::min(r.us_graphs, r.us_plain) * 1e-6) / 1e9, static_cast<double>(r.loss));
   return 0;
 }

@@ -6,7 +6,10 @@ same f32 arithmetic (no TF32: typex's products are CUBLAS_COMPUTE_32F). A row's 
 over 7 rounds of the mean time per call, each round at least 0.2 s after a warm-up, every call
 synchronized (as typex's calls are). Compiling is slow (max-autotune most), so the peers share a
 budget in seconds (PEERS_BUDGET, default 300): what does not fit is printed as skipped, never guessed.
-PEERS_MODES (default eager,compile,max-autotune,aoti) picks the peers.
+PEERS_MODES (default eager,compile,max-autotune,aoti,train) picks the peers; `train` adds PyTorch
+eager's training step (forward, loss, backward, torch.optim.SGD with momentum: its default foreach
+path on CUDA) for the rows of models_cuda.cpp's second table, on the same inputs (fill_input's
+numbers), so that the first loss printed equals typex's.
 
   python3 benchmarks/cuda/peers_cuda.py            # prints one table
 """
@@ -79,6 +82,32 @@ def time_calls(f):
     return statistics.median(rounds)
 
 
+def train_rows():
+    """PyTorch eager's training step: MLP at batch 32 / 256, CNN at 32, the block at 8."""
+    dev = torch.device("cuda")
+    out = []
+    for name, b in (("mlp", 32), ("mlp", 256), ("cnn", 32), ("transformer", 8)):
+        model, shapes = models()[name]
+        model = model.to(dev).train()
+        shape = dict(shapes)[b]
+        x = fill_weights("input", math.prod(shape), 1).reshape(shape).to(dev)
+        if name == "transformer":
+            y, loss_fn = 0.5 * x, nn.MSELoss()
+        else:
+            y, loss_fn = torch.tensor([(7 * i + 3) % 10 for i in range(b)], device=dev), nn.CrossEntropyLoss()
+        opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+        first = loss_fn(model(x), y).item()
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss_fn(model(x), y).backward()
+            opt.step()
+        out.append((name, b, time_calls(step), first))
+    print(f"{'training step':<12} {'batch':>5} {'eager (us)':>11} {'first loss':>11}")
+    for name, b, t, first in out:
+        print(f"{name:<12} {b:>5} {t * 1e6:>11.1f} {first:>11.5f}")
+
+
 def aoti_child(name, batch):
     """One AOTInductor row in a process of its own (a crash of the compiler or of the loaded package
     is reported as the row's result, and never takes the other rows with it)."""
@@ -106,7 +135,7 @@ def main():
     import warnings
     warnings.filterwarnings("ignore")
     budget = float(os.environ.get("PEERS_BUDGET", "300"))
-    modes = os.environ.get("PEERS_MODES", "eager,compile,max-autotune,aoti").split(",")
+    modes = os.environ.get("PEERS_MODES", "eager,compile,max-autotune,aoti,train").split(",")
     start = time.perf_counter()
     dev = torch.device("cuda")
     print("device:", torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
@@ -152,6 +181,8 @@ def main():
     for r in rows:
         aoti = fmt(r["aoti"]) if r["aoti"] is not None else r.get("aoti_failed", "skipped")
         print(f"{r['model']:<12} {r['batch']:>5} {fmt(r['eager']):>11} {fmt(r['compile']):>13} {fmt(r['max-autotune']):>18} {aoti:>17}")
+    if "train" in modes:
+        train_rows()
     print(f"(peers took {time.perf_counter() - start:.0f} s)")
 
 

@@ -5,15 +5,10 @@
 // the module's copies, state_dict and load_state_dict; the device optimizer kernels against the host
 // loop bit for bit (the emulator does not contract products and sums), clip_grad_norm_ on device
 // gradients; and the errors: a gradient on the host for a device parameter.
-#include "../model_cases.hpp"
-#include "../support.hpp"
+#include "../cuda_training.hpp"
 
-#include <typex/backend/cuda.hpp>
 #include <typex/backend/cuda/emulated_device.hpp>
-#include <typex/backend/eigen.hpp>
-#include <typex/export/joint.hpp>
 #include <typex/export/partitioned_module.hpp>
-#include <typex/nn/optim.hpp>
 
 #include <cstdint>
 #include <cstring>
@@ -22,141 +17,21 @@
 
 using namespace typex;
 
-namespace cuda_training_tests {
-template <class Net>
-struct classify {
-  Net net;
-  template <class X, class Y>
-  auto operator()(const X& x, const Y& y) const {
-    return cross_entropy(net(x), y);
-  }
-};
-template <class Net>
-struct regress {
-  Net net;
-  template <class X, class T>
-  auto operator()(const X& x, const T& t) const {
-    return mse_loss(net(x), t);
-  }
-};
-using mlp_step = classify<parity_models::mlp>;
-using cnn_step = classify<parity_models::cnn>;
-using block_step = regress<parity_models::transformer>;
+using namespace cuda_training;
 
-// A step counter and a running total written by every call (BUFFER_MUTATION), and a parameter.
-struct counting {
-  buffer<i64> steps;
-  buffer<f32, fix<8>> total;
-  parameter<f32, fix<8>> w;
+namespace cuda_training_tests {
+struct bump {  // x.add_(1); return x * 2 (USER_INPUT_MUTATION)
   template <class X>
   auto operator()(const X& x) const {
-    add_(steps, 1);
-    copy_(total, add(total, mul(w, w)));
-    return sum(mul(x, total));
+    add_(x, 1.0);
+    return mul(x, 2.0);
   }
 };
 }  // namespace cuda_training_tests
-BOOST_HANA_ADAPT_STRUCT(cuda_training_tests::mlp_step, net);
-BOOST_HANA_ADAPT_STRUCT(cuda_training_tests::cnn_step, net);
-BOOST_HANA_ADAPT_STRUCT(cuda_training_tests::block_step, net);
-BOOST_HANA_ADAPT_STRUCT(cuda_training_tests::counting, steps, total, w);
-
-namespace {
-
-any_tensor pattern(std::vector<index_t> extents, std::uint64_t seed, double scale = 1.0) {
-  any_tensor t(dtype::f32, extents);
-  std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 7;
-  for (index_t i = 0; i < t.numel(); ++i) {
-    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-    t.data<float>()[i] = static_cast<float>(scale * (static_cast<double>(s % 20001) / 10000.0 - 1.0));
-  }
-  return t;
-}
-any_tensor labels(index_t n, index_t classes) {
-  any_tensor t(dtype::i64, {n});
-  for (index_t i = 0; i < n; ++i) t.data<std::int64_t>()[i] = (7 * i + 3) % classes;
-  return t;
-}
-
-// The largest |a - b| over two tensors of one dtype and shape (either may be on the device).
-double worst(const any_tensor& a, const any_tensor& b) {
-  const any_tensor ha = host_copy(a, "test"), hb = host_copy(b, "test");
-  REQUIRE(ha.scalar_type() == hb.scalar_type());
-  REQUIRE(ha.extents() == hb.extents());
-  return typex_test::worst_abs_error(ha, hb);
-}
-
-// `steps` training steps of `ep`'s joint program on the Eigen backend and on the emulated device,
-// each optimizer made by make_opt from the module's parameters: every step's loss and gradients, and
-// the parameters after it, agree to `tol`; the CUDA module's parameters stay on the device.
-template <class MakeOpt>
-void train_both(const exported_program& ep, const std::vector<any_tensor>& inputs, int steps, double tol, MakeOpt make_opt) {
-  const exported_program joint = make_joint(ep);
-  const auto gpu = cuda::make_emulated_device();
-  program_module<eigen_backend> cpu(joint);
-  program_module<cuda_backend> dev(joint, {.device = gpu});
-  auto cpu_opt = make_opt(cpu.parameters());
-  auto dev_opt = make_opt(dev.parameters());
-  REQUIRE(!dev.parameters().empty());
-  for (const auto& [fqn, p] : dev.parameters()) REQUIRE(p.device() == gpu->where());
-  std::vector<any_tensor> dev_inputs;
-  for (const any_tensor& t : inputs) dev_inputs.push_back(cuda::to_device(t, gpu));
-  for (int s = 0; s < steps; ++s) {
-    INFO("step " << s);
-    const auto want = cpu(inputs);
-    const auto got = dev(dev_inputs);
-    const joint_outputs w = read_joint_outputs(joint, want), g = read_joint_outputs(joint, got);
-    CHECK(worst(g.loss, w.loss) <= tol);
-    REQUIRE(g.gradients.size() == w.gradients.size());
-    for (const auto& [fqn, grad] : w.gradients) {
-      INFO("gradient of " << fqn);
-      REQUIRE(g.gradients.contains(fqn));
-      CHECK(g.gradients.at(fqn).device() == gpu->where());
-      CHECK(worst(g.gradients.at(fqn), grad) <= tol);
-    }
-    cpu_opt.step(w.gradients);
-    dev_opt.step(g.gradients);
-    const named_tensors cs = cpu.state_dict(), ds = dev.state_dict();
-    for (const auto& [fqn, t] : cs) {
-      INFO("parameter " << fqn);
-      CHECK(ds.at(fqn).device().is_host());  // (state_dict: host copies of the device's parameters)
-      CHECK(worst(ds.at(fqn), t) <= tol);
-    }
-  }
-  // the trained parameters changed (the optimizer stepped the module's own device copies)
-  CHECK(worst(dev.state_dict().at(dev.parameters().front().first), joint.state_dict().at(dev.parameters().front().first)) > 0);
-}
-
-}  // namespace
+BOOST_HANA_ADAPT_STRUCT(cuda_training_tests::bump);
 
 TEST_CASE("cuda training: a training step of the MLP, CNN and transformer block on the emulated device equals the Eigen backend, step after step") {
-  using namespace cuda_training_tests;
-  const auto models = parity_models::read_models();
-  const auto sgd = [](const optim::param_list& p) { return optim::sgd(p, {.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-3}); };
-  // (eps 1e-4: the keys' part of in_proj_bias has no gradient in exact arithmetic, softmax being
-  // blind to a shift of every score; each backend leaves rounding noise of ~1e-9 there, which Adam
-  // with eps 1e-8 would normalize into steps of the order of lr, different on each side)
-  const auto adamw = [](const optim::param_list& p) { return optim::adamw(p, {.lr = 1e-2, .eps = 1e-4, .amsgrad = true}); };
-  SUBCASE("MLP, SGD with momentum") {
-    mlp_step m;
-    load_state_dict(m.net, models.at("mlp").state);
-    const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<6>, fix<32>>>()), input<"y">(tensor_spec<i64, shape<fix<6>>>()));
-    train_both(ep, {pattern({6, 32}, 1), labels(6, 10)}, 3, 2e-5, sgd);
-  }
-  SUBCASE("CNN, SGD with momentum") {
-    cnn_step m;
-    load_state_dict(m.net, models.at("cnn").state);
-    const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<3>, fix<1>, fix<12>, fix<12>>>()),
-                                   input<"y">(tensor_spec<i64, shape<fix<3>>>()));
-    train_both(ep, {pattern({3, 1, 12, 12}, 2), labels(3, 4)}, 3, 2e-5, sgd);
-  }
-  SUBCASE("transformer block, AdamW with AMSGrad") {
-    block_step m;
-    load_state_dict(m.net, models.at("transformer").state);
-    const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<2>, fix<5>, fix<16>>>()),
-                                   input<"t">(tensor_spec<f32, shape<fix<2>, fix<5>, fix<16>>>()));
-    train_both(ep, {pattern({2, 5, 16}, 3), pattern({2, 5, 16}, 4, 0.5)}, 3, 5e-5, adamw);
-  }
+  train_reference_models(cuda::make_emulated_device(), 2e-5, true);
 }
 
 TEST_CASE("cuda training: the partitioned halves on the emulated device give the joint program's outputs and train the same parameters") {
@@ -314,4 +189,22 @@ TEST_CASE("cuda training: a host gradient for a device parameter is a device_err
   CHECK_THROWS_WITH_AS(opt.step(g), doctest::Contains("the gradient of 'w' is on cpu, the parameter on cuda:0"), device_error);
   const any_tensor after = cuda::to_host(params.front().second);
   CHECK(std::memcmp(after.raw_data(), p.raw_data(), p.nbytes()) == 0);
+}
+
+TEST_CASE("cuda training: an input the program writes (USER_INPUT_MUTATION) is written back into the caller's device tensor") {
+  cuda_training_tests::bump m;
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<5>>>()));
+  const auto gpu = cuda::make_emulated_device();
+  const program_module<cuda_backend> run(ep, {.device = gpu});
+  const any_tensor x = pattern({5}, 7);
+  const any_tensor xd = cuda::to_device(x, gpu);
+  for (int call = 1; call <= 2; ++call) {
+    const auto out = run({xd});
+    REQUIRE(out.size() == 1);
+    const any_tensor now = cuda::to_host(xd), y = cuda::to_host(out.front());
+    for (index_t i = 0; i < 5; ++i) {
+      CHECK(now.data<float>()[i] == x.data<float>()[i] + static_cast<float>(call));
+      CHECK(y.data<float>()[i] == 2.0f * now.data<float>()[i]);
+    }
+  }
 }

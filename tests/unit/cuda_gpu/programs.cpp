@@ -5,11 +5,14 @@
 //     parity case the CUDA backend runs, as a program, against PyTorch's values;
 //   - the reference models of tests/data/parity/models.txt (MLP, CNN, transformer block) against
 //     PyTorch's outputs, graphs on and off;
+//   - a training step of each reference model (the joint program, its parameters on the GPU, SGD and
+//     AdamW stepping them there), three steps against the Eigen backend, graphs on and off;
 //   - the contract of the library model: real cuBLASLt on the GPU against the emulated device's model
 //     (lt_reference.hpp) for the descriptors typex builds, each epilogue it uses, and cuBLASLt's GELU
 //     is the tanh form (not erf), which the lowering relies on.
 #include "../backend_axis.hpp"
 #include "../cuda_axis.hpp"
+#include "../cuda_training.hpp"
 #include "../model_cases.hpp"
 
 #include <doctest/doctest.h>
@@ -105,6 +108,14 @@ TEST_CASE("cuda gpu: the MLP, CNN and transformer block of the PyTorch reference
   check_reference_model_on_gpu<parity_models::mlp, tensor<f32, fix<3>, fix<32>>>(models.at("mlp"), gpu);
   check_reference_model_on_gpu<parity_models::cnn, tensor<f32, fix<2>, fix<1>, fix<12>, fix<12>>>(models.at("cnn"), gpu);
   check_reference_model_on_gpu<parity_models::transformer, tensor<f32, fix<2>, fix<5>, fix<16>>>(models.at("transformer"), gpu);
+}
+
+TEST_CASE("cuda gpu: training steps of the MLP, CNN and transformer block on the GPU equal the Eigen backend, graphs on and off") {
+  const auto gpu = cuda::make_native_device();
+  for (const bool graphs : {true, false}) {
+    INFO("graphs " << graphs);
+    cuda_training::train_reference_models(gpu, 1e-4, graphs);  // (a GPU contracts products and sums: 1e-4, not the emulator's 2e-5)
+  }
 }
 
 TEST_CASE("cuda gpu: dropout masks equal the CPU's for the same draws, and an index out of range is an argument_error after the call") {

@@ -84,7 +84,10 @@ struct cuda_backend {
   // The module's state (written buffers, trained parameters) on the program's device: a copy of
   // the host tensor there (program_module keeps it, writes it back and clones it on the device).
   static any_tensor place_state(const any_tensor& host, const options& o) {
-    return cuda::to_device(host, o.device ? o.device : cuda::make_native_device(0));
+    if (o.device) return cuda::to_device(host, o.device);
+    // (no device named: GPU 0, one runtime for every module's state rather than a stream and pool per tensor)
+    static const std::shared_ptr<cuda::device_runtime> gpu0 = cuda::make_native_device(0);
+    return cuda::to_device(host, gpu0);
   }
 };
 
