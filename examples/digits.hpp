@@ -4,14 +4,29 @@
 //
 // Every fifth image is held out for testing (359 images); the other 1,438 train, shuffled each
 // epoch, in batches of 32 (the last one smaller: the programs' batch dim is symbolic).
+//
+// Where typex's CUDA backend is built (TYPEX_EXAMPLES_CUDA), `--device cuda` trains on GPU 0 and
+// `--device emulated` on the emulated CUDA device: the joint program on the device, its parameters
+// kept there and stepped there by Adam; the test set is evaluated on the CPU with the parameters the
+// device trained (step.state_dict(): host copies). `--epochs N` trains fewer epochs and
+// `--batches N` the first N batches of each (the accuracy target then does not apply), and `--compare-cpu` trains the same epochs on the CPU afterwards and
+// fails unless the device's test accuracy is the CPU's (within 1%, rounding moving a borderline
+// image or two) and its last epoch's loss is the CPU's within 1e-3. CI runs the MLP's first 12
+// steps on the emulated device that way: the emulator runs each CUDA thread as a host thread, about
+// two seconds a step on 2 cores; a GPU trains both examples to their targets (scripts/gpu-check.sh).
 #pragma once
 
 #include <typex/backend/eigen.hpp>
 #include <typex/export/joint.hpp>
 #include <typex/typex.hpp>
+#if defined(TYPEX_EXAMPLES_CUDA)
+#include <typex/backend/cuda.hpp>
+#include <typex/backend/cuda/emulated_device.hpp>
+#endif
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -20,6 +35,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace digits {
@@ -100,14 +116,53 @@ struct classifier {
   }
 };
 
+// The command line: [path to digits.txt] [--device cpu|cuda|emulated].
+struct options {
+  std::string path = TYPEX_EXAMPLES_DATA_DIR "/digits.txt";
+  std::string device = "cpu";
+  int epochs = 0;  // (0: the example's own count)
+  int batches = 0;  // training batches per epoch (0: all)
+  bool compare_cpu = false;
+};
+inline options parse(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--device" && i + 1 < argc) o.device = argv[++i];
+    else if (a.rfind("--device=", 0) == 0) o.device = std::string(a.substr(9));
+    else if (a == "--epochs" && i + 1 < argc) o.epochs = std::stoi(argv[++i]);
+    else if (a == "--batches" && i + 1 < argc) o.batches = std::stoi(argv[++i]);
+    else if (a == "--compare-cpu") o.compare_cpu = true;
+    else o.path = std::string(a);
+  }
+  if (o.epochs < 0 || o.batches < 0) throw std::runtime_error("--epochs, --batches: a count of at least 1");
+  if (o.device != "cpu" && o.device != "cuda" && o.device != "emulated")
+    throw std::runtime_error("--device " + o.device + ": cpu, cuda or emulated");
+#if !defined(TYPEX_EXAMPLES_CUDA)
+  if (o.device != "cpu") throw std::runtime_error("--device " + o.device + ": this build has no CUDA backend (typex::cuda)");
+#endif
+  return o;
+}
+
+// The training loop on Backend (the joint program `joint`, its module made with `module_options`;
+// `place` moves a host batch to where the module wants its inputs, `read` brings a result back).
+struct result {
+  double accuracy = 0;  // on the test set, after the last epoch
+  double loss = 0;      // the last epoch's mean training loss
+};
+template <class Backend, class XSpec, class Place, class Read>
+result train_on(const typex::exported_program& joint, const typename Backend::options& module_options, Place place, Read read,
+                const split& train_set, const split& test_set, const std::vector<typex::index_t>& image, int epochs, int batches,
+                double lr, typex::program_module<typex::eigen_backend>& evaluate);
+
 // Trains Net on the digits (XShape: the input's shape, shape<batch, fix<64>> or shape<batch, fix<1>,
-// fix<8>, fix<8>>; image: the extents of one image, {64} or {1, 8, 8}); returns the final test
-// accuracy.
+// fix<8>, fix<8>>; image: the extents of one image, {64} or {1, 8, 8}) on `o.device` for
+// `o.epochs` (or `epochs`); returns the final test accuracy, and whether the accuracy target applies
+// (the example's own epoch count), through `full`.
 template <class Net, class XShape>
-double train(const std::string& path, const std::vector<typex::index_t>& image, int epochs, double lr) {
+double train(const options& o, const std::vector<typex::index_t>& image, int epochs, double lr, bool& full) {
   using namespace typex;
-  using clock = std::chrono::steady_clock;
-  const auto [train_set, test_set] = load(path);
+  const auto [train_set, test_set] = load(o.path);
   with_loss<Net> model;
   init_module(model, /*seed=*/0);  // PyTorch's default init schemes, deterministic
 
@@ -115,10 +170,44 @@ double train(const std::string& path, const std::vector<typex::index_t>& image, 
   using x_spec = tensor_spec<f32, XShape>;
   const auto forward = export_program(model, input<"x">(x_spec()), input<"y">(tensor_spec<i64, shape<batch>>()));
   const exported_program joint = make_joint(forward);
-  auto step = program_module<eigen_backend>(joint);                  // computes with its own parameters,
-  optim::adam opt(step.parameters(), {.lr = lr});                     // which the optimizer steps
   classifier<Net> net;
   auto evaluate = program_module<eigen_backend>(export_program(net, input<"x">(x_spec())));
+  const auto same = [](const any_tensor& t) { return t; };
+  full = (o.epochs == 0 || o.epochs == epochs) && o.batches == 0;
+  if (o.epochs != 0) epochs = o.epochs;
+  const auto on_cpu = [&] {
+    return train_on<eigen_backend, x_spec>(joint, eigen::compile_options{}, same, same, train_set, test_set, image, epochs, o.batches, lr,
+                                           evaluate);
+  };
+  if (o.device == "cpu") return on_cpu().accuracy;
+#if defined(TYPEX_EXAMPLES_CUDA)
+  const std::shared_ptr<cuda::device_runtime> gpu = o.device == "cuda" ? cuda::make_native_device(0) : cuda::make_emulated_device();
+  std::printf("device: %s\n", gpu->info().name.c_str());
+  const result dev = train_on<cuda_backend, x_spec>(
+      joint, cuda::compile_options{.device = gpu}, [&](const any_tensor& t) { return cuda::to_device(t, gpu); },
+      [](const any_tensor& t) { return cuda::to_host(t); }, train_set, test_set, image, epochs, o.batches, lr, evaluate);
+  if (o.compare_cpu) {
+    std::printf("the same on the CPU:\n");
+    const result cpu = on_cpu();
+    std::printf("test accuracy %.2f%% on %s, %.2f%% on the CPU; last epoch's loss %.6f and %.6f\n", 100.0 * dev.accuracy, o.device.c_str(),
+                100.0 * cpu.accuracy, dev.loss, cpu.loss);
+    if (std::abs(dev.accuracy - cpu.accuracy) > 0.01 || std::abs(dev.loss - cpu.loss) > 1e-3 * std::max(1.0, std::abs(cpu.loss)))
+      throw std::runtime_error("the device's training differs from the CPU's");
+  }
+  return dev.accuracy;
+#else
+  throw std::runtime_error("--device " + o.device + ": this build has no CUDA backend");
+#endif
+}
+
+template <class Backend, class XSpec, class Place, class Read>
+result train_on(const typex::exported_program& joint, const typename Backend::options& module_options, Place place, Read read,
+                const split& train_set, const split& test_set, const std::vector<typex::index_t>& image, int epochs, int batches,
+                double lr, typex::program_module<typex::eigen_backend>& evaluate) {
+  using namespace typex;
+  using clock = std::chrono::steady_clock;
+  auto step = program_module<Backend>(joint, module_options);        // computes with its own parameters,
+  optim::adam opt(step.parameters(), {.lr = lr});                     // which the optimizer steps
 
   std::vector<std::size_t> order(train_set.size()), test_order(test_set.size());
   std::iota(order.begin(), order.end(), 0);
@@ -127,7 +216,7 @@ double train(const std::string& path, const std::vector<typex::index_t>& image, 
   any_tensor x, y, tx, ty;
   copy_batch(test_set, test_order, 0, test_set.size(), image, tx, ty);
   std::vector<any_tensor> in(2), out;
-  double accuracy = 0;
+  result last;
   const std::size_t bs = 32;
   std::printf("%zu training images, %zu test images; %zu parameters in %zu tensors; batches of %zu, Adam lr %g (halved every 8 epochs)\n", train_set.size(),
               test_set.size(), [&] { std::size_t n = 0; for (const auto& [k, p] : step.parameters()) n += static_cast<std::size_t>(p.numel()); return n; }(),
@@ -136,26 +225,29 @@ double train(const std::string& path, const std::vector<typex::index_t>& image, 
     const auto t0 = clock::now();
     std::shuffle(order.begin(), order.end(), rng);
     double loss = 0;
-    std::size_t hits = 0;
-    for (std::size_t first = 0; first < order.size(); first += bs) {
+    std::size_t hits = 0, seen = 0;
+    const std::size_t stop = batches > 0 ? std::min(order.size(), bs * static_cast<std::size_t>(batches)) : order.size();
+    for (std::size_t first = 0; first < stop; first += bs) {
       const std::size_t n = std::min(bs, order.size() - first);
+      seen += n;
       copy_batch(train_set, order, first, n, image, x, y);
-      in[0] = x;
-      in[1] = y;
+      in[0] = place(x);
+      in[1] = place(y);
       step.run(in, out);
       const joint_outputs r = read_joint_outputs(joint, out);
       opt.step(r.gradients);
-      loss += r.loss.data<float>()[0] * static_cast<double>(n);
-      hits += correct(r.user_outputs[0], y);
+      loss += read(r.loss).template data<float>()[0] * static_cast<double>(n);
+      hits += correct(read(r.user_outputs[0]), y);
     }
     if (epoch % 8 == 0) opt.options.lr *= 0.5;  // (a step schedule: halved every 8 epochs)
     evaluate.load_state_dict(step.state_dict());
     const std::vector<any_tensor> logits = evaluate({tx});
-    accuracy = static_cast<double>(correct(logits[0], ty)) / static_cast<double>(test_set.size());
+    const double accuracy = static_cast<double>(correct(logits[0], ty)) / static_cast<double>(test_set.size());
+    last = {accuracy, loss / static_cast<double>(seen)};
     const double seconds = std::chrono::duration<double>(clock::now() - t0).count();
-    std::printf("epoch %2d/%d  loss %.4f  train acc %5.1f%%  test acc %5.1f%%  %.2f s\n", epoch, epochs, loss / static_cast<double>(order.size()),
-                100.0 * static_cast<double>(hits) / static_cast<double>(order.size()), 100.0 * accuracy, seconds);
+    std::printf("epoch %2d/%d  loss %.4f  train acc %5.1f%%  test acc %5.1f%%  %.2f s\n", epoch, epochs, loss / static_cast<double>(seen),
+                100.0 * static_cast<double>(hits) / static_cast<double>(seen), 100.0 * accuracy, seconds);
   }
-  return accuracy;
+  return last;
 }
 }  // namespace digits
