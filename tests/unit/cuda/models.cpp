@@ -303,3 +303,41 @@ TEST_CASE("cuda models: batch norm in evaluation mode and group norm after a con
     CHECK(cuda_vs_eigen(ep, {pattern({b, 3, 9, 9}, static_cast<std::uint64_t>(b))}) <= 2e-5);
   }
 }
+
+namespace cuda_model_tests {
+// conv2d + bias + relu with few output tiles over a long reduction (K = 60 / 2 x 3 x 3 x ... per
+// group): the split-K path of the conv kernel
+struct long_reduction {
+  template <class X, class W, class B>
+  auto operator()(const X& x, const W& w, const B& b) const {
+    return relu(conv2d<conv2d_options{.padding = {1, 1}, .groups = 2}>(x, w, b));
+  }
+};
+}  // namespace cuda_model_tests
+BOOST_HANA_ADAPT_STRUCT(cuda_model_tests::long_reduction);
+
+TEST_CASE("cuda models: a convolution with few output tiles over a long reduction splits K across blocks and equals the Eigen backend") {
+  // the geometry: 2 groups of 120 / 2 x 3 x 3 = 540 terms (34 slabs, the last one partial) over 2 x 5 x 5
+  // pixels: one tile a group, so K splits (4 stretches of 9, 9, 9 and 7 slabs)
+  cuda::conv_params cp{};
+  cp.n = 2, cp.c = 120, cp.h = 5, cp.w = 5, cp.oc = 6, cp.kh = 3, cp.kw = 3, cp.oh = 5, cp.ow = 5, cp.groups = 2;
+  CHECK(cuda::conv_k_splits(cp) == 4);
+  // the benchmark CNN's weight gradients at batch 32 split too (conv2's: [32, 32, 26, 26] by the
+  // output gradient [64, 32, 24, 24] as its weight), a large forward convolution does not
+  cuda::conv_params wg{};
+  wg.n = 32, wg.c = 32, wg.h = 26, wg.w = 26, wg.oc = 64, wg.kh = 24, wg.kw = 24, wg.oh = 3, wg.ow = 3;
+  CHECK(cuda::conv_k_splits(wg) > 8);
+  cuda::conv_params fw{};
+  fw.n = 32, fw.c = 32, fw.h = 26, fw.w = 26, fw.oc = 64, fw.kh = 3, fw.kw = 3, fw.oh = 24, fw.ow = 24;
+  CHECK(cuda::conv_k_splits(fw) == 1);
+  cuda_model_tests::long_reduction f;
+  using X = shape<fix<2>, fix<120>, fix<5>, fix<5>>;
+  using W = shape<fix<6>, fix<60>, fix<3>, fix<3>>;
+  const exported_program ep = export_program(f, input<"x">(tensor_spec<f32, X>()), input<"w">(tensor_spec<f32, W>()),
+                                             input<"b">(tensor_spec<f32, shape<fix<6>>>()));
+  const std::vector<any_tensor> in{pattern({2, 120, 5, 5}, 21), pattern({6, 60, 3, 3}, 22), pattern({6}, 23)};
+  for (const bool fuse : {true, false}) {
+    INFO("fuse " << fuse);
+    CHECK(cuda_vs_eigen(ep, in, fuse) <= 2e-5);
+  }
+}

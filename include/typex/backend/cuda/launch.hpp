@@ -12,6 +12,7 @@
 #include <typex/core/error.hpp>
 #include <typex/ops/unary.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -204,6 +205,14 @@ struct conv_params {
   std::int64_t stride[2] = {1, 1}, pad[2] = {0, 0}, dil[2] = {1, 1};
   bool has_act = false;
   chain_link act;
+  // Split K (a product whose few output tiles would leave the GPU idle while each block walks a
+  // long reduction: the weight gradient's convolution, K = batch x output pixels): k_splits > 1
+  // blocks per tile each sum one stretch of K (a whole number of slabs) into partial[split] (the
+  // output's layout), and a `finish` launch (one thread per output element) adds the stretches in
+  // order (deterministic), then the bias and the activation.
+  int k_splits = 1;
+  bool finish = false;
+  float* partial = nullptr;
 };
 static_assert(std::is_trivially_copyable_v<conv_params>);
 
@@ -488,18 +497,42 @@ inline kernel_launch norm_launch(const norm_params& p) {
 // 8 x 4 results), conv_tile_k of the reduction staged in shared memory per step.
 inline constexpr unsigned conv_tile_m = 128, conv_tile_n = 64, conv_tile_k = 16;
 
+// How many stretches of K a convolution's blocks split its reduction into (1: none): enough blocks
+// for about two waves of an H100's 132 SMs where the tiles alone are fewer than 64 blocks and the
+// reduction is long (at least 32 slabs), each stretch at least 8 slabs, the partial sums at most
+// 64 MiB.
+inline int conv_k_splits(const conv_params& p) {
+  if (p.n < 1 || p.oh < 1 || p.ow < 1 || p.groups < 1 || p.oc < p.groups || p.c < p.groups) return 1;
+  const std::int64_t m = p.n * p.oh * p.ow, tiles_m = (m + conv_tile_m - 1) / conv_tile_m;
+  const std::int64_t tiles_n = (p.oc / p.groups + conv_tile_n - 1) / conv_tile_n;
+  const std::int64_t blocks = tiles_m * tiles_n * p.groups;
+  const std::int64_t slabs = (p.c / p.groups * p.kh * p.kw + conv_tile_k - 1) / conv_tile_k;
+  if (blocks >= 64 || slabs < 32) return 1;
+  std::int64_t splits = (264 + blocks - 1) / blocks;
+  splits = std::min<std::int64_t>({splits, slabs / 8, 128, (std::int64_t{64} << 20) / (m * p.oc * 4 > 0 ? m * p.oc * 4 : 1)});
+  return splits < 2 ? 1 : static_cast<int>(splits);
+}
+
 inline kernel_launch conv_launch(const conv_params& p) {
   const bool bad = p.n < 0 || p.c < 1 || p.h < 1 || p.w < 1 || p.oc < 1 || p.kh < 1 || p.kw < 1 || p.oh < 1 || p.ow < 1 ||
                    p.groups < 1 || p.c % p.groups != 0 || p.oc % p.groups != 0 || p.stride[0] < 1 || p.stride[1] < 1 ||
-                   p.dil[0] < 1 || p.dil[1] < 1 || p.pad[0] < 0 || p.pad[1] < 0;
-  if (bad) typex::detail::raise_message<argument_error>("typex::cuda::conv_launch: sizes out of range, or channels that do not split into the groups");
+                   p.dil[0] < 1 || p.dil[1] < 1 || p.pad[0] < 0 || p.pad[1] < 0 || p.k_splits < 1 ||
+                   (p.k_splits > 1 && p.partial == nullptr);
+  if (bad)
+    typex::detail::raise_message<argument_error>(
+        "typex::cuda::conv_launch: sizes out of range, channels that do not split into the groups, or a split K without its partial sums");
   const std::int64_t m = p.n * p.oh * p.ow, tiles_m = (m + conv_tile_m - 1) / conv_tile_m;
   const std::int64_t tiles_n = (p.oc / p.groups + conv_tile_n - 1) / conv_tile_n;
-  if (tiles_m > 2147483647 || tiles_n > 65535 || p.groups > 65535 || p.c / p.groups * p.kh * p.kw > 2147483647 - conv_tile_k)
+  if (tiles_m > 2147483647 || tiles_n > 65535 || p.groups * p.k_splits > 65535 || p.c / p.groups * p.kh * p.kw > 2147483647 - conv_tile_k)
     typex::detail::raise_message<argument_error>(
         "typex::cuda::conv_launch: more output pixels, channels or groups than a grid holds, or a reduction past 2^31 terms");
+  if (p.finish) {
+    const std::int64_t extents[4] = {p.n, p.oc, p.oh, p.ow};
+    detail::check_extents("conv", 4, extents, p.n * p.oc * p.oh * p.ow);
+    return {kernel_kind::conv, detail::elementwise_grid(p.n * p.oc * p.oh * p.ow), {elementwise_threads, 1, 1}, 0, p};
+  }
   return {kernel_kind::conv,
-          {static_cast<unsigned>(tiles_m < 1 ? 1 : tiles_m), static_cast<unsigned>(tiles_n), static_cast<unsigned>(p.groups)},
+          {static_cast<unsigned>(tiles_m < 1 ? 1 : tiles_m), static_cast<unsigned>(tiles_n), static_cast<unsigned>(p.groups * p.k_splits)},
           {256, 1, 1},
           // (the A and B slabs, then two slabs' k offsets (int64) and window offsets (2 int))
           static_cast<std::uint32_t>(conv_tile_k * (conv_tile_m + conv_tile_n) * sizeof(float) +

@@ -839,13 +839,31 @@ class planned_engine final : public kit::engine, private plan::target {
       }
     }
     if (cp.n * cp.oh * cp.ow == 0 || cp.oc == 0) return;  // (an empty result: nothing to write)
-    pending_.push_back([this, x, w, b, yv = &y, cp, what]() mutable {
+    // (few output tiles over a long reduction: K split over more blocks, launch.hpp's conv_k_splits)
+    cp.k_splits = conv_k_splits(cp);
+    const plan::location partial =
+        cp.k_splits > 1 ? p.scratch(static_cast<std::size_t>(cp.k_splits) * static_cast<std::size_t>(y.numel()) * sizeof(float), s.node)
+                        : plan::location{};
+    pending_.push_back([this, x, w, b, yv = &y, cp, partial, what]() mutable {
       cp.in = reinterpret_cast<const float*>(address(x->at));
       cp.weight = reinterpret_cast<const float*>(address(w->at));
       cp.bias = b != nullptr ? reinterpret_cast<const float*>(address(b->at)) : nullptr;
       cp.out = reinterpret_cast<float*>(address(yv->at));
-      return kernel_record(conv_launch(cp), what, address(yv->at), yv->bytes());
+      if (cp.k_splits > 1) cp.partial = reinterpret_cast<float*>(address(partial));
+      return kernel_record(conv_launch(cp), what, cp.k_splits > 1 ? address(partial) : address(yv->at),
+                           cp.k_splits > 1 ? static_cast<std::size_t>(cp.k_splits) * yv->bytes() : yv->bytes());
     });
+    if (cp.k_splits > 1) {
+      pending_.push_back([this, x, w, b, yv = &y, cp, partial, what]() mutable {
+        cp.in = reinterpret_cast<const float*>(address(x->at));
+        cp.weight = reinterpret_cast<const float*>(address(w->at));
+        cp.bias = b != nullptr ? reinterpret_cast<const float*>(address(b->at)) : nullptr;
+        cp.out = reinterpret_cast<float*>(address(yv->at));
+        cp.partial = reinterpret_cast<float*>(address(partial));
+        cp.finish = true;
+        return kernel_record(conv_launch(cp), what, address(yv->at), yv->bytes());
+      });
+    }
   }
 
   // max_pool2d, avg_pool2d, adaptive_avg_pool2d: a thread per output element; the output's extents

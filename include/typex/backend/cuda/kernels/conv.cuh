@@ -15,6 +15,11 @@
 // elements of the next slab from global memory, 16 rank-1 updates from shared memory, a barrier. A thread's pixels are tx, tx + 16, ...: consecutive threads write consecutive
 // output addresses (an output plane is contiguous in its pixels). Bias and the activation (a chain
 // link: the registry op's own math) are applied as the tile is stored.
+//
+// Split K (conv_params::k_splits > 1, launch.hpp: conv_k_splits): blockIdx.z is (split, group); each
+// block sums its stretch of the group's K (a whole number of slabs) and stores its raw sums into
+// partial[split]; the `finish` launch, one thread per output element, adds the stretches in split
+// order, then the bias and the activation.
 #pragma once
 
 #include <typex/backend/cuda/kernel_api.cuh>
@@ -38,6 +43,18 @@ template <class T>
 TYPEX_GLOBAL void conv2d_kernel(const TYPEX_GRID_CONSTANT conv_params p) {
   static_assert(std::is_same_v<T, float>, "typex::cuda: conv2d_kernel convolves f32 tensors");
   constexpr int TM = conv_tile_m, TN = conv_tile_n, TK = conv_tile_k;
+  if (p.finish) {  // (split K: the stretches' sums added in order, then the bias and the activation)
+    const std::int64_t total = p.n * p.oc * p.oh * p.ow, planes = p.oh * p.ow;
+    const std::int64_t step = static_cast<std::int64_t>(block_dim().x) * grid_dim().x;
+    for (std::int64_t i = static_cast<std::int64_t>(block_idx().x) * block_dim().x + thread_idx().x; i < total; i += step) {
+      float v = 0.0f;
+      for (int sp = 0; sp < p.k_splits; ++sp) v += p.partial[sp * total + i];
+      if (p.bias != nullptr) v += p.bias[i / planes % p.oc];
+      if (p.has_act) v = detail::apply_unary<float>(chain_unary_ops{}, p.act.code, p.act.op, v);
+      p.out[i] = v;
+    }
+    return;
+  }
   static_assert(TM == 128 && TN == 64 && TK == 16, "typex::cuda: conv2d_kernel's thread mapping is written for 128 x 64 x 16 tiles");
   float* a_tile = TYPEX_SHARED(float);  // [TK][TM]
   float* b_tile = a_tile + TK * TM;     // [TK][TN]
@@ -50,10 +67,14 @@ TYPEX_GLOBAL void conv2d_kernel(const TYPEX_GRID_CONSTANT conv_params p) {
   int* k_dx = k_dy + 2 * TK;                                                  // [2][TK]
   const int t = static_cast<int>(thread_idx().x);
   const int tx = t % 16, ty = t / 16;
-  const std::int64_t group = block_idx().z;
+  const std::int64_t group = block_idx().z % p.groups, split = block_idx().z / p.groups;
   const std::int64_t icg = p.c / p.groups, ocg = p.oc / p.groups;
   const int kw = static_cast<int>(p.kw), window = static_cast<int>(p.kh * p.kw);
   const int k_total = static_cast<int>(icg) * window;  // (conv_launch: within int32)
+  // this block's stretch of K, [k_begin, k_end): whole slabs (all of K without a split)
+  const int slabs = (k_total + TK - 1) / TK, per_split = (slabs + p.k_splits - 1) / p.k_splits;
+  const int k_begin = static_cast<int>(split) * per_split * TK;
+  const int k_end = k_begin + per_split * TK < k_total ? k_begin + per_split * TK : k_total;
   const std::int64_t planes = p.oh * p.ow, m_total = p.n * planes;
   const std::int64_t m0 = static_cast<std::int64_t>(block_idx().x) * TM, n0 = static_cast<std::int64_t>(block_idx().y) * TN;
   // the pixel this thread stages, once: its image's first channel, and its window's corner
@@ -96,16 +117,16 @@ TYPEX_GLOBAL void conv2d_kernel(const TYPEX_GRID_CONSTANT conv_params p) {
     }
   };
   float acc[8][4] = {};
-  if (t < TK) decompose(0, 0);
+  if (t < TK) decompose(k_begin, 0);
   sync_threads();
-  load(0, 0);
+  load(k_begin, 0);
   int buffer = 0;
-  for (int k0 = 0; k0 < k_total; k0 += TK) {
+  for (int k0 = k_begin; k0 < k_end; k0 += TK) {
     TYPEX_DEVICE_UNROLL
     for (int j = 0; j < 8; ++j) a_tile[(a_row + 2 * j) * TM + a_col] = a_next[j];
     TYPEX_DEVICE_UNROLL
     for (int j = 0; j < 4; ++j) b_tile[b_k * TN + b_n + 16 * j] = b_next[j];
-    const bool more = k0 + TK < k_total;
+    const bool more = k0 + TK < k_end;
     if (more && t < TK) decompose(k0 + TK, buffer ^ 1);
     sync_threads();
     if (more) load(k0 + TK, buffer ^ 1);
@@ -135,6 +156,10 @@ TYPEX_GLOBAL void conv2d_kernel(const TYPEX_GRID_CONSTANT conv_params p) {
       const std::int64_t ch = n0 + ty + 16 * j;
       if (ch >= ocg) continue;
       const std::int64_t o = group * ocg + ch;
+      if (p.k_splits > 1) {  // (the raw sums: finish adds the bias and the activation)
+        p.partial[(split * p.n + img) * p.oc * planes + o * planes + pix] = acc[i][j];
+        continue;
+      }
       float v = acc[i][j] + (p.bias != nullptr ? p.bias[o] : 0.0f);
       if (p.has_act) v = detail::apply_unary<float>(chain_unary_ops{}, p.act.code, p.act.op, v);
       p.out[(img * p.oc + o) * planes + pix] = v;
