@@ -22,6 +22,7 @@
 // on a device also gives
 //   static typex::device device_of(const options&);                 // where the inputs must be
 //   static any_tensor place_state(const any_tensor& host, const options&);  // a copy there
+//   static exported_program prepare(const exported_program&);        // (optional) what it compiles
 // and the module keeps its state (the buffers the program writes, the parameters a joint program
 // trains) on that device: written back, cloned and loaded through the device's operations
 // (tensor/device_ops.hpp), stepped by the optimizers there.
@@ -120,7 +121,7 @@ class program_module<Backend> {
   using executor = typename Backend::executor;
 
   explicit program_module(const exported_program& ep, const options& opts = {})
-      : core_(std::make_shared<const core>(detail::with_own_tensors(ep), opts)) {
+      : core_(std::make_shared<const core>(prepared(ep), opts)) {
     init_state();
   }
 
@@ -144,7 +145,9 @@ class program_module<Backend> {
 
   // The number of tensor inputs a call takes (the user inputs' tensor leaves).
   std::size_t num_inputs() const { return get().user.size(); }
-  // The program this module runs (its tensors are the module's own copies).
+  // The program this module runs (its tensors are the module's own copies; a backend that prepares
+  // programs, Backend::prepare, gives its own form of it: the CUDA backend's with the ops it has no
+  // kernel for decomposed).
   const exported_program& program() const { return *get().ep; }
 
   std::vector<any_tensor> operator()(const std::vector<any_tensor>& inputs) const {
@@ -275,11 +278,16 @@ class program_module<Backend> {
   }
 
  private:
+  // `ep` with tensors of its own, as the backend prepares it (Backend::prepare, where it has one)
+  static exported_program prepared(const exported_program& ep) {
+    if constexpr (requires { Backend::prepare(ep); }) return detail::with_own_tensors(Backend::prepare(ep));
+    else return detail::with_own_tensors(ep);
+  }
   struct train_too {  // (a tag: a braced options argument never selects this constructor)
     std::vector<std::string> fqns;
   };
   program_module(const exported_program& ep, train_too trained, const options& opts)
-      : core_(std::make_shared<const core>(detail::with_own_tensors(ep), opts, std::move(trained.fqns))) {
+      : core_(std::make_shared<const core>(prepared(ep), opts, std::move(trained.fqns))) {
     init_state();
   }
 

@@ -27,8 +27,28 @@ struct bump {  // x.add_(1); return x * 2 (USER_INPUT_MUTATION)
     return mul(x, 2.0);
   }
 };
+// training-mode batch norm (batch statistics; running statistics written each call), which the
+// CUDA backend runs through batch_norm's decomposition
+struct bn_net {
+  nn::Conv2d<2, 6, 3> conv;
+  nn::BatchNorm2d<6> bn;
+  nn::Linear<6 * 4 * 4, 3> fc;
+  template <class X, class Y>
+  auto operator()(const X& x, const Y& y) const {
+    return cross_entropy(fc(flatten<1>(relu(bn(conv(x))))), y);
+  }
+};
+// addmm (no CUDA kernel: it reaches the backend as its decomposition, a product and a sum)
+struct with_addmm {
+  template <class B, class X, class W>
+  auto operator()(const B& b, const X& x, const W& w) const {
+    return relu(addmm(b, x, w, 0.5, 2.0));
+  }
+};
 }  // namespace cuda_training_tests
 BOOST_HANA_ADAPT_STRUCT(cuda_training_tests::bump);
+BOOST_HANA_ADAPT_STRUCT(cuda_training_tests::with_addmm);
+BOOST_HANA_ADAPT_STRUCT(cuda_training_tests::bn_net, conv, bn, fc);
 
 TEST_CASE("cuda training: a training step of the MLP, CNN and transformer block on the emulated device equals the Eigen backend, step after step") {
   train_reference_models(cuda::make_emulated_device(), 2e-5, true);
@@ -207,4 +227,46 @@ TEST_CASE("cuda training: an input the program writes (USER_INPUT_MUTATION) is w
       CHECK(y.data<float>()[i] == 2.0f * now.data<float>()[i]);
     }
   }
+}
+
+TEST_CASE("cuda training: a model with training-mode batch norm: running statistics written on the device, training steps equal the Eigen backend") {
+  cuda_training_tests::bn_net m;
+  init_module(m, 9);
+  const auto ep = export_program(train(m), input<"x">(tensor_spec<f32, shape<fix<4>, fix<2>, fix<6>, fix<6>>>()),
+                                 input<"y">(tensor_spec<i64, shape<fix<4>>>()));
+  train_both(cuda::make_emulated_device(), ep, {pattern({4, 2, 6, 6}, 31), labels(4, 3)}, 3, 2e-5,
+             [](const optim::param_list& p) { return optim::sgd(p, {.lr = 0.1, .momentum = 0.5}); });
+  // the forward alone writes the running statistics each call, as on the CPU
+  const auto gpu = cuda::make_emulated_device();
+  program_module<eigen_backend> cpu(ep);
+  program_module<cuda_backend> dev(ep, {.device = gpu});
+  const std::vector<any_tensor> in = {pattern({4, 2, 6, 6}, 32), labels(4, 3)};
+  const std::vector<any_tensor> din = {cuda::to_device(in[0], gpu), cuda::to_device(in[1], gpu)};
+  for (int call = 0; call < 2; ++call) {
+    CHECK(worst(dev(din).front(), cpu(in).front()) <= 2e-5);
+    for (const char* fqn : {"bn.running_mean", "bn.running_var", "bn.num_batches_tracked"}) {
+      INFO(fqn);
+      CHECK(worst(dev.state_dict().at(fqn), cpu.state_dict().at(fqn)) <= 2e-6);
+    }
+  }
+  CHECK(host_copy(dev.buffer("bn.num_batches_tracked"), "t").data<std::int64_t>()[0] == 2);
+}
+
+TEST_CASE("cuda training: an op without a CUDA kernel but with a decomposition runs decomposed (addmm), what the module compiles says so") {
+  cuda_training_tests::with_addmm f;
+  const auto ep = export_program(f, input<"b">(tensor_spec<f32, shape<fix<5>>>()), input<"x">(tensor_spec<f32, shape<fix<3>, fix<4>>>()),
+                                 input<"w">(tensor_spec<f32, shape<fix<4>, fix<5>>>()));
+  const ir::graph& g = ep.graph();
+  bool refused = false;
+  for (const ir::node& n : g.nodes()) refused = refused || (n.op == ir::node_op::call_function && !cuda::supports(g, n));
+  REQUIRE(refused);  // (addmm itself has no CUDA kernel)
+  CHECK(cuda::fallback_decompositions(g).decomposes(op_id_of<addmm_op>));
+  const auto gpu = cuda::make_emulated_device();
+  const program_module<cuda_backend> dev(ep, {.device = gpu});
+  for (const ir::node& n : dev.program().graph().nodes()) CHECK(n.target != op_id_of<addmm_op>);  // (program(): what it compiled)
+  const program_module<eigen_backend> cpu(ep);
+  const std::vector<any_tensor> in = {pattern({5}, 41), pattern({3, 4}, 42), pattern({4, 5}, 43)};
+  std::vector<any_tensor> din;
+  for (const any_tensor& t : in) din.push_back(cuda::to_device(t, gpu));
+  CHECK(worst(dev(din).front(), cpu(in).front()) <= 1e-5);
 }

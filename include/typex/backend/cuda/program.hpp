@@ -30,7 +30,9 @@
 #include <typex/backend/cuda/device_ops.hpp>
 #include <typex/backend/cuda/memory.hpp>
 #include <typex/backend/kit/engine.hpp>
+#include <typex/export/exported_program.hpp>
 #include <typex/export/program_binding.hpp>
+#include <typex/passes/decompose.hpp>
 
 #include <cstddef>
 #include <memory>
@@ -60,6 +62,16 @@ struct compile_options {
 // planned or allocated).
 TYPEX_CUDA_API bool supports(const ir::graph& g, const ir::node& node);
 
+// The ops of g's call nodes that the CUDA backend does not run but that decompose (their own
+// decomposition, passes::decomposition_of): an op without a CUDA kernel reaches the backend as the
+// ops it decomposes into (training-mode batch_norm: its batch statistics as reductions and
+// pointwise chains). Empty when every node runs, or when what does not run has no decomposition
+// (then compiling names it).
+TYPEX_CUDA_API passes::decomposition_table fallback_decompositions(const ir::graph& g);
+// `ep` with fallback_decompositions applied until none is left (at most 8 rounds: a decomposition
+// may give ops that decompose further); `ep` itself, copied, when there is nothing to do.
+TYPEX_CUDA_API exported_program with_fallback_decompositions(const exported_program& ep);
+
 namespace detail {
 TYPEX_CUDA_API std::shared_ptr<kit::engine> make_engine(program_binding binding, const compile_options& options);
 TYPEX_CUDA_API std::shared_ptr<kit::engine> make_engine_on(program_binding binding, const compile_options& options,
@@ -81,6 +93,9 @@ struct cuda_backend {
   static typex::device device_of(const options& o) {
     return o.device ? o.device->where() : typex::device::cuda(0);
   }
+  // What program_module compiles: `ep` with the ops this backend has no kernel for decomposed into
+  // ones it has (program() gives this program back).
+  static exported_program prepare(const exported_program& ep) { return cuda::with_fallback_decompositions(ep); }
   // The module's state (written buffers, trained parameters) on the program's device: a copy of
   // the host tensor there (program_module keeps it, writes it back and clones it on the device).
   static any_tensor place_state(const any_tensor& host, const options& o) {

@@ -14,6 +14,7 @@
 #include <typex/backend/cuda/program.hpp>
 #include <typex/backend/eigen/kernels.hpp>  // (constant folding at planning time runs on the host)
 #include <typex/backend/kit/engine.hpp>
+#include <typex/export/decompositions.hpp>
 #include <typex/ir/call.hpp>
 #include <typex/ops/all.hpp>
 #include <typex/plan/planner.hpp>
@@ -1630,6 +1631,26 @@ TYPEX_CUDA_API std::shared_ptr<kit::engine> detail::make_engine_on(program_bindi
       "cuda", "CUDA", [](const ir::graph& g, const ir::node& n) { return supports(g, n); },
       [&](program_binding b) -> std::unique_ptr<kit::engine> { return std::make_unique<planned_engine>(std::move(b), options, rt, out); },
       nullptr});
+}
+
+TYPEX_CUDA_API passes::decomposition_table fallback_decompositions(const ir::graph& g) {
+  passes::decomposition_table t;
+  for (const ir::node& n : g.nodes()) {
+    if (n.op != ir::node_op::call_function || ir::is_assertion(n) || ir::is_control_flow(n) || t.decomposes(n.target)) continue;
+    if (supports(g, n) || !passes::decomposition_of(n.target)) continue;
+    t.add(n.target);
+  }
+  return t;
+}
+
+TYPEX_CUDA_API exported_program with_fallback_decompositions(const exported_program& ep) {
+  exported_program out = ep;
+  for (int round = 0; round < 8; ++round) {
+    const passes::decomposition_table t = fallback_decompositions(out.graph());
+    if (t.size() == 0) break;
+    out = run_decompositions(out, t);
+  }
+  return out;
 }
 
 TYPEX_CUDA_API std::shared_ptr<kit::engine> detail::make_engine(program_binding binding, const compile_options& options) {
