@@ -25,6 +25,7 @@
 #endif
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -116,7 +117,17 @@ struct classifier {
   }
 };
 
-// The command line: [path to digits.txt] [--device cpu|cuda|emulated].
+// A count given to option `what` (the whole argument a number of at least 1).
+inline int parse_count(std::string_view what, std::string_view text) {
+  int v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || end != text.data() + text.size() || v < 1)
+    throw std::runtime_error(std::string(what) + " " + std::string(text) + ": a count of at least 1");
+  return v;
+}
+
+// The command line: [path to digits.txt] [--device cpu|cuda|emulated] [--epochs N] [--batches N]
+// [--compare-cpu].
 struct options {
   std::string path = TYPEX_EXAMPLES_DATA_DIR "/digits.txt";
   std::string device = "cpu";
@@ -128,14 +139,20 @@ inline options parse(int argc, char** argv) {
   options o;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
-    if (a == "--device" && i + 1 < argc) o.device = argv[++i];
-    else if (a.rfind("--device=", 0) == 0) o.device = std::string(a.substr(9));
-    else if (a == "--epochs" && i + 1 < argc) o.epochs = std::stoi(argv[++i]);
-    else if (a == "--batches" && i + 1 < argc) o.batches = std::stoi(argv[++i]);
+    const auto value = [&](std::string_view option) -> std::string_view {  // (--option value, or --option=value)
+      if (a.size() > option.size() && a.substr(0, option.size()) == option && a[option.size()] == '=') return a.substr(option.size() + 1);
+      if (i + 1 >= argc) throw std::runtime_error(std::string(option) + " needs a value");
+      return argv[++i];
+    };
+    const auto is = [&](std::string_view option) { return a == option || (a.size() > option.size() && a.substr(0, option.size() + 1) == std::string(option) + "="); };
+    if (is("--device")) o.device = std::string(value("--device"));
+    else if (is("--epochs")) o.epochs = parse_count("--epochs", value("--epochs"));
+    else if (is("--batches")) o.batches = parse_count("--batches", value("--batches"));
     else if (a == "--compare-cpu") o.compare_cpu = true;
+    else if (a.substr(0, 2) == "--") throw std::runtime_error("unknown option " + std::string(a) + " (--device, --epochs, --batches, --compare-cpu)");
     else o.path = std::string(a);
   }
-  if (o.epochs < 0 || o.batches < 0) throw std::runtime_error("--epochs, --batches: a count of at least 1");
+  if (o.compare_cpu && o.device == "cpu") throw std::runtime_error("--compare-cpu compares a device's training with the CPU's: give --device cuda or emulated");
   if (o.device != "cpu" && o.device != "cuda" && o.device != "emulated")
     throw std::runtime_error("--device " + o.device + ": cpu, cuda or emulated");
 #if !defined(TYPEX_EXAMPLES_CUDA)

@@ -1,7 +1,7 @@
 // Trains a small CNN (conv 3x3 1->16, ReLU, max-pool 2, conv 3x3 16->32, ReLU, max-pool 2, linear
 // 128->10) on the 8x8 handwritten digits with a joint forward/backward program and Adam, printing
 // a line per epoch; fails (exit 1) below 95% test accuracy.
-// Usage: train_digits_cnn [path to examples/data/digits.txt] [--device cpu|cuda|emulated] [--epochs N] [--compare-cpu]
+// Usage: train_digits_cnn [path to examples/data/digits.txt] [--device cpu|cuda|emulated] [--epochs N] [--batches N] [--compare-cpu]
 #include "digits.hpp"
 
 namespace digits {

@@ -1,6 +1,6 @@
 // Trains an MLP (64 -> 128 -> ReLU -> 64 -> ReLU -> 10) on the 8x8 handwritten digits with a joint
 // forward/backward program and Adam, printing a line per epoch; fails (exit 1) below 95% test
-// accuracy. Usage: train_digits_mlp [path to examples/data/digits.txt] [--device cpu|cuda|emulated] [--epochs N] [--compare-cpu]
+// accuracy. Usage: train_digits_mlp [path to examples/data/digits.txt] [--device cpu|cuda|emulated] [--epochs N] [--batches N] [--compare-cpu]
 #include "digits.hpp"
 
 namespace digits {

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -163,6 +164,85 @@ inline void train_reference_models(const std::shared_ptr<cuda::device_runtime>& 
     const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<2>, fix<5>, fix<16>>>()),
                                    input<"t">(tensor_spec<f32, shape<fix<2>, fix<5>, fix<16>>>()));
     train_both(gpu, ep, {pattern({2, 5, 16}, 3), pattern({2, 5, 16}, 4, 0.5)}, 3, 2.5 * tol, adamw, graphs);
+  }
+}
+
+// The optimizers' device updates against the host loop, bit for bit (every variant of SGD and Adam,
+// f32 and f64, a parameter skipping a step), state_dict round trips, clip_grad_norm_ on device
+// gradients, on device `gpu`.
+inline void check_optimizers_bitwise(const std::shared_ptr<cuda::device_runtime>& gpu) {
+  for (const dtype dt : {dtype::f32, dtype::f64}) {
+    INFO("dtype " << name(dt));
+    const auto make = [&](std::uint64_t seed) {
+      const any_tensor f = pattern({5, 7}, seed);
+      if (dt == dtype::f32) return f;
+      any_tensor d(dtype::f64, f.extents());
+      for (index_t i = 0; i < f.numel(); ++i) d.data<double>()[i] = static_cast<double>(f.data<float>()[i]) * 1.000000123;
+      return d;
+    };
+    // host parameters and their device copies, the same gradients on each side
+    const any_tensor p0 = make(10), p1 = make(11);
+    const optim::param_list host = {{"a", p0.clone()}, {"b", p1.clone()}};
+    const optim::param_list dev = {{"a", cuda::to_device(p0, gpu)}, {"b", cuda::to_device(p1, gpu)}};
+    const auto grads = [&](int s, bool on_device) {
+      named_tensors g;
+      g.insert("a", on_device ? cuda::to_device(make(20 + s), gpu) : make(20 + s));
+      if (s != 1) g.insert("b", on_device ? cuda::to_device(make(40 + s), gpu) : make(40 + s));  // (b skips a step)
+      return g;
+    };
+    const auto same = [&](const optim::param_list& h, const optim::param_list& d) {
+      for (std::size_t i = 0; i < h.size(); ++i) {
+        const any_tensor got = cuda::to_host(d[i].second);
+        CHECK(std::memcmp(got.raw_data(), h[i].second.raw_data(), got.nbytes()) == 0);
+      }
+    };
+    {  // sgd: momentum, dampening, weight decay, maximize; then Nesterov
+      for (const optim::sgd_options o : {optim::sgd_options{.lr = 0.1, .momentum = 0.9, .dampening = 0.1, .weight_decay = 0.01, .maximize = true},
+                                         optim::sgd_options{.lr = 0.05, .momentum = 0.8, .nesterov = true}, optim::sgd_options{.lr = 0.2}}) {
+        optim::sgd h(host, o), d(dev, o);
+        for (int s = 0; s < 3; ++s) {
+          h.step(grads(s, false));
+          d.step(grads(s, true));
+          same(host, dev);
+        }
+        const named_tensors hs = h.state_dict(), ds = d.state_dict();
+        REQUIRE(hs.size() == ds.size());
+        for (const auto& [k, t] : hs) CHECK(std::memcmp(ds.at(k).raw_data(), t.raw_data(), t.nbytes()) == 0);
+        optim::sgd d2(dev, o);  // (loading puts the momentum on the device: the next steps agree)
+        d2.load_state_dict(ds);
+        h.step(grads(3, false));
+        d2.step(grads(3, true));
+        same(host, dev);
+      }
+    }
+    {  // adam with weight decay and AMSGrad, adamw, maximize
+      for (const optim::adam_options o : {optim::adam_options{.lr = 0.01, .weight_decay = 0.1, .amsgrad = true},
+                                          optim::adamw_options{.lr = 0.02, .maximize = true}.as_adam(),
+                                          optim::adam_options{.lr = 0.3, .beta1 = 0.2}}) {
+        optim::adam h(host, o), d(dev, o);
+        for (int s = 0; s < 3; ++s) {
+          h.step(grads(s, false));
+          d.step(grads(s, true));
+          same(host, dev);
+        }
+        const named_tensors ds = d.state_dict();
+        for (const auto& [k, t] : ds) CHECK(t.device().is_host());
+        optim::adam d2(dev, o);
+        d2.load_state_dict(ds);
+        h.step(grads(3, false));
+        d2.step(grads(3, true));
+        same(host, dev);
+      }
+    }
+    {  // clip_grad_norm_ scales device gradients as host ones
+      named_tensors h = grads(0, false), d = grads(0, true);
+      const double th = optim::clip_grad_norm_(h, 0.5), td = optim::clip_grad_norm_(d, 0.5);
+      CHECK(th == td);
+      for (const auto& [k, t] : h) {
+        const any_tensor got = cuda::to_host(d.at(k));
+        CHECK(std::memcmp(got.raw_data(), t.raw_data(), t.nbytes()) == 0);
+      }
+    }
   }
 }
 

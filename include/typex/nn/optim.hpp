@@ -111,19 +111,28 @@ class sgd {
     detail::check_sgd(options);
     const std::vector<const any_tensor*> gs = detail::gradients_of(grads, params_, "typex::optim::sgd::step");
     std::vector<optimizer_update> device;  // (the parameters on a device: one launch each, after the loop)
-    for (std::size_t i = 0; i < params_.size(); ++i) {
-      const any_tensor& p = params_[i].second;
-      const any_tensor* g = gs[i];
-      if (g == nullptr) continue;
-      const bool first = options.momentum != 0 && !momentum_[i];  // (the first buffer is the gradient itself)
-      if (first) momentum_[i] = detail::zeros_like(p);
-      if (!p.device().is_host()) {
-        device.push_back(device_update(p, *g, i, first));
-        continue;
+    // (a device parameter's state before this step: restored if the step fails before its launches
+    // ran, e.g. no device memory for a new momentum buffer, so that a retry is the same first step)
+    std::vector<std::pair<std::size_t, std::optional<any_tensor>>> before;
+    try {
+      for (std::size_t i = 0; i < params_.size(); ++i) {
+        const any_tensor& p = params_[i].second;
+        const any_tensor* g = gs[i];
+        if (g == nullptr) continue;
+        if (!p.device().is_host()) before.emplace_back(i, momentum_[i]);
+        const bool first = options.momentum != 0 && !momentum_[i];  // (the first buffer is the gradient itself)
+        if (first) momentum_[i] = detail::zeros_like(p);
+        if (!p.device().is_host()) {
+          device.push_back(device_update(p, *g, i, first));
+          continue;
+        }
+        detail::with_floating(p.scalar_type(), [&](auto zero) { update(zero, p, *g, i, first); });
       }
-      detail::with_floating(p.scalar_type(), [&](auto zero) { update(zero, p, *g, i, first); });
+      detail::run_device_updates(device);
+    } catch (...) {
+      for (auto& [i, m] : before) momentum_[i] = std::move(m);
+      throw;
     }
-    detail::run_device_updates(device);
   }
 
   // "<fqn>.momentum_buffer" for each parameter that has one (copies).
@@ -198,25 +207,34 @@ class adam {
     detail::check_adam(options);
     const std::vector<const any_tensor*> gs = detail::gradients_of(grads, params_, "typex::optim::adam::step");
     std::vector<optimizer_update> device;  // (the parameters on a device: one launch each, after the loop)
-    for (std::size_t i = 0; i < params_.size(); ++i) {
-      const any_tensor& p = params_[i].second;
-      const any_tensor* g = gs[i];
-      if (g == nullptr) continue;
-      slot& s = state_[i];
-      if (!s.exp_avg) {
-        s.exp_avg = detail::zeros_like(p);
-        s.exp_avg_sq = detail::zeros_like(p);
-        if (options.amsgrad) s.max_exp_avg_sq = detail::zeros_like(p);
+    // (a device parameter's state before this step: restored if the step fails before its launches
+    // ran, e.g. no device memory for new state, so that a retry takes the same step count)
+    std::vector<std::pair<std::size_t, slot>> before;
+    try {
+      for (std::size_t i = 0; i < params_.size(); ++i) {
+        const any_tensor& p = params_[i].second;
+        const any_tensor* g = gs[i];
+        if (g == nullptr) continue;
+        slot& s = state_[i];
+        if (!p.device().is_host()) before.emplace_back(i, s);
+        if (!s.exp_avg) {
+          s.exp_avg = detail::zeros_like(p);
+          s.exp_avg_sq = detail::zeros_like(p);
+          if (options.amsgrad) s.max_exp_avg_sq = detail::zeros_like(p);
+        }
+        if (options.amsgrad && !s.max_exp_avg_sq) s.max_exp_avg_sq = detail::zeros_like(p);
+        s.step += 1;
+        if (!p.device().is_host()) {
+          device.push_back(device_update(p, *g, s));
+          continue;
+        }
+        detail::with_floating(p.scalar_type(), [&](auto zero) { update(zero, p, *g, s); });
       }
-      if (options.amsgrad && !s.max_exp_avg_sq) s.max_exp_avg_sq = detail::zeros_like(p);
-      s.step += 1;
-      if (!p.device().is_host()) {
-        device.push_back(device_update(p, *g, s));
-        continue;
-      }
-      detail::with_floating(p.scalar_type(), [&](auto zero) { update(zero, p, *g, s); });
+      detail::run_device_updates(device);
+    } catch (...) {
+      for (auto& [i, s] : before) state_[i] = std::move(s);
+      throw;
     }
-    detail::run_device_updates(device);
   }
 
   // "<fqn>.step" (an f32 scalar, as torch keeps it), "<fqn>.exp_avg", "<fqn>.exp_avg_sq" and, with

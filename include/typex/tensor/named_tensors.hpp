@@ -6,6 +6,7 @@
 #pragma once
 
 #include <typex/core/error.hpp>
+#include <typex/tensor/device_ops.hpp>
 #include <typex/tensor/host_tensor.hpp>
 
 #include <cstring>
@@ -152,6 +153,14 @@ TYPEX_API auto typex::detail::convert_elements(const any_tensor& src, const any_
 
 TYPEX_API auto typex::detail::load_named(const std::vector<std::pair<std::string, any_tensor>>& dst, const named_tensors& sd,
                                          const load_options& options, std::string_view who) -> load_result {
+  // (a state dict holding device tensors, a CUDA module's parameters(): read through host copies,
+  // never through their pointers)
+  for (const auto& [name, t] : sd)
+    if (!t.device().is_host()) {
+      named_tensors host;
+      for (const auto& [n, u] : sd) host.insert(n, u.device().is_host() ? u : host_copy(u, who));
+      return load_named(dst, host, options, who);
+    }
   load_result r;
   std::vector<std::string> shape_problems, dtype_problems, tie_problems;
   std::vector<std::pair<const any_tensor*, const any_tensor*>> copies;  // (destination, source)

@@ -305,7 +305,7 @@ TEST_CASE("cuda models: batch norm in evaluation mode and group norm after a con
 }
 
 namespace cuda_model_tests {
-// conv2d + bias + relu with few output tiles over a long reduction (K = 60 / 2 x 3 x 3 x ... per
+// conv2d + bias + relu with few output tiles over a long reduction (K = 60 x 3 x 3 = 540 terms per
 // group): the split-K path of the conv kernel
 struct long_reduction {
   template <class X, class W, class B>
@@ -327,6 +327,14 @@ TEST_CASE("cuda models: a convolution with few output tiles over a long reductio
   cuda::conv_params wg{};
   wg.n = 32, wg.c = 32, wg.h = 26, wg.w = 26, wg.oc = 64, wg.kh = 24, wg.kw = 24, wg.oh = 3, wg.ow = 3;
   CHECK(cuda::conv_k_splits(wg) > 8);
+  // no stretch is empty (the kernel gives each ceil(slabs / splits) slabs): over a range of reductions
+  for (std::int64_t c = 40; c <= 4000; c += 37) {
+    cuda::conv_params q{};
+    q.n = 1, q.c = c, q.h = 4, q.w = 4, q.oc = 8, q.kh = 3, q.kw = 3, q.oh = 4, q.ow = 4;
+    const std::int64_t splits = cuda::conv_k_splits(q), slabs = (c * 9 + 15) / 16, per = (slabs + splits - 1) / splits;
+    INFO("c " << c << ", " << splits << " splits of " << slabs << " slabs");
+    CHECK((splits - 1) * per < slabs);
+  }
   cuda::conv_params fw{};
   fw.n = 32, fw.c = 32, fw.h = 26, fw.w = 26, fw.oc = 64, fw.kh = 3, fw.kw = 3, fw.oh = 24, fw.ow = 24;
   CHECK(cuda::conv_k_splits(fw) == 1);

@@ -118,6 +118,33 @@ TEST_CASE("cuda gpu: training steps of the MLP, CNN and transformer block on the
   }
 }
 
+TEST_CASE("cuda gpu: the optimizers' device updates equal the host loop bit for bit on the GPU (no FMA contraction), clip_grad_norm_") {
+  cuda_training::check_optimizers_bitwise(cuda::make_native_device());
+}
+
+TEST_CASE("cuda gpu: a training module made without a device (GPU 0: state, engine and outputs on runtimes of their own) trains as the Eigen backend") {
+  using namespace cuda_training;
+  const auto models = parity_models::read_models();
+  cuda_training_tests::mlp_step m;
+  load_state_dict(m.net, models.at("mlp").state);
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<6>, fix<32>>>()), input<"y">(tensor_spec<i64, shape<fix<6>>>()));
+  const exported_program joint = make_joint(ep);
+  program_module<eigen_backend> cpu(joint);
+  program_module<cuda_backend> dev(joint);  // (no .device: GPU 0)
+  const auto gpu = cuda::make_native_device();
+  optim::sgd a(cpu.parameters(), {.lr = 0.05, .momentum = 0.9}), b(dev.parameters(), {.lr = 0.05, .momentum = 0.9});
+  const std::vector<any_tensor> in = {pattern({6, 32}, 61), labels(6, 10)};
+  const std::vector<any_tensor> din = {cuda::to_device(in[0], gpu), cuda::to_device(in[1], gpu)};
+  for (int s = 0; s < 3; ++s) {
+    const joint_outputs w = read_joint_outputs(joint, cpu(in)), g = read_joint_outputs(joint, dev(din));
+    CHECK(worst(g.loss, w.loss) <= 1e-4);
+    for (const auto& [fqn, t] : w.gradients) CHECK(worst(g.gradients.at(fqn), t) <= 1e-4);
+    a.step(w.gradients);
+    b.step(g.gradients);
+  }
+  for (const auto& [fqn, t] : cpu.state_dict()) CHECK(worst(dev.state_dict().at(fqn), t) <= 1e-4);
+}
+
 TEST_CASE("cuda gpu: dropout masks equal the CPU's for the same draws, and an index out of range is an argument_error after the call") {
   gpu_random_and_index f;
   const exported_program ep = export_program(f, input<"x">(tensor_spec<f32, shape<fix<33>, fix<65>>>()),

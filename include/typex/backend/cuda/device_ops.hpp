@@ -15,6 +15,7 @@
 #include <typex/tensor/device_ops.hpp>
 
 #include <memory>
+#include <utility>
 #include <span>
 #include <string>
 #include <vector>
@@ -54,7 +55,6 @@ inline void copy_tensor_bytes(const any_tensor& dst, const any_tensor& src) {
 }
 
 inline void optimizer_step(std::span<const optimizer_update> updates) {
-  std::vector<std::shared_ptr<device_runtime>> touched;
   const auto runtime = [&](const any_tensor& t, const std::shared_ptr<device_runtime>* same) {
     std::shared_ptr<device_runtime> rt = runtime_of(t.get_storage(), "typex::optim: a step on a device");
     if (same != nullptr && (t.device() != (*same)->where() || rt->info().emulated != (*same)->info().emulated))
@@ -64,8 +64,10 @@ inline void optimizer_step(std::span<const optimizer_update> updates) {
       });
     return rt;
   };
+  // every update checked and its launch record made before any runs: an error steps nothing
+  std::vector<std::pair<std::shared_ptr<device_runtime>, kernel_launch>> launches;
   for (const optimizer_update& u : updates) {
-    const std::shared_ptr<device_runtime> rt = runtime(*u.param, nullptr);
+    std::shared_ptr<device_runtime> rt = runtime(*u.param, nullptr);
     optim_params p;
     p.kind = u.kind == optimizer_update::algorithm::adam ? optim_kind::adam
              : u.kind == optimizer_update::algorithm::sgd ? optim_kind::sgd
@@ -89,12 +91,29 @@ inline void optimizer_step(std::span<const optimizer_update> updates) {
     p.weight_decay = u.weight_decay, p.momentum = u.momentum, p.keep = u.keep, p.lr_step = u.lr_step;
     p.step_size = u.step_size, p.bias2_sqrt = u.bias2_sqrt, p.one_minus_beta1 = u.one_minus_beta1, p.beta2 = u.beta2;
     p.one_minus_beta2 = u.one_minus_beta2, p.eps = u.eps, p.decay = u.decay, p.factor = u.factor;
-    if (p.n != 0) rt->launch(optim_launch(p), "typex::optim's update of a parameter");
-    bool seen = false;
-    for (const auto& t : touched) seen = seen || t == rt;
-    if (!seen) touched.push_back(rt);
+    if (p.n != 0) launches.emplace_back(std::move(rt), optim_launch(p));
   }
-  for (const auto& rt : touched) rt->synchronize();
+  // every runtime touched synchronized when this returns or throws (a failed launch leaves no
+  // kernel of this step reading gradients the caller may free)
+  struct synchronizer {
+    std::vector<std::shared_ptr<device_runtime>> touched;
+    ~synchronizer() {
+      for (const auto& rt : touched) {
+        try {
+          rt->synchronize();
+        } catch (...) {  // (the launch's own error is the one reported)
+        }
+      }
+    }
+  } sync;
+  for (const auto& [rt, k] : launches) {
+    bool seen = false;
+    for (const auto& t : sync.touched) seen = seen || t == rt;
+    if (!seen) sync.touched.push_back(rt);
+    rt->launch(k, "typex::optim's update of a parameter");
+  }
+  for (const auto& rt : sync.touched) rt->synchronize();  // (an asynchronous failure reported here)
+  sync.touched.clear();
 }
 
 inline constexpr device_ops cuda_device_ops{&make_on_device, &copy_tensor_bytes, &optimizer_step};

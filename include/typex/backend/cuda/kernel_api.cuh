@@ -22,6 +22,8 @@
 //   atomic_add, atomic_max (float, int, unsigned; global or shared), thread_fence()
 //   math::exp, log, log1p, expm1, sqrt, rsqrt, sin, cos, tanh, erf, abs, fmax, fmin, pow (float and
 //   double overloads; the GPU's versions differ from libm by a few ulp: tests state tolerances)
+//   math::mul_rn, add_rn   a product / a sum rounded on its own, never contracted into an FMA (what
+//                          the host computes: code that must equal a host loop bit for bit)
 // And the host side:
 //   TYPEX_LAUNCH(kernel, grid, block, shared_bytes, stream)(args...)   grid / block: anything with
 //                      unsigned x, y, z (launch_dims); natively kernel<<<...>>>(args...) on `stream`,
@@ -149,6 +151,10 @@ TYPEX_DEVICE float fmin(float a, float b) { return ::fminf(a, b); }
 TYPEX_DEVICE double fmin(double a, double b) { return ::fmin(a, b); }
 TYPEX_DEVICE float pow(float a, float b) { return ::powf(a, b); }
 TYPEX_DEVICE double pow(double a, double b) { return ::pow(a, b); }
+TYPEX_DEVICE float mul_rn(float a, float b) { return ::__fmul_rn(a, b); }
+TYPEX_DEVICE double mul_rn(double a, double b) { return ::__dmul_rn(a, b); }
+TYPEX_DEVICE float add_rn(float a, float b) { return ::__fadd_rn(a, b); }
+TYPEX_DEVICE double add_rn(double a, double b) { return ::__dadd_rn(a, b); }
 }  // namespace math
 
 namespace launch_detail {  // (not detail: typex::cuda::detail is outside the inline namespace)
@@ -239,6 +245,10 @@ inline float fmin(float a, float b) { return std::fmin(a, b); }
 inline double fmin(double a, double b) { return std::fmin(a, b); }
 inline float pow(float a, float b) { return std::pow(a, b); }
 inline double pow(double a, double b) { return std::pow(a, b); }
+inline float mul_rn(float a, float b) { return a * b; }
+inline double mul_rn(double a, double b) { return a * b; }
+inline float add_rn(float a, float b) { return a + b; }
+inline double add_rn(double a, double b) { return a + b; }
 }  // namespace math
 
 namespace launch_detail {

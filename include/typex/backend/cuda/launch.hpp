@@ -499,8 +499,8 @@ inline constexpr unsigned conv_tile_m = 128, conv_tile_n = 64, conv_tile_k = 16;
 
 // How many stretches of K a convolution's blocks split its reduction into (1: none): enough blocks
 // for about two waves of an H100's 132 SMs where the tiles alone are fewer than 64 blocks and the
-// reduction is long (at least 32 slabs), each stretch at least 8 slabs, the partial sums at most
-// 64 MiB.
+// reduction is long (at least 32 slabs), each stretch at least 8 slabs and none empty, the partial
+// sums at most 64 MiB.
 inline int conv_k_splits(const conv_params& p) {
   if (p.n < 1 || p.oh < 1 || p.ow < 1 || p.groups < 1 || p.oc < p.groups || p.c < p.groups) return 1;
   const std::int64_t m = p.n * p.oh * p.ow, tiles_m = (m + conv_tile_m - 1) / conv_tile_m;
@@ -510,7 +510,10 @@ inline int conv_k_splits(const conv_params& p) {
   if (blocks >= 64 || slabs < 32) return 1;
   std::int64_t splits = (264 + blocks - 1) / blocks;
   splits = std::min<std::int64_t>({splits, slabs / 8, 128, (std::int64_t{64} << 20) / (m * p.oc * 4 > 0 ? m * p.oc * 4 : 1)});
-  return splits < 2 ? 1 : static_cast<int>(splits);
+  if (splits < 2) return 1;
+  // (as many stretches as ceil(slabs / per) for the stretch the kernel gives each: none is empty)
+  const std::int64_t per = (slabs + splits - 1) / splits;
+  return static_cast<int>((slabs + per - 1) / per);
 }
 
 inline kernel_launch conv_launch(const conv_params& p) {

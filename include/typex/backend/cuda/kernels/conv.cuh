@@ -72,9 +72,10 @@ TYPEX_GLOBAL void conv2d_kernel(const TYPEX_GRID_CONSTANT conv_params p) {
   const int kw = static_cast<int>(p.kw), window = static_cast<int>(p.kh * p.kw);
   const int k_total = static_cast<int>(icg) * window;  // (conv_launch: within int32)
   // this block's stretch of K, [k_begin, k_end): whole slabs (all of K without a split)
-  const int slabs = (k_total + TK - 1) / TK, per_split = (slabs + p.k_splits - 1) / p.k_splits;
-  const int k_begin = static_cast<int>(split) * per_split * TK;
-  const int k_end = k_begin + per_split * TK < k_total ? k_begin + per_split * TK : k_total;
+  // (in 64 bits: a stretch's end may pass k_total, which may be near 2^31)
+  const std::int64_t slabs = (k_total + TK - 1) / TK, per_split = (slabs + p.k_splits - 1) / p.k_splits;
+  const std::int64_t kb = split * per_split * TK, ke = kb + per_split * TK;
+  const int k_begin = static_cast<int>(kb < k_total ? kb : k_total), k_end = static_cast<int>(ke < k_total ? ke : k_total);
   const std::int64_t planes = p.oh * p.ow, m_total = p.n * planes;
   const std::int64_t m0 = static_cast<std::int64_t>(block_idx().x) * TM, n0 = static_cast<std::int64_t>(block_idx().y) * TN;
   // the pixel this thread stages, once: its image's first channel, and its window's corner

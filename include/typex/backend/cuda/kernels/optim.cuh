@@ -1,8 +1,9 @@
 // typex/backend/cuda/kernels/optim.cuh — the optimizers' updates of one parameter on the device:
 // torch.optim's single-tensor SGD (momentum, dampening, weight decay, Nesterov, maximize) and Adam /
 // AdamW (AMSGrad, maximize), and the scaling clip_grad_norm_ applies, element by element in the
-// parameter's dtype with the host loop's order of operations (nn/optim.hpp; a GPU may contract a
-// product and a sum into one rounding, the emulator does not).
+// parameter's dtype with the host loop's order of operations and roundings (nn/optim.hpp): every
+// product and sum through math::mul_rn / add_rn, which a GPU never contracts into an FMA, so that
+// a device step equals the host's bit for bit.
 #pragma once
 
 #include <typex/backend/cuda/kernel_api.cuh>
@@ -24,34 +25,35 @@ TYPEX_GLOBAL void optim_kernel(const TYPEX_GRID_CONSTANT optim_params p) {
   T* b3 = static_cast<T*>(p.buf3);
   const T wd = static_cast<T>(p.weight_decay);
   for (std::int64_t k = static_cast<std::int64_t>(block_idx().x) * block_dim().x + thread_idx().x; k < p.n; k += step) {
+    using math::add_rn, math::mul_rn;
     if (p.kind == optim_kind::scale) {
-      w[k] = w[k] * static_cast<T>(p.factor);
+      w[k] = mul_rn(w[k], static_cast<T>(p.factor));
       continue;
     }
     T grad = p.maximize ? -d[k] : d[k];
     if (p.kind == optim_kind::sgd) {
-      if (p.weight_decay_on) grad = grad + wd * w[k];
+      if (p.weight_decay_on) grad = add_rn(grad, mul_rn(wd, w[k]));
       if (b1 != nullptr) {
         const T mom = static_cast<T>(p.momentum);
-        b1[k] = p.first ? grad : b1[k] * mom + static_cast<T>(p.keep) * grad;
-        grad = p.nesterov ? grad + mom * b1[k] : b1[k];
+        b1[k] = p.first ? grad : add_rn(mul_rn(b1[k], mom), mul_rn(static_cast<T>(p.keep), grad));
+        grad = p.nesterov ? add_rn(grad, mul_rn(mom, b1[k])) : b1[k];
       }
-      w[k] = w[k] + static_cast<T>(p.lr_step) * grad;
+      w[k] = add_rn(w[k], mul_rn(static_cast<T>(p.lr_step), grad));
       continue;
     }
     // adam
     if (p.weight_decay_on) {
-      if (p.decoupled) w[k] = w[k] * static_cast<T>(p.decay);
-      else grad = grad + wd * w[k];
+      if (p.decoupled) w[k] = mul_rn(w[k], static_cast<T>(p.decay));
+      else grad = add_rn(grad, mul_rn(wd, w[k]));
     }
     const T omb1 = static_cast<T>(p.one_minus_beta1);
     // exp_avg.lerp_(grad, 1 - beta1), as torch's lerp: from the nearer end
-    b1[k] = omb1 < T(0.5) ? b1[k] + omb1 * (grad - b1[k]) : grad - (grad - b1[k]) * (T(1) - omb1);
-    b2[k] = b2[k] * static_cast<T>(p.beta2) + static_cast<T>(p.one_minus_beta2) * grad * grad;
+    b1[k] = omb1 < T(0.5) ? add_rn(b1[k], mul_rn(omb1, grad - b1[k])) : grad - mul_rn(grad - b1[k], T(1) - omb1);
+    b2[k] = add_rn(mul_rn(b2[k], static_cast<T>(p.beta2)), mul_rn(mul_rn(static_cast<T>(p.one_minus_beta2), grad), grad));
     T second = b2[k];
     if (b3 != nullptr) second = b3[k] = b3[k] < b2[k] ? b2[k] : b3[k];  // (std::max's rule: the first unless less)
-    const T denom = math::sqrt(second) / static_cast<T>(p.bias2_sqrt) + static_cast<T>(p.eps);
-    w[k] = w[k] + static_cast<T>(p.step_size) * (b1[k] / denom);
+    const T denom = add_rn(math::sqrt(second) / static_cast<T>(p.bias2_sqrt), static_cast<T>(p.eps));
+    w[k] = add_rn(w[k], mul_rn(static_cast<T>(p.step_size), b1[k] / denom));
   }
 }
 
