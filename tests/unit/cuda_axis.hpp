@@ -8,6 +8,7 @@
 #include "backend_axis.hpp"
 
 #include <typex/backend/cuda.hpp>
+#include <typex/passes/decompose.hpp>
 
 #include <memory>
 #include <string>

@@ -10,6 +10,7 @@
 #include <typex/backend/eigen.hpp>
 #include <typex/export/joint.hpp>
 #include <typex/nn/optim.hpp>
+#include <typex/passes/decompose.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -8,6 +8,7 @@
 // on the CPU emulator of the execution model. docs/cuda_backend.md says what runs where.
 #pragma once
 
+#include <typex/backend/cuda/device_ops.hpp>
 #include <typex/backend/cuda/eager.hpp>
 #include <typex/backend/cuda/memory.hpp>
 #include <typex/backend/cuda/program.hpp>

@@ -27,12 +27,9 @@
 #pragma once
 
 #include <typex/backend/cuda/device.hpp>
-#include <typex/backend/cuda/device_ops.hpp>
 #include <typex/backend/cuda/memory.hpp>
 #include <typex/backend/kit/engine.hpp>
-#include <typex/export/exported_program.hpp>
 #include <typex/export/program_binding.hpp>
-#include <typex/passes/decompose.hpp>
 
 #include <cstddef>
 #include <memory>
@@ -46,6 +43,15 @@
 #else
 #define TYPEX_CUDA_API inline
 #endif
+
+// (declared only: this header stays light for every unit that names the backend; the engine's
+// definitions include them)
+namespace typex {
+class exported_program;
+namespace passes {
+class decomposition_table;
+}  // namespace passes
+}  // namespace typex
 
 namespace typex::cuda {
 
@@ -95,7 +101,7 @@ struct cuda_backend {
   }
   // What program_module compiles: `ep` with the ops this backend has no kernel for decomposed into
   // ones it has (program() gives this program back).
-  static exported_program prepare(const exported_program& ep) { return cuda::with_fallback_decompositions(ep); }
+  static exported_program prepare(const exported_program& ep);  // (cuda::with_fallback_decompositions)
   // The module's state (written buffers, trained parameters) on the program's device: a copy of
   // the host tensor there (program_module keeps it, writes it back and clones it on the device).
   static any_tensor place_state(const any_tensor& host, const options& o) {

@@ -7,6 +7,7 @@
 
 #include <typex/backend/cuda/chain.hpp>
 #include <typex/backend/cuda/detail/records.hpp>
+#include <typex/backend/cuda/detail/device_ops_impl.hpp>  // (the device operations program_module and the optimizers use)
 #include <typex/backend/cuda/device.hpp>
 #include <typex/backend/cuda/launch.hpp>
 #include <typex/backend/cuda/lt.hpp>
@@ -1652,6 +1653,14 @@ TYPEX_CUDA_API exported_program with_fallback_decompositions(const exported_prog
   }
   return out;
 }
+
+}  // namespace typex::cuda
+
+TYPEX_CUDA_API auto typex::cuda_backend::prepare(const exported_program& ep) -> exported_program {
+  return cuda::with_fallback_decompositions(ep);
+}
+
+namespace typex::cuda {
 
 TYPEX_CUDA_API std::shared_ptr<kit::engine> detail::make_engine(program_binding binding, const compile_options& options) {
   // (module state, the buffers a program writes and the parameters a joint program trains, comes as
