@@ -1,6 +1,7 @@
 // typex/backend/cuda/device_ops.hpp — the CUDA backend's device operations (tensor/device_ops.hpp):
 // what program_module and typex::optim use for tensors on a CUDA device, registered for
-// device_kind::cuda when this header is included (<typex/backend/cuda.hpp> and program.hpp do).
+// device_kind::cuda when this header is included (<typex/backend/cuda.hpp> does, and so does the
+// engine's unit: a program that runs a CUDA module has them).
 //
 //  - make / copy: through the runtime that owns the tensor's memory (memory.hpp: the deleter knows
 //    it), finished when they return;
