@@ -846,24 +846,19 @@ class planned_engine final : public kit::engine, private plan::target {
     const plan::location partial =
         cp.k_splits > 1 ? p.scratch(static_cast<std::size_t>(cp.k_splits) * static_cast<std::size_t>(y.numel()) * sizeof(float), s.node)
                         : plan::location{};
-    pending_.push_back([this, x, w, b, yv = &y, cp, partial, what]() mutable {
-      cp.in = reinterpret_cast<const float*>(address(x->at));
-      cp.weight = reinterpret_cast<const float*>(address(w->at));
-      cp.bias = b != nullptr ? reinterpret_cast<const float*>(address(b->at)) : nullptr;
-      cp.out = reinterpret_cast<float*>(address(yv->at));
-      if (cp.k_splits > 1) cp.partial = reinterpret_cast<float*>(address(partial));
-      return kernel_record(conv_launch(cp), what, cp.k_splits > 1 ? address(partial) : address(yv->at),
-                           cp.k_splits > 1 ? static_cast<std::size_t>(cp.k_splits) * yv->bytes() : yv->bytes());
-    });
-    if (cp.k_splits > 1) {
-      pending_.push_back([this, x, w, b, yv = &y, cp, partial, what]() mutable {
+    // (one record, or with split K two: the stretches into `partial`, then the finish into y)
+    for (const bool finish : {false, true}) {
+      if (finish && cp.k_splits == 1) break;
+      pending_.push_back([this, x, w, b, yv = &y, cp, partial, what, finish]() mutable {
         cp.in = reinterpret_cast<const float*>(address(x->at));
         cp.weight = reinterpret_cast<const float*>(address(w->at));
         cp.bias = b != nullptr ? reinterpret_cast<const float*>(address(b->at)) : nullptr;
         cp.out = reinterpret_cast<float*>(address(yv->at));
-        cp.partial = reinterpret_cast<float*>(address(partial));
-        cp.finish = true;
-        return kernel_record(conv_launch(cp), what, address(yv->at), yv->bytes());
+        if (cp.k_splits > 1) cp.partial = reinterpret_cast<float*>(address(partial));
+        cp.finish = finish;
+        const bool to_partial = cp.k_splits > 1 && !finish;
+        return kernel_record(conv_launch(cp), what, to_partial ? address(partial) : address(yv->at),
+                             to_partial ? static_cast<std::size_t>(cp.k_splits) * yv->bytes() : yv->bytes());
       });
     }
   }
