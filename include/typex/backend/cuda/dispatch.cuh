@@ -5,6 +5,7 @@
 #pragma once
 
 #include <typex/backend/cuda/kernel_api.cuh>
+#include <typex/backend/cuda/kernels/attention.cuh>
 #include <typex/backend/cuda/kernels/conv.cuh>
 #include <typex/backend/cuda/kernels/copy.cuh>
 #include <typex/backend/cuda/kernels/index.cuh>
@@ -68,6 +69,11 @@ void dispatch(const kernel_launch& k, Stream stream) {
     case kernel_kind::conv: {
       const conv_params& p = detail::launch_params<conv_params>(k);
       TYPEX_LAUNCH(kernels::conv2d_kernel<float>, k.grid, k.block, k.shared_bytes, stream)(p);
+      return;
+    }
+    case kernel_kind::attention: {
+      const attention_params& p = detail::launch_params<attention_params>(k);
+      TYPEX_LAUNCH(kernels::attention_kernel<float>, k.grid, k.block, k.shared_bytes, stream)(p);
       return;
     }
     case kernel_kind::optim: {

@@ -377,9 +377,39 @@ struct optim_params {
 };
 static_assert(std::is_trivially_copyable_v<optim_params>);
 
+// ---- fused attention (kernels/attention.cuh)
+
+enum class attention_mask : std::uint8_t { none, boolean, additive };
+
+// scaled_dot_product_attention without dropout, the scores never stored: out[b, i, :] =
+// sum_j softmax_j(scale q[b, i] . k[b, j] + mask) v[b, j] for the `batches` batch entries of the
+// output's batch dims (batch_rank of them, `batch_extent`, row-major), each operand's batch entry at
+// the sum of its batch strides (0 along a broadcast dim). q [l, e], k [s, e], v [s, ev] and out
+// [l, ev] are contiguous in their last two dims; a mask element (i, j) of batch entry b is at its
+// batch offset + i mask_row_stride + j mask_col_stride (bool: false excludes the key; additive: f32
+// added to the score). causal: key j only for query i >= j (top-left aligned, as PyTorch). A row
+// whose every key is excluded is NaN (the math path's 0 / 0); s = 0 gives zeros (an empty sum).
+struct attention_params {
+  const float* q = nullptr;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  const void* mask = nullptr;
+  float* out = nullptr;
+  attention_mask mask_kind = attention_mask::none;
+  bool causal = false;
+  float scale = 1.0f;
+  int batch_rank = 0;
+  std::int64_t batches = 1, l = 0, s = 0, e = 0, ev = 0;
+  std::int64_t batch_extent[max_rank] = {};
+  std::int64_t q_batch_stride[max_rank] = {}, k_batch_stride[max_rank] = {}, v_batch_stride[max_rank] = {},
+               mask_batch_stride[max_rank] = {};
+  std::int64_t mask_row_stride = 0, mask_col_stride = 0;
+};
+static_assert(std::is_trivially_copyable_v<attention_params>);
+
 // ---- the record
 
-enum class kernel_kind : std::uint8_t { chain, copy, reduce, norm, conv, pool, map, index, loss, optim };
+enum class kernel_kind : std::uint8_t { chain, copy, reduce, norm, conv, pool, map, index, loss, optim, attention };
 
 inline constexpr const char* kernel_name(kernel_kind k) noexcept {
   switch (k) {
@@ -393,6 +423,7 @@ inline constexpr const char* kernel_name(kernel_kind k) noexcept {
     case kernel_kind::index: return "index";
     case kernel_kind::loss: return "loss";
     case kernel_kind::optim: return "optim";
+    case kernel_kind::attention: return "attention";
   }
   return "?";
 }
@@ -402,7 +433,7 @@ struct kernel_launch {
   launch_dims grid, block;
   std::uint32_t shared_bytes = 0;  // dynamic shared memory
   std::variant<chain_params, copy_params, reduce_params, norm_params, conv_params, pool_params, map_params, index_params, loss_params,
-               optim_params>
+               optim_params, attention_params>
       params;
 };
 
@@ -588,6 +619,36 @@ inline kernel_launch optim_launch(const optim_params& p) {
     typex::detail::raise_message<argument_error>(
         "typex::cuda::optim_launch: a negative count, or an update without its parameter, gradient or state buffers");
   return {kernel_kind::optim, detail::elementwise_grid(p.n), {elementwise_threads, 1, 1}, 0, p};
+}
+
+// Fused attention's tiles: attention_tile rows of queries per block of 128 threads (4 warps of 8
+// rows each), the keys attention_tile at a time (a warp's lane is a key of the tile); the query
+// tile, the key tile (its rows padded to a multiple of 32 and swizzled) and the value tile in
+// shared memory. Head dims up to attention_max_head (48 KiB of shared memory at 128: no opt-in).
+inline constexpr unsigned attention_tile = 32, attention_threads = 128;
+inline constexpr std::int64_t attention_max_head = 128;
+
+inline std::uint32_t attention_shared_bytes(std::int64_t e, std::int64_t ev) {
+  const std::int64_t padded = (e + 31) / 32 * 32;
+  return static_cast<std::uint32_t>(attention_tile * (e + padded + ev) * sizeof(float));
+}
+
+inline kernel_launch attention_launch(const attention_params& p) {
+  if (p.q == nullptr || p.k == nullptr || p.v == nullptr || p.out == nullptr || (p.mask_kind != attention_mask::none) != (p.mask != nullptr) ||
+      (p.causal && p.mask_kind != attention_mask::none))
+    typex::detail::raise_message<argument_error>(
+        "typex::cuda::attention_launch: a missing operand, a mask pointer without its kind (or the reverse), or a mask with is_causal");
+  if (p.l < 1 || p.s < 0 || p.e < 0 || p.ev < 1 || p.e > attention_max_head || p.ev > attention_max_head || p.batches < 1)
+    typex::detail::raise_message<argument_error>(std::string("typex::cuda::attention_launch: ") + std::to_string(p.l) + " queries, " +
+                                                 std::to_string(p.s) + " keys, head dims " + std::to_string(p.e) + " and " +
+                                                 std::to_string(p.ev) + " (queries and value dims at least 1, head dims at most " +
+                                                 std::to_string(attention_max_head) + ")");
+  detail::check_extents("attention", p.batch_rank, p.batch_extent, p.batches);
+  const std::int64_t tiles = (p.l + attention_tile - 1) / attention_tile;
+  if (tiles > 2147483647 / p.batches)
+    typex::detail::raise_message<argument_error>("typex::cuda::attention_launch: more query tiles than a grid holds (2^31 - 1)");
+  return {kernel_kind::attention, {static_cast<unsigned>(tiles * p.batches), 1, 1}, {attention_threads, 1, 1},
+          attention_shared_bytes(p.e, p.ev), p};
 }
 
 inline kernel_launch pool_launch(const pool_params& p) {

@@ -278,6 +278,34 @@ inline std::array<std::int64_t, 2> pair_arg(const ir::call_args& a, std::size_t 
 // Whether the backend runs call `node` of `g`: its op has a lowering here, and its result and every
 // tensor argument have the dtypes and ranks the kernels take (f32; at most max_rank dims for the
 // elementwise kernels). Asked of every node before anything is planned or allocated.
+namespace detail {
+// scaled_dot_product_attention as the fused kernel (kernels/attention.cuh): f32 query, key and value
+// with static head dims of at most attention_max_head (the value's at least 1), no dropout (its
+// mask's draws are the math path's), equal head counts, a bool or f32 mask (or none), at most
+// max_rank dims. What it does not cover reaches the backend as the math path (its decomposition).
+inline bool attention_runs(const ir::graph& g, const ir::node& node) {
+  if (node.args.size() < 3 || node.vals.front().scalar_type != dtype::f32 || node.vals.front().rank() > static_cast<std::size_t>(max_rank))
+    return false;
+  const auto meta_of = [&](std::size_t i) -> const ir::tensor_meta* {
+    const auto* r = i < node.args.size() ? std::get_if<ir::value_ref>(&node.args[i]) : nullptr;
+    return r != nullptr ? &g[r->node].vals.front() : nullptr;
+  };
+  const auto head = [](const ir::tensor_meta* m, std::int64_t least) {
+    if (m == nullptr || m->rank() < 2 || m->rank() > static_cast<std::size_t>(max_rank) || m->scalar_type != dtype::f32) return false;
+    const std::optional<index_t> d = m->shape.back().value();
+    return d.has_value() && *d >= least && *d <= attention_max_head;
+  };
+  if (!head(meta_of(0), 0) || !head(meta_of(1), 0) || !head(meta_of(2), 1)) return false;
+  if (const ir::tensor_meta* mask = meta_of(3); mask != nullptr) {
+    if ((mask->scalar_type != dtype::b8 && mask->scalar_type != dtype::f32) || mask->rank() > static_cast<std::size_t>(max_rank)) return false;
+  } else if (node.args.size() > 3 && !std::holds_alternative<ir::none_t>(node.args[3])) {
+    return false;
+  }
+  const call_of c(node, nullptr);
+  return c.args.real_or_default("dropout_p") == 0.0 && !c.args.flag_or_default("enable_gqa");
+}
+}  // namespace detail
+
 TYPEX_CUDA_API bool supports(const ir::graph& g, const ir::node& node) {
   if (node.op != ir::node_op::call_function) return true;
   const op_id op = node.target;
@@ -316,6 +344,7 @@ TYPEX_CUDA_API bool supports(const ir::graph& g, const ir::node& node) {
     return x != nullptr && x->scalar_type == dtype::f32 && x->rank() <= static_cast<std::size_t>(max_rank) &&
            detail::reduction(node, x->rank(), nullptr).has_value();
   }
+  if (op == op_id_of<scaled_dot_product_attention_op>) return detail::attention_runs(g, node);
   // (the other kernels compute in f32: every tensor read and the result; bits of another dtype
   // read as f32 would be wrong numbers, a bool read as f32 four times its bytes)
   if (out.scalar_type != dtype::f32) return false;
@@ -581,6 +610,7 @@ class planned_engine final : public kit::engine, private plan::target {
     if (node.target == op_id_of<layer_norm_op> || node.target == op_id_of<aten::group_norm> || node.target == op_id_of<batch_norm_op>)
       return lower_norm(p, s), true;
     if (node.target == op_id_of<aten::conv2d>) return lower_conv(p, s), true;
+    if (node.target == op_id_of<scaled_dot_product_attention_op>) return lower_attention(p, s), true;
     if (detail::is_pool_op(node.target)) return lower_pool(p, s), true;
     if (detail::is_reduction_op(node.target)) {
       const plan::value* x = p.arg(node, 0);
@@ -861,6 +891,64 @@ class planned_engine final : public kit::engine, private plan::target {
                              to_partial ? static_cast<std::size_t>(cp.k_splits) * yv->bytes() : yv->bytes());
       });
     }
+  }
+
+  // scaled_dot_product_attention: the fused kernel (kernels/attention.cuh), one launch; the batch
+  // dims of query, key, value and mask broadcast to the output's (right-aligned, as matmul's), the
+  // mask's last two dims to [L, S].
+  void lower_attention(plan::planner& p, plan::step_plan& s) {
+    const ir::node& node = p.graph()[s.node];
+    const plan::value* q = p.arg(node, 0);
+    const plan::value* k = p.arg(node, 1);
+    const plan::value* v = p.arg(node, 2);
+    const plan::value* mask = node.args.size() > 3 ? p.arg(node, 3) : nullptr;
+    const plan::value& y = p.at(s.node);
+    const detail::call_of c(node, &p.symbols());
+    attention_params ap{};
+    const std::size_t rank = y.extents.size(), batch_rank = rank - 2;
+    ap.batch_rank = static_cast<int>(batch_rank);
+    ap.l = y.extents[rank - 2];
+    ap.ev = y.extents[rank - 1];
+    ap.s = k->extents[k->extents.size() - 2];
+    ap.e = q->extents.back();
+    for (std::size_t d = 0; d < batch_rank; ++d) ap.batch_extent[d] = y.extents[d], ap.batches *= y.extents[d];
+    // (an operand's batch stride along output batch dim d: 0 where it has no such dim or extent 1)
+    const auto batch_strides = [&](const std::vector<index_t>& ext, std::int64_t* stride, std::size_t trailing) {
+      std::int64_t step = 1;
+      for (std::size_t t = 0; t < trailing && t < ext.size(); ++t) step *= ext[ext.size() - 1 - t];
+      const std::size_t own = ext.size() > trailing ? ext.size() - trailing : 0;
+      for (std::size_t d = batch_rank; d-- > 0;) {
+        const std::size_t from_end = batch_rank - 1 - d;
+        if (from_end >= own) { stride[d] = 0; continue; }
+        const index_t extent = ext[own - 1 - from_end];
+        stride[d] = extent == 1 ? 0 : step;
+        step *= extent;
+      }
+    };
+    batch_strides(q->extents, ap.q_batch_stride, 2);
+    batch_strides(k->extents, ap.k_batch_stride, 2);
+    batch_strides(v->extents, ap.v_batch_stride, 2);
+    if (mask != nullptr) {
+      const std::vector<index_t>& me = mask->extents;
+      ap.mask_kind = mask->dt == dtype::b8 ? attention_mask::boolean : attention_mask::additive;
+      // (the mask's [L, S] dims, right-aligned: extent 1 or missing broadcasts)
+      const index_t cols = !me.empty() ? me.back() : 1, rows = me.size() >= 2 ? me[me.size() - 2] : 1;
+      ap.mask_col_stride = cols == 1 ? 0 : 1;
+      ap.mask_row_stride = rows == 1 ? 0 : cols;
+      batch_strides(me, ap.mask_batch_stride, 2);
+    }
+    ap.causal = c.args.flag_or_default("is_causal");
+    ap.scale = static_cast<float>(c.args.has("scale") ? c.args.real("scale") : 1.0 / std::sqrt(static_cast<double>(ap.e)));
+    if (ap.l == 0 || ap.ev == 0 || ap.batches == 0) return;  // (an empty result: nothing to write)
+    const std::string what = name_of(node);
+    pending_.push_back([this, q, k, v, mask, yv = &y, ap, what]() mutable {
+      ap.q = reinterpret_cast<const float*>(address(q->at));
+      ap.k = reinterpret_cast<const float*>(address(k->at));
+      ap.v = reinterpret_cast<const float*>(address(v->at));
+      ap.mask = mask != nullptr ? static_cast<const void*>(address(mask->at)) : nullptr;
+      ap.out = reinterpret_cast<float*>(address(yv->at));
+      return kernel_record(attention_launch(ap), what, address(yv->at), yv->bytes());
+    });
   }
 
   // max_pool2d, avg_pool2d, adaptive_avg_pool2d: a thread per output element; the output's extents

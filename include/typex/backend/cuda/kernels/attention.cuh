@@ -1,0 +1,135 @@
+// typex/backend/cuda/kernels/attention.cuh — scaled_dot_product_attention fused and tiled (the
+// flash-attention scheme): each block keeps 32 query rows and walks the keys 32 at a time, holding
+// a running maximum, a running sum and the output rows in registers; the [L, S] scores are never
+// stored, and one launch replaces the math path's five (two products, the scale, the mask, softmax).
+//
+// Per key tile, warp w owns query rows 8w .. 8w + 7 and its lane j the tile's key j:
+//   scores     s = scale q_i . k_j (+ the additive mask; -inf where the mask, causality or the end
+//              of the keys excludes the key), one per (row, lane), the dot products read from the
+//              shared query tile (a broadcast: every lane reads the same row) and key tile (a row per
+//              lane, swizzled so that the 32 lanes hit 32 banks);
+//   softmax    m' = max(m, max_j s) over the warp (a butterfly), p_j = exp(s - m'), the row's sum
+//              l' = l exp(m - m') + sum_j p_j, the output rows scaled by exp(m - m');
+//   product    o_i += sum_j p_j v_j: lane t owns value columns t, t + 32, t + 64, t + 96; p_j reaches
+//              every lane by a shuffle from lane j, v_j from the shared value tile.
+// At the end o_i / l_i is stored. Excluded keys give p = 0 exactly (not exp(-inf - m')), so a row
+// that has seen only excluded keys keeps m = -inf, l = 0 and o = 0: every key excluded gives
+// 0 / 0 = NaN, the math path's softmax over -inf; no keys at all (s = 0) gives zeros, its empty
+// product. A NaN score makes its row NaN, as softmax does.
+#pragma once
+
+#include <typex/backend/cuda/kernel_api.cuh>
+#include <typex/backend/cuda/launch.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+namespace typex::cuda::kernels {
+inline namespace TYPEX_CUDA_ABI {  // (kernel_api.cuh: native or emulated)
+
+// Launch geometry: attention_launch (block x: batch entry x query tile; 128 threads; shared memory
+// for the query, key and value tiles, attention_shared_bytes).
+template <class T>
+TYPEX_GLOBAL void attention_kernel(const TYPEX_GRID_CONSTANT attention_params p) {
+  static_assert(std::is_same_v<T, float>, "typex::cuda: attention_kernel attends over f32 tensors");
+  constexpr int BR = static_cast<int>(attention_tile), BC = static_cast<int>(attention_tile), RW = BR / 4, CW = 4;
+  static_assert(BC == 32 && BR == 32 && attention_threads == 128 && attention_max_head <= 32 * CW,
+                "typex::cuda: attention_kernel's thread mapping is written for 32 x 32 tiles, 4 warps and head dims up to 128");
+  constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+  const int t = static_cast<int>(thread_idx().x), lane = t % 32, warp = t / 32;
+  const std::int64_t tiles = (p.l + BR - 1) / BR;
+  const std::int64_t b = block_idx().x / tiles, i0 = block_idx().x % tiles * BR;
+  // the batch entry's offsets into each operand (its index in the output's batch dims, row-major)
+  std::int64_t qo = 0, ko = 0, vo = 0, mo = 0;
+  for (std::int64_t d = p.batch_rank - 1, rest = b; d >= 0; --d) {
+    const std::int64_t at = rest % p.batch_extent[d];
+    rest /= p.batch_extent[d];
+    qo += at * p.q_batch_stride[d], ko += at * p.k_batch_stride[d], vo += at * p.v_batch_stride[d], mo += at * p.mask_batch_stride[d];
+  }
+  const int e = static_cast<int>(p.e), ev = static_cast<int>(p.ev), kstride = (e + 31) / 32 * 32;
+  float* q_tile = TYPEX_SHARED(float);    // [BR][e]
+  float* k_tile = q_tile + BR * e;         // [BC][kstride]: key c's element x at c kstride + (x ^ c)
+  float* v_tile = k_tile + BC * kstride;   // [BC][ev]
+  for (int x = t; x < BR * e; x += static_cast<int>(attention_threads)) {
+    const std::int64_t i = i0 + x / e;
+    q_tile[x] = i < p.l ? p.q[qo + i * e + x % e] : 0.0f;
+  }
+  float m[RW], sum[RW], acc[RW][CW];
+  TYPEX_DEVICE_UNROLL
+  for (int r = 0; r < RW; ++r) {
+    m[r] = neg_inf, sum[r] = 0.0f;
+    TYPEX_DEVICE_UNROLL
+    for (int c = 0; c < CW; ++c) acc[r][c] = 0.0f;
+  }
+  // (causal: the keys up to the tile's last query row)
+  const std::int64_t last_row = i0 + BR < p.l ? i0 + BR : p.l;
+  const std::int64_t s_end = p.causal && last_row < p.s ? last_row : p.s;
+  const bool* mask_b = p.mask_kind == attention_mask::boolean ? static_cast<const bool*>(p.mask) : nullptr;
+  const float* mask_f = p.mask_kind == attention_mask::additive ? static_cast<const float*>(p.mask) : nullptr;
+  for (std::int64_t j0 = 0; j0 < s_end; j0 += BC) {
+    sync_threads();  // (the query tile stored; the previous key and value tiles read)
+    for (int x = t; x < BC * e; x += static_cast<int>(attention_threads)) {
+      const int c = x / e, col = x - c * e;
+      const std::int64_t j = j0 + c;
+      k_tile[c * kstride + (col ^ c)] = j < p.s ? p.k[ko + j * e + col] : 0.0f;
+    }
+    for (int x = t; x < BC * ev; x += static_cast<int>(attention_threads)) {
+      const std::int64_t j = j0 + x / ev;
+      v_tile[x] = j < p.s ? p.v[vo + j * ev + x % ev] : 0.0f;
+    }
+    sync_threads();
+    float s[RW];
+    TYPEX_DEVICE_UNROLL
+    for (int r = 0; r < RW; ++r) s[r] = 0.0f;
+    for (int x = 0; x < e; ++x) {
+      const float kv = k_tile[lane * kstride + (x ^ lane)];
+      TYPEX_DEVICE_UNROLL
+      for (int r = 0; r < RW; ++r) s[r] += q_tile[(warp * RW + r) * e + x] * kv;
+    }
+    const std::int64_t j = j0 + lane;
+    TYPEX_DEVICE_UNROLL
+    for (int r = 0; r < RW; ++r) {
+      const std::int64_t i = i0 + warp * RW + r;
+      float v = s[r] * p.scale;
+      bool keep = j < p.s && !(p.causal && j > i) && i < p.l;
+      if (keep && mask_b != nullptr) keep = mask_b[mo + i * p.mask_row_stride + j * p.mask_col_stride];
+      if (keep && mask_f != nullptr) v += mask_f[mo + i * p.mask_row_stride + j * p.mask_col_stride];
+      v = keep ? v : neg_inf;
+      const float tile_max = warp_max(v);
+      const float m_new = tile_max > m[r] ? tile_max : m[r];
+      const float pv = v == neg_inf ? 0.0f : math::exp(v - m_new);
+      const float alpha = m_new == neg_inf ? 1.0f : math::exp(m[r] - m_new);
+      sum[r] = sum[r] * alpha + warp_sum(pv);
+      m[r] = m_new;
+      TYPEX_DEVICE_UNROLL
+      for (int c = 0; c < CW; ++c) acc[r][c] *= alpha;
+      s[r] = pv;
+    }
+    const int keys = s_end - j0 < BC ? static_cast<int>(s_end - j0) : BC;
+    for (int c = 0; c < keys; ++c) {
+      float vv[CW];
+      TYPEX_DEVICE_UNROLL
+      for (int k = 0; k < CW; ++k) vv[k] = lane + 32 * k < ev ? v_tile[c * ev + lane + 32 * k] : 0.0f;
+      TYPEX_DEVICE_UNROLL
+      for (int r = 0; r < RW; ++r) {
+        const float pc = shfl_sync(full_mask, s[r], c);
+        TYPEX_DEVICE_UNROLL
+        for (int k = 0; k < CW; ++k) acc[r][k] += pc * vv[k];
+      }
+    }
+  }
+  TYPEX_DEVICE_UNROLL
+  for (int r = 0; r < RW; ++r) {
+    const std::int64_t i = i0 + warp * RW + r;
+    if (i >= p.l) continue;
+    float* o = p.out + (b * p.l + i) * ev;
+    TYPEX_DEVICE_UNROLL
+    for (int k = 0; k < CW; ++k) {
+      if (lane + 32 * k < ev) o[lane + 32 * k] = p.s == 0 ? 0.0f : acc[r][k] / sum[r];
+    }
+  }
+}
+
+}  // inline namespace TYPEX_CUDA_ABI
+}  // namespace typex::cuda::kernels
