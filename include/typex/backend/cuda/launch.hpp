@@ -623,13 +623,14 @@ inline kernel_launch optim_launch(const optim_params& p) {
 
 // Fused attention's tiles: attention_tile rows of queries per block of 128 threads (4 warps of 8
 // rows each), the keys attention_tile at a time (a warp's lane is a key of the tile); the query
-// tile, the key tile (its rows padded to a multiple of 32 and swizzled) and the value tile in
+// tile, the key tile (its rows padded to a multiple of 32, at least 32, and swizzled; then the tile's
+// weights) and the value tile in
 // shared memory. Head dims up to attention_max_head (48 KiB of shared memory at 128: no opt-in).
 inline constexpr unsigned attention_tile = 32, attention_threads = 128;
 inline constexpr std::int64_t attention_max_head = 128;
 
 inline std::uint32_t attention_shared_bytes(std::int64_t e, std::int64_t ev) {
-  const std::int64_t padded = (e + 31) / 32 * 32;
+  const std::int64_t padded = e > 32 ? (e + 31) / 32 * 32 : 32;  // (at least 32: the weights of a tile reuse it)
   return static_cast<std::uint32_t>(attention_tile * (e + padded + ev) * sizeof(float));
 }
 

@@ -10,8 +10,9 @@
 //              lane, swizzled so that the 32 lanes hit 32 banks);
 //   softmax    m' = max(m, max_j s) over the warp (a butterfly), p_j = exp(s - m'), the row's sum
 //              l' = l exp(m - m') + sum_j p_j, the output rows scaled by exp(m - m');
-//   product    o_i += sum_j p_j v_j: lane t owns value columns t, t + 32, t + 64, t + 96; p_j reaches
-//              every lane by a shuffle from lane j, v_j from the shared value tile.
+//   product    o_i += sum_j p_j v_j: lane t owns value columns t, t + 32, t + 64, t + 96; the warp's
+//              p go through shared memory (the key tile's, once every warp has read the keys: one
+//              barrier, no shuffle per key), v_j from the shared value tile.
 // At the end o_i / l_i is stored. Excluded keys give p = 0 exactly (not exp(-inf - m')), so a row
 // that has seen only excluded keys keeps m = -inf, l = 0 and o = 0: every key excluded gives
 // 0 / 0 = NaN, the math path's softmax over -inf; no keys at all (s = 0) gives zeros, its empty
@@ -47,9 +48,10 @@ TYPEX_GLOBAL void attention_kernel(const TYPEX_GRID_CONSTANT attention_params p)
     rest /= p.batch_extent[d];
     qo += at * p.q_batch_stride[d], ko += at * p.k_batch_stride[d], vo += at * p.v_batch_stride[d], mo += at * p.mask_batch_stride[d];
   }
-  const int e = static_cast<int>(p.e), ev = static_cast<int>(p.ev), kstride = (e + 31) / 32 * 32;
+  const int e = static_cast<int>(p.e), ev = static_cast<int>(p.ev), kstride = e > 32 ? (e + 31) / 32 * 32 : 32;
   float* q_tile = TYPEX_SHARED(float);    // [BR][e]
-  float* k_tile = q_tile + BR * e;         // [BC][kstride]: key c's element x at c kstride + (x ^ c)
+  float* k_tile = q_tile + BR * e;         // [BC][kstride]: key c's element x at c kstride + (x ^ c);
+                                           // then the tile's weights p, [BR][BC]
   float* v_tile = k_tile + BC * kstride;   // [BC][ev]
   for (int x = t; x < BR * e; x += static_cast<int>(attention_threads)) {
     const std::int64_t i = i0 + x / e;
@@ -106,6 +108,13 @@ TYPEX_GLOBAL void attention_kernel(const TYPEX_GRID_CONSTANT attention_params p)
       for (int c = 0; c < CW; ++c) acc[r][c] *= alpha;
       s[r] = pv;
     }
+    // the weights p into the key tile's memory (every warp is done with the keys), each warp's rows
+    // read back by that warp only
+    sync_threads();
+    float* p_tile = k_tile;  // [BR][BC]
+    TYPEX_DEVICE_UNROLL
+    for (int r = 0; r < RW; ++r) p_tile[(warp * RW + r) * BC + lane] = s[r];
+    sync_warp(full_mask);
     const int keys = s_end - j0 < BC ? static_cast<int>(s_end - j0) : BC;
     for (int c = 0; c < keys; ++c) {
       float vv[CW];
@@ -113,7 +122,7 @@ TYPEX_GLOBAL void attention_kernel(const TYPEX_GRID_CONSTANT attention_params p)
       for (int k = 0; k < CW; ++k) vv[k] = lane + 32 * k < ev ? v_tile[c * ev + lane + 32 * k] : 0.0f;
       TYPEX_DEVICE_UNROLL
       for (int r = 0; r < RW; ++r) {
-        const float pc = shfl_sync(full_mask, s[r], c);
+        const float pc = p_tile[(warp * RW + r) * BC + c];
         TYPEX_DEVICE_UNROLL
         for (int k = 0; k < CW; ++k) acc[r][k] += pc * vv[k];
       }
