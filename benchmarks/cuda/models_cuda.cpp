@@ -2,7 +2,8 @@
 // workloads.hpp's fill) forward through program_module<cuda_backend>, with CUDA graphs on and off, at
 // batch 1 / 32 / 256 (transformer 1 / 8), and one training step of each (the joint program run,
 // then typex::optim::sgd stepping the parameters on the device: MLP at batch 32 / 256, CNN at 32,
-// transformer at 8, as benchmarks/training). A plain executable printing two tables (benchmarks/README.md,
+// transformer at 8, as benchmarks/training), the GEMM-bound rows at each matmul_precision, and fused
+// attention against its math path. A plain executable printing four tables (benchmarks/README.md,
 // "CUDA"); peers_cuda.py measures PyTorch eager, torch.compile and AOTInductor on the same GPU, and
 // run_cuda.sh runs both (scripts/gpu-check.sh on a lent GPU). Built where typex::cuda is; without a
 // GPU it prints the device_error and exits 77.
@@ -18,6 +19,7 @@
 #include <typex/backend/eigen.hpp>
 #include <typex/export/joint.hpp>
 #include <typex/nn/optim.hpp>
+#include <typex/export/decompositions.hpp>
 #include <typex/typex.hpp>
 
 #include <algorithm>
@@ -64,6 +66,48 @@ double time_calls(const std::function<void()>& f) {
   std::sort(rounds.begin(), rounds.end());
   return rounds[rounds.size() / 2];
 }
+
+// The largest difference between a program's first output on the GPU and the Eigen backend's.
+double worst_difference(const typex::any_tensor& device_out, const typex::any_tensor& want) {
+  const typex::any_tensor got = typex::cuda::to_host(device_out);
+  double worst = 0;
+  for (typex::index_t i = 0; i < got.numel(); ++i)
+    worst = std::max(worst, std::abs(double(got.data<float>()[i]) - double(want.data<float>()[i])));
+  return worst;
+}
+double largest(const typex::any_tensor& t) {
+  double m = 0;
+  for (typex::index_t i = 0; i < t.numel(); ++i) m = std::max(m, std::abs(double(t.data<float>()[i])));
+  return m;
+}
+
+// Microseconds per call of `ep` on the GPU with CUDA graphs, after checking its output against the
+// Eigen backend's: within 1e-3 in f32, within 5 % of the output's largest magnitude at a reduced
+// matmul_precision (a wrong program is not measured).
+double us_per_call(const char* what, const typex::exported_program& ep, const std::vector<typex::any_tensor>& host_inputs,
+                   const std::shared_ptr<typex::cuda::device_runtime>& gpu, typex::cuda::matmul_precision precision) {
+  const auto want = typex::program_module<typex::eigen_backend>(ep)(host_inputs);
+  std::vector<typex::any_tensor> dev;
+  for (const typex::any_tensor& t : host_inputs) dev.push_back(typex::cuda::to_device(t, gpu));
+  const typex::program_module<typex::cuda_backend> run(ep, {.device = gpu, .matmul_precision = precision});
+  const double worst = worst_difference(run(dev)[0], want[0]);
+  const double allowed = precision == typex::cuda::matmul_precision::f32 ? 1e-3 : 0.05 * largest(want[0]) + 1e-3;
+  if (!(worst <= allowed)) {
+    std::fprintf(stderr, "%s (%s): the GPU's output differs from the Eigen backend's by %g (allowed %g)\n", what,
+                 std::string(typex::cuda::name(precision)).c_str(), worst, allowed);
+    std::exit(1);
+  }
+  return time_calls([&] { (void)run(dev); }) * 1e6;
+}
+
+// attention over [batch, heads, seq, 64] query, key and value
+struct attend {
+  bool causal = false;
+  template <class Q, class K, class V>
+  auto operator()(const Q& q, const K& k, const V& v) const {
+    return typex::scaled_dot_product_attention(q, k, v, nullptr, {.is_causal = causal});
+  }
+};
 
 template <class M, class Spec>
 row measure(const char* name, M& model, const Spec& spec, std::vector<typex::index_t> in_extents, double flops,
@@ -165,6 +209,7 @@ typex::any_tensor class_labels(typex::index_t n) {
 
 }  // namespace bench
 BOOST_HANA_ADAPT_STRUCT(bench::one_relu);
+BOOST_HANA_ADAPT_STRUCT(bench::attend);
 BOOST_HANA_ADAPT_STRUCT(bench::classify<bench::mlp_model>, net);
 BOOST_HANA_ADAPT_STRUCT(bench::classify<bench::cnn_model>, net);
 BOOST_HANA_ADAPT_STRUCT(bench::regress<bench::transformer_model>, net);
@@ -235,5 +280,46 @@ int main() {
   for (const train_row& r : steps)
     std::printf("%-20s %6ld %14.1f %14.1f %12.1f %10.5f\n", r.model.c_str(), r.batch, r.us_graphs, r.us_plain,
                 r.flops / (std::min(r.us_graphs, r.us_plain) * 1e-6) / 1e9, static_cast<double>(r.loss));
+  // the GEMM-bound rows at each matmul_precision (graphs on): the products on tensor cores
+  {
+    using P = cuda::matmul_precision;
+    std::printf("\n%-20s %6s %12s %12s %12s %12s   (us per call, graphs on)\n", "matmul_precision", "batch", "f32", "tf32", "bf16", "f16");
+    const auto precision_row = [&](const char* name, long b, const exported_program& ep, const any_tensor& x) {
+      std::printf("%-20s %6ld", name, b);
+      for (const P p : {P::f32, P::tf32, P::bf16, P::f16}) std::printf(" %12.1f", us_per_call(name, ep, {x}, gpu, p));
+      std::printf("\n");
+    };
+    {
+      using xs = shape<batch, fix<784>>;
+      precision_row("mlp", 256, export_program(mlp, input<"x">(tensor_spec<f32, xs>(xs(batch(256), {})))), filled({256, 784}));
+    }
+    {
+      using xs = shape<batch, fix<tf_seq>, fix<tf_d>>;
+      precision_row("transformer", 8, export_program(tf, input<"x">(tensor_spec<f32, xs>(xs(batch(8), {}, {})))), filled({8, tf_seq, tf_d}));
+    }
+  }
+  // scaled_dot_product_attention: the fused kernel against the math path (its decomposition: two
+  // batched products, the scale, the mask, softmax), f32, graphs on
+  {
+    std::printf("\n%-32s %14s %14s %10s\n", "attention [b, h, seq, 64]", "fused (us)", "math (us)", "math/fused");
+    const auto attention_row = [&]<long B, long H, long L>(bool causal) {
+      using qs = shape<fix<B>, fix<H>, fix<L>, fix<64>>;
+      const exported_program ep = export_program(attend{causal}, input<"q">(tensor_spec<f32, qs>()), input<"k">(tensor_spec<f32, qs>()),
+                                                 input<"v">(tensor_spec<f32, qs>()));
+      passes::decomposition_table only;
+      only.add(op_id_of<scaled_dot_product_attention_op>);
+      const exported_program math = run_decompositions(ep, only);
+      const std::vector<any_tensor> in{filled({B, H, L, 64}), filled({B, H, L, 64}), filled({B, H, L, 64})};
+      const double fused = us_per_call("attention", ep, in, gpu, cuda::matmul_precision::f32);
+      const double plain = us_per_call("attention (math path)", math, in, gpu, cuda::matmul_precision::f32);
+      char name[64];
+      std::snprintf(name, sizeof name, "[%ld, %ld, %ld, 64]%s", B, H, L, causal ? " causal" : "");
+      std::printf("%-32s %14.1f %14.1f %10.2f\n", name, fused, plain, plain / fused);
+    };
+    attention_row.template operator()<8, 8, 128>(false);
+    attention_row.template operator()<8, 8, 512>(false);
+    attention_row.template operator()<8, 8, 512>(true);
+    attention_row.template operator()<1, 8, 2048>(true);
+  }
   return 0;
 }

@@ -12,6 +12,8 @@
 //     is the tanh form (not erf), which the lowering relies on.
 #include "../backend_axis.hpp"
 #include "../cuda_axis.hpp"
+#include "../cuda_attention.hpp"
+#include "../cuda_precision.hpp"
 #include "../cuda_training.hpp"
 #include "../model_cases.hpp"
 
@@ -232,6 +234,14 @@ TEST_CASE("cuda gpu: real cuBLASLt equals the emulated device's model for typex'
   }
   for (void* p : {dx, dw, db, dy}) d->deallocate(p);
   d->synchronize();
+}
+
+TEST_CASE("cuda gpu: fused attention (partial tiles, broadcast batch dims, causal, boolean and additive masks, head dim 128) equals the math path on the GPU, graphs on and off") {
+  cuda_attention_tests::check_attention_cases(cuda::make_native_device(), true);
+}
+
+TEST_CASE("cuda gpu: matmul_precision tf32, bf16 and f16 on cuBLASLt within their bounds of f32, f16's range") {
+  cuda_precision_tests::check_precisions(cuda::make_native_device());
 }
 
 }  // TEST_SUITE("gpu")

@@ -30,6 +30,29 @@ namespace typex::cuda {
 
 struct lt_matmul;  // a matrix product through cuBLASLt: its descriptors (lt.hpp)
 
+// What an f32 matrix product through cuBLASLt may compute in (compile_options::matmul_precision):
+// its operands are f32 in memory and its sums f32 in every case; the reduced ones let cuBLASLt read
+// the operands rounded to a narrower format and multiply them on tensor cores (cuBLAS's
+// CUBLAS_COMPUTE_32F_FAST_* compute types). torch.set_float32_matmul_precision's "highest" is f32,
+// "high" tf32, "medium" bf16.
+//   f32   every bit of the operands (CUBLAS_COMPUTE_32F; no TF32), PyTorch's default on CUDA
+//   tf32  10-bit significands, f32's range (CUBLAS_COMPUTE_32F_FAST_TF32)
+//   bf16  8-bit significands, f32's range (CUBLAS_COMPUTE_32F_FAST_16BF)
+//   f16   11-bit significands, f16's range: an operand of magnitude 65520 or more reads as inf
+//         (CUBLAS_COMPUTE_32F_FAST_16F)
+// An f64 product is f64 whatever this says.
+enum class matmul_precision : std::uint8_t { f32, tf32, bf16, f16 };
+
+constexpr std::string_view name(matmul_precision p) noexcept {
+  switch (p) {
+    case matmul_precision::f32: return "f32";
+    case matmul_precision::tf32: return "tf32";
+    case matmul_precision::bf16: return "bf16";
+    case matmul_precision::f16: return "f16";
+  }
+  return "?";
+}
+
 // The operands of one lt_matmul call: device addresses (D = epilogue(alpha * op(A) op(B) + beta * C)).
 struct matmul_args {
   const void* a = nullptr;

@@ -31,8 +31,9 @@
 // really is the tanh form (NVIDIA documents it; PyTorch and TensorRT-LLM rely on it) is a GPU contract
 // test's to confirm: the emulator's model assumes it and cannot check it.
 //
-// Types: f32 (CUBLAS_COMPUTE_32F, scale type CUDA_R_32F; not TF32) and f64 (CUBLAS_COMPUTE_64F, scale
-// type CUDA_R_64F). matmul_args carries alpha and beta as float: for an f64 product the native device
+// Types: f32 (CUBLAS_COMPUTE_32F, scale type CUDA_R_32F; not TF32, unless a reduced matmul_precision
+// (device.hpp) asks for CUBLAS_COMPUTE_32F_FAST_TF32 / _16BF / _16F: f32 operands read rounded, f32
+// sums) and f64 (CUBLAS_COMPUTE_64F, scale type CUDA_R_64F). matmul_args carries alpha and beta as float: for an f64 product the native device
 // passes them to cublasLtMatmul as double (the scale type says which).
 //
 // Host C++ only; it includes <cublasLt.h> (only typex/backend/cuda may include CUDA headers). Users link
@@ -142,8 +143,16 @@ struct lt_types {
   cudaDataType_t scale;
 };
 
-inline lt_types lt_types_of(dtype t) {
-  if (t == dtype::f32) return {CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+inline lt_types lt_types_of(dtype t, matmul_precision precision = matmul_precision::f32) {
+  if (t == dtype::f32) {
+    switch (precision) {
+      case matmul_precision::f32: break;
+      case matmul_precision::tf32: return {CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F};
+      case matmul_precision::bf16: return {CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_16BF, CUDA_R_32F};
+      case matmul_precision::f16: return {CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_16F, CUDA_R_32F};
+    }
+    return {CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+  }
   if (t == dtype::f64) return {CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F};
   std::string message = "cuBLASLt matrix product: dtype ";
   message.append(name(t)).append(" is not supported by typex's CUDA backend (f32 and f64 are)");
@@ -241,7 +250,8 @@ struct lt_matmul {
 
   // Builds the descriptors for a geometry (the factories below call this). Public so that the
   // lowering can describe products the factories do not name; everything is checked.
-  static lt_matmul build(const matmul_geometry& g, epilogue e, typex::dtype t, std::string label);
+  static lt_matmul build(const matmul_geometry& g, epilogue e, typex::dtype t, std::string label,
+                         matmul_precision precision = matmul_precision::f32);
 
  private:
   void swap(lt_matmul& o) noexcept {
@@ -273,7 +283,7 @@ struct lt_matmul {
   cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr, d_ = nullptr;
 };
 
-inline lt_matmul lt_matmul::build(const matmul_geometry& g0, epilogue e, typex::dtype t, std::string label) {
+inline lt_matmul lt_matmul::build(const matmul_geometry& g0, epilogue e, typex::dtype t, std::string label, matmul_precision precision) {
   using detail::check_extent;
   using detail::check_lt;
   check_extent(g0.m, "m", label);
@@ -317,7 +327,7 @@ inline lt_matmul lt_matmul::build(const matmul_geometry& g0, epilogue e, typex::
                                                  std::to_string(g.ldc * g.m) + ")");
   }
 
-  const detail::lt_types types = detail::lt_types_of(t);
+  const detail::lt_types types = detail::lt_types_of(t, precision);
   lt_matmul r;
   r.label = std::move(label);
   r.compute_type = types.compute;
@@ -365,14 +375,17 @@ inline lt_matmul lt_matmul::build(const matmul_geometry& g0, epilogue e, typex::
 }
 
 namespace detail {
-inline std::string product_label(std::string_view kind, const matmul_geometry& g, dtype t, epilogue e) {
+inline std::string product_label(std::string_view kind, const matmul_geometry& g, dtype t, epilogue e,
+                                 matmul_precision precision = matmul_precision::f32) {
   std::string s(kind);
   s.append(" m=").append(std::to_string(g.m)).append(" n=").append(std::to_string(g.n));
   s.append(" k=").append(std::to_string(g.k));
   if (g.batch != 1) s.append(" batch=").append(std::to_string(g.batch));
   if (g.transpose_a) s.append(" A^T");
   if (g.transpose_b) s.append(" B^T");
-  s.append(" ").append(name(t)).append(" epilogue=").append(name(e));
+  s.append(" ").append(name(t));
+  if (t == dtype::f32 && precision != matmul_precision::f32) s.append(" (").append(name(precision)).append(" compute)");
+  s.append(" epilogue=").append(name(e));
   return s;
 }
 }  // namespace detail
@@ -382,20 +395,21 @@ inline std::string product_label(std::string_view kind, const matmul_geometry& g
 // bias (epilogue::relu_bias) needs has_bias. The bias pointer is set afterwards with
 // set_bias_pointer(). cuBLAS's A is W, its B is X (header comment).
 inline lt_matmul make_linear(std::int64_t m, std::int64_t n, std::int64_t k, epilogue e, bool has_bias,
-                             typex::dtype t = typex::dtype::f32) {
+                             typex::dtype t = typex::dtype::f32, matmul_precision precision = matmul_precision::f32) {
   const matmul_geometry g{.m = m, .n = n, .k = k, .transpose_a = false, .transpose_b = true};
   if (has_bias) e = with_bias(e);
-  std::string label = detail::product_label("linear", g, t, e);
+  std::string label = detail::product_label("linear", g, t, e, precision);
   if (!has_bias && cuda::has_bias(e)) {
     typex::detail::raise_message<argument_error>(std::string("cuBLASLt matrix product ") + label + ": epilogue " + std::string(name(e)) +
                                                  " adds a bias, but has_bias is false");
   }
-  return lt_matmul::build(g, e, t, std::move(label));
+  return lt_matmul::build(g, e, t, std::move(label), precision);
 }
 
 // matmul / bmm over row-major operands, possibly read transposed in place and batched (matmul_geometry).
-inline lt_matmul make_matmul(const matmul_geometry& g, epilogue e = epilogue::none, typex::dtype t = typex::dtype::f32) {
-  return lt_matmul::build(g, e, t, detail::product_label("matmul", g, t, e));
+inline lt_matmul make_matmul(const matmul_geometry& g, epilogue e = epilogue::none, typex::dtype t = typex::dtype::f32,
+                             matmul_precision precision = matmul_precision::f32) {
+  return lt_matmul::build(g, e, t, detail::product_label("matmul", g, t, e, precision), precision);
 }
 
 // The same, positionally: lda / ldb of 0 are the dense ones; C is dense (ldc = n, stride_c 0 = m·n).

@@ -18,7 +18,9 @@
 // leading dimension below the rows, batch counts that differ, a bias epilogue without a bias pointer):
 // device_error naming CUBLAS_STATUS_INVALID_VALUE. What it does not model it also refuses with
 // device_error rather than guess: a data, compute or scale type other than f32 (CUBLAS_COMPUTE_32F,
-// CUDA_R_32F) or f64 (CUBLAS_COMPUTE_64F, CUDA_R_64F), an order other than CUBLASLT_ORDER_COL, an
+// CUDA_R_32F; or its FAST_TF32 / FAST_16BF / FAST_16F compute types, modelled as the operands
+// rounded to the narrower format, operand_rounding, then the same sums) or f64 (CUBLAS_COMPUTE_64F,
+// CUDA_R_64F), an order other than CUBLASLT_ORDER_COL, an
 // epilogue outside DEFAULT / BIAS / RELU / RELU_BIAS / GELU / GELU_BIAS, a pointer mode other than host,
 // planar-complex or pointer-array batches. Whether cuBLASLt supports a combination the model accepts
 // (an algorithm exists), and its numerics, only a GPU can say (the contract tests).
@@ -37,8 +39,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace typex::cuda {
 
@@ -125,6 +129,26 @@ inline lt_layout read_layout(const lt_matmul& m, cublasLtMatrixLayout_t l, char 
   return r;
 }
 
+// An f32 operand as a reduced compute type reads it (CUBLAS_COMPUTE_32F_FAST_*): rounded to nearest
+// even to `bits` significant bits (tf32 11, bf16 8, f16 11), with f16's range for f16 (magnitudes
+// from 65520, which round past its largest 65504, are inf; below 2^-14 its subnormals' spacing
+// 2^-24). bits = 24: the value itself. NaN and inf stay as they are. (The model rounds to nearest;
+// whether a GPU rounds or truncates is the contract tests' to bound: both are within one unit of
+// the last kept bit.)
+struct operand_rounding {
+  int bits = 24;
+  bool f16_range = false;
+  float operator()(float x) const noexcept {
+    if (bits >= 24 || !std::isfinite(x) || x == 0.0f) return x;
+    if (f16_range && !(std::fabs(x) < 65520.0f)) return std::copysign(std::numeric_limits<float>::infinity(), x);
+    int exp = 0;
+    (void)std::frexp(x, &exp);  // |x| = f 2^exp, f in [0.5, 1)
+    const int lowest = f16_range ? -24 : -149;  // (the spacing of the format's subnormals)
+    const int e = std::max(exp - bits, lowest);
+    return static_cast<float>(std::ldexp(std::nearbyint(std::ldexp(static_cast<double>(x), -e)), e));
+  }
+};
+
 // torch's gelu(approximate='tanh'), which is what cuBLASLt's GELU epilogues compute.
 inline double gelu_tanh(double x) noexcept {
   return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
@@ -135,7 +159,7 @@ inline double gelu_tanh(double x) noexcept {
 template <class T>
 void lt_compute(const lt_layout& la, bool trans_a, const lt_layout& lb, bool trans_b, const lt_layout& lc,
                 const lt_layout& ld, const T* bias, std::int64_t bias_stride, bool relu, bool gelu, const matmul_args& args,
-                std::int64_t k) {
+                std::int64_t k, operand_rounding round = {}) {
   const auto* A = static_cast<const T*>(args.a);
   const auto* B = static_cast<const T*>(args.b);
   const auto* C = static_cast<const T*>(args.c);
@@ -152,8 +176,11 @@ void lt_compute(const lt_layout& la, bool trans_a, const lt_layout& lb, bool tra
       for (std::int64_t i = 0; i < rows; ++i) {
         double acc = 0.0;
         for (std::int64_t l = 0; l < k; ++l) {
-          const double av = trans_a ? a[l + i * la.ld] : a[i + l * la.ld];  // op(A)(i, l)
-          const double bv = trans_b ? b[j + l * lb.ld] : b[l + j * lb.ld];  // op(B)(l, j)
+          double av = trans_a ? a[l + i * la.ld] : a[i + l * la.ld];  // op(A)(i, l)
+          double bv = trans_b ? b[j + l * lb.ld] : b[l + j * lb.ld];  // op(B)(l, j)
+          if constexpr (std::is_same_v<T, float>) {
+            if (round.bits < 24) av = round(static_cast<float>(av)), bv = round(static_cast<float>(bv));
+          }
           acc += av * bv;
         }
         double v = alpha * acc;
@@ -189,13 +216,20 @@ inline void reference_matmul(const lt_matmul& m, const matmul_args& args) {
   const auto epi = lt_desc_attr<std::uint32_t>(m, CUBLASLT_MATMUL_DESC_EPILOGUE, "CUBLASLT_MATMUL_DESC_EPILOGUE");
 
   std::uint32_t data_type = 0;
+  operand_rounding round;
   if (compute == CUBLAS_COMPUTE_32F && scale == CUDA_R_32F) {
     data_type = CUDA_R_32F;
+  } else if ((compute == CUBLAS_COMPUTE_32F_FAST_TF32 || compute == CUBLAS_COMPUTE_32F_FAST_16BF || compute == CUBLAS_COMPUTE_32F_FAST_16F) &&
+             scale == CUDA_R_32F) {
+    data_type = CUDA_R_32F;
+    round.bits = compute == CUBLAS_COMPUTE_32F_FAST_16BF ? 8 : 11;
+    round.f16_range = compute == CUBLAS_COMPUTE_32F_FAST_16F;
   } else if (compute == CUBLAS_COMPUTE_64F && scale == CUDA_R_64F) {
     data_type = CUDA_R_64F;
   } else {
     lt_unmodelled(m, std::string("compute type ") + std::to_string(compute) + " with scale type " + std::to_string(scale) +
-                         " (modelled: CUBLAS_COMPUTE_32F with CUDA_R_32F, CUBLAS_COMPUTE_64F with CUDA_R_64F)");
+                         " (modelled: CUBLAS_COMPUTE_32F and its FAST_TF32 / FAST_16BF / FAST_16F forms with CUDA_R_32F, "
+                         "CUBLAS_COMPUTE_64F with CUDA_R_64F)");
   }
   if (pointer_mode != CUBLASLT_POINTER_MODE_HOST) {
     lt_unmodelled(m, std::string("pointer mode ") + std::to_string(pointer_mode) + " (alpha and beta are modelled as host scalars)");
@@ -280,7 +314,7 @@ inline void reference_matmul(const lt_matmul& m, const matmul_args& args) {
 
   const auto k = static_cast<std::int64_t>(a_cols);
   if (data_type == CUDA_R_32F) {
-    lt_compute<float>(la, trans_a, lb, trans_b, lc, ld, static_cast<const float*>(bias), bias_stride, relu, gelu, args, k);
+    lt_compute<float>(la, trans_a, lb, trans_b, lc, ld, static_cast<const float*>(bias), bias_stride, relu, gelu, args, k, round);
   } else {
     lt_compute<double>(la, trans_a, lb, trans_b, lc, ld, static_cast<const double*>(bias), bias_stride, relu, gelu, args, k);
   }

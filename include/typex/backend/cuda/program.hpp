@@ -62,6 +62,10 @@ struct compile_options {
   bool fuse = true;            // epilogues and pointwise chains (false: one kernel per node)
   bool graphs = true;          // capture each plan as a CUDA graph (false: launch the records each call)
   std::size_t max_plans = 8;   // plans (and graphs) kept, one per set of input extents
+  // What f32 linear / matmul / bmm products compute in (device.hpp): f32, or operands read rounded
+  // to tf32, bf16 or f16 on tensor cores, sums in f32 (torch.set_float32_matmul_precision). The
+  // convolutions, attention and every other kernel compute in f32 whatever this says.
+  cuda::matmul_precision matmul_precision = cuda::matmul_precision::f32;
 };
 
 // Whether the CUDA backend runs call node `node` of `g` (asked of every node before anything is

@@ -668,7 +668,7 @@ class planned_engine final : public kit::engine, private plan::target {
     const plan::value* yv = &y;
     if (gemm) {
       cuda_plan& cp = *building_;
-      cp.products.push_back(make_linear(m, n, k, e, bias_in_epilogue));
+      cp.products.push_back(make_linear(m, n, k, e, bias_in_epilogue, dtype::f32, options_.matmul_precision));
       const std::size_t product = cp.product_at.size();
       cp.product_at.push_back(&cp.products.back());
       pending_.push_back([this, x, wt, b, yv, product, what, bias_in_epilogue] {
@@ -1275,7 +1275,7 @@ class planned_engine final : public kit::engine, private plan::target {
     g.stride_b = batches > 1 ? gb.batch_stride : 0;
     g.stride_c = batches > 1 ? m * n : 0;
     cuda_plan& cp = *building_;
-    cp.products.push_back(make_matmul(g));
+    cp.products.push_back(make_matmul(g, epilogue::none, dtype::f32, options_.matmul_precision));
     const std::size_t product = cp.product_at.size();
     cp.product_at.push_back(&cp.products.back());
     pending_.push_back([this, ga, gb, yv = &y, product, what] {

@@ -1,0 +1,174 @@
+// Fused attention on the CUDA backend (kernels/attention.cuh), shared by the emulated tests
+// (unit/cuda/attention.cpp) and the GPU's (unit/cuda_gpu/programs.cpp): programs of one
+// scaled_dot_product_attention at shapes that take every path of the kernel, each run on the Eigen
+// backend (the math path) and on a CUDA device, NaN exactly where the Eigen backend has NaN.
+#pragma once
+
+#include "support.hpp"
+
+#include <typex/backend/cuda.hpp>
+#include <typex/backend/eigen.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cuda_attention_tests {
+using namespace typex;
+
+struct plain {
+  template <class Q, class K, class V>
+  auto operator()(const Q& q, const K& k, const V& v) const { return scaled_dot_product_attention(q, k, v); }
+};
+struct causal {
+  template <class Q, class K, class V>
+  auto operator()(const Q& q, const K& k, const V& v) const { return scaled_dot_product_attention(q, k, v, nullptr, {.is_causal = true}); }
+};
+struct masked {
+  template <class Q, class K, class V, class M>
+  auto operator()(const Q& q, const K& k, const V& v, const M& m) const { return scaled_dot_product_attention(q, k, v, m); }
+};
+struct scaled {
+  template <class Q, class K, class V>
+  auto operator()(const Q& q, const K& k, const V& v) const { return scaled_dot_product_attention(q, k, v, nullptr, {.scale = 0.3}); }
+};
+
+}  // namespace cuda_attention_tests
+BOOST_HANA_ADAPT_STRUCT(cuda_attention_tests::plain);
+BOOST_HANA_ADAPT_STRUCT(cuda_attention_tests::causal);
+BOOST_HANA_ADAPT_STRUCT(cuda_attention_tests::masked);
+BOOST_HANA_ADAPT_STRUCT(cuda_attention_tests::scaled);
+
+namespace cuda_attention_tests {
+using namespace typex;
+
+inline any_tensor pattern(std::vector<index_t> extents, std::uint64_t seed, double amplitude = 1.0) {
+  any_tensor t(dtype::f32, extents);
+  std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 11;
+  for (index_t i = 0; i < t.numel(); ++i) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    t.data<float>()[i] = static_cast<float>(amplitude * (static_cast<double>(s % 20001) / 10000.0 - 1.0));
+  }
+  return t;
+}
+
+// Whether the CUDA backend runs the program's attention node as the fused kernel.
+inline bool runs_fused(const exported_program& ep) {
+  for (const ir::node& n : ep.graph().nodes())
+    if (n.op == ir::node_op::call_function && n.target == op_id_of<scaled_dot_product_attention_op>) return cuda::supports(ep.graph(), n);
+  return false;
+}
+
+struct attention_case {
+  std::string name;
+  exported_program ep;
+  std::vector<any_tensor> inputs;
+  bool fused = true;       // the fused kernel (one launch), else the math path
+  std::size_t nans = 0;    // NaN elements of the output (rows whose every key is masked out)
+};
+
+// The programs: partial tiles (37 queries, 45 keys), E != Ev and key / value without the query's
+// leading batch dim; the causal mask with more queries than keys and fewer; a broadcast boolean
+// mask with rows that exclude every key; an additive mask over batch entries holding -inf; the
+// largest head dim (128) with an explicit scale; a head dim past it (the math path).
+inline std::vector<attention_case> attention_cases() {
+  std::vector<attention_case> cases;
+  cases.push_back({"partial tiles, E 20 / Ev 24, broadcast batch",
+                   export_program(plain{}, input<"q">(tensor_spec<f32, shape<fix<2>, fix<3>, fix<37>, fix<20>>>()),
+                                  input<"k">(tensor_spec<f32, shape<fix<3>, fix<45>, fix<20>>>()),
+                                  input<"v">(tensor_spec<f32, shape<fix<3>, fix<45>, fix<24>>>())),
+                   {pattern({2, 3, 37, 20}, 1, 2.0), pattern({3, 45, 20}, 2, 2.0), pattern({3, 45, 24}, 3)}});
+  cases.push_back({"causal, 70 queries over 33 keys",
+                   export_program(causal{}, input<"q">(tensor_spec<f32, shape<fix<2>, fix<70>, fix<16>>>()),
+                                  input<"k">(tensor_spec<f32, shape<fix<2>, fix<33>, fix<16>>>()),
+                                  input<"v">(tensor_spec<f32, shape<fix<2>, fix<33>, fix<8>>>())),
+                   {pattern({2, 70, 16}, 4, 3.0), pattern({2, 33, 16}, 5, 3.0), pattern({2, 33, 8}, 6)}});
+  cases.push_back({"causal, 40 queries over 100 keys",
+                   export_program(causal{}, input<"q">(tensor_spec<f32, shape<fix<1>, fix<2>, fix<40>, fix<32>>>()),
+                                  input<"k">(tensor_spec<f32, shape<fix<1>, fix<2>, fix<100>, fix<32>>>()),
+                                  input<"v">(tensor_spec<f32, shape<fix<1>, fix<2>, fix<100>, fix<33>>>())),
+                   {pattern({1, 2, 40, 32}, 7, 2.0), pattern({1, 2, 100, 32}, 8, 2.0), pattern({1, 2, 100, 33}, 9)}});
+  {  // a [37, 45] boolean mask over every batch entry; rows 3 and 36 exclude every key
+    any_tensor mask(dtype::b8, {37, 45});
+    for (index_t i = 0; i < 37; ++i)
+      for (index_t j = 0; j < 45; ++j) mask.data<bool>()[i * 45 + j] = i != 3 && i != 36 && (i * 7 + j * 3) % 5 != 0;
+    cases.push_back({"a broadcast boolean mask with fully masked rows",
+                     export_program(masked{}, input<"q">(tensor_spec<f32, shape<fix<2>, fix<3>, fix<37>, fix<16>>>()),
+                                    input<"k">(tensor_spec<f32, shape<fix<2>, fix<3>, fix<45>, fix<16>>>()),
+                                    input<"v">(tensor_spec<f32, shape<fix<2>, fix<3>, fix<45>, fix<16>>>()),
+                                    input<"m">(tensor_spec<b8, shape<fix<37>, fix<45>>>())),
+                     {pattern({2, 3, 37, 16}, 10, 2.0), pattern({2, 3, 45, 16}, 11, 2.0), pattern({2, 3, 45, 16}, 12), mask},
+                     true,
+                     2 * 3 * 2 * 16});
+  }
+  {  // an additive [2, 1, 1, 45] mask (per batch entry and key, over heads and queries), -inf on some keys
+    any_tensor mask = pattern({2, 1, 1, 45}, 13, 4.0);
+    for (index_t j = 0; j < 90; j += 7) mask.data<float>()[j] = -std::numeric_limits<float>::infinity();
+    cases.push_back({"an additive mask with -inf",
+                     export_program(masked{}, input<"q">(tensor_spec<f32, shape<fix<2>, fix<3>, fix<33>, fix<8>>>()),
+                                    input<"k">(tensor_spec<f32, shape<fix<2>, fix<3>, fix<45>, fix<8>>>()),
+                                    input<"v">(tensor_spec<f32, shape<fix<2>, fix<3>, fix<45>, fix<8>>>()),
+                                    input<"m">(tensor_spec<f32, shape<fix<2>, fix<1>, fix<1>, fix<45>>>())),
+                     {pattern({2, 3, 33, 8}, 14, 2.0), pattern({2, 3, 45, 8}, 15, 2.0), pattern({2, 3, 45, 8}, 16), mask}});
+  }
+  cases.push_back({"E = Ev = 128, scale 0.3",
+                   export_program(scaled{}, input<"q">(tensor_spec<f32, shape<fix<2>, fix<33>, fix<128>>>()),
+                                  input<"k">(tensor_spec<f32, shape<fix<2>, fix<70>, fix<128>>>()),
+                                  input<"v">(tensor_spec<f32, shape<fix<2>, fix<70>, fix<128>>>())),
+                   {pattern({2, 33, 128}, 17), pattern({2, 70, 128}, 18), pattern({2, 70, 128}, 19)}});
+  cases.push_back({"E = 136: the math path",
+                   export_program(scaled{}, input<"q">(tensor_spec<f32, shape<fix<2>, fix<9>, fix<136>>>()),
+                                  input<"k">(tensor_spec<f32, shape<fix<2>, fix<11>, fix<136>>>()),
+                                  input<"v">(tensor_spec<f32, shape<fix<2>, fix<11>, fix<8>>>())),
+                   {pattern({2, 9, 136}, 20), pattern({2, 11, 136}, 21), pattern({2, 11, 8}, 22)},
+                   false});
+  return cases;
+}
+
+// Runs every case on the Eigen backend and on `gpu` (graphs on and off where `both_graphs`);
+// `launches`, where given, counts the device's launches of one call (the emulated device's).
+inline void check_attention_cases(const std::shared_ptr<cuda::device_runtime>& gpu, bool both_graphs,
+                                  const std::function<std::size_t()>& launches = {}) {
+  for (const attention_case& c : attention_cases()) {
+    INFO(c.name);
+    CHECK(runs_fused(c.ep) == c.fused);
+    const program_module<eigen_backend> cpu_run(c.ep);
+    const any_tensor want = cpu_run(c.inputs)[0];
+    std::vector<any_tensor> dev;
+    for (const any_tensor& t : c.inputs) dev.push_back(cuda::to_device(t, gpu));
+    for (const bool graphs : {true, false}) {
+      if (!graphs && !both_graphs) break;
+      INFO("graphs " << graphs);
+      const program_module<cuda_backend> gpu_run(c.ep, {.device = gpu, .graphs = graphs});
+      (void)gpu_run(dev);  // (the plan made, the graph captured)
+      const std::size_t before = launches ? launches() : 0;
+      const any_tensor got = cuda::to_host(gpu_run(dev)[0]);
+      if (launches) {
+        if (c.fused) CHECK(launches() - before == 1);
+        else CHECK(launches() - before > 1);
+      }
+      REQUIRE(got.extents() == want.extents());
+      double worst = 0;
+      std::size_t nans = 0;
+      for (index_t i = 0; i < want.numel(); ++i) {
+        const float a = got.data<float>()[i], b = want.data<float>()[i];
+        if (std::isnan(b)) {
+          ++nans;
+          CHECK_MESSAGE(std::isnan(a), "element " << i << ": " << a << " where the Eigen backend has NaN");
+          continue;
+        }
+        CHECK_MESSAGE(!std::isnan(a), "element " << i << ": NaN where the Eigen backend has " << b);
+        worst = std::max(worst, std::abs(static_cast<double>(a) - static_cast<double>(b)));
+      }
+      CHECK(nans == c.nans);
+      CHECK(worst <= 2e-6);
+    }
+  }
+}
+
+}  // namespace cuda_attention_tests
