@@ -17,9 +17,9 @@
 
 #include <typex/backend/cuda.hpp>
 #include <typex/backend/eigen.hpp>
+#include <typex/export/decompositions.hpp>
 #include <typex/export/joint.hpp>
 #include <typex/nn/optim.hpp>
-#include <typex/export/decompositions.hpp>
 #include <typex/typex.hpp>
 
 #include <algorithm>

@@ -116,6 +116,23 @@ inline std::vector<attention_case> attention_cases() {
                                     input<"m">(tensor_spec<f32, shape<fix<2>, fix<1>, fix<1>, fix<45>>>())),
                      {pattern({2, 3, 33, 8}, 14, 2.0), pattern({2, 3, 45, 8}, 15, 2.0), pattern({2, 3, 45, 8}, 16), mask}});
   }
+  {  // key and value with more batch dims than the query ([3, L, E] against [2, 3, S, E]), a rank-1
+     // boolean mask over the keys
+    any_tensor mask(dtype::b8, {45});
+    for (index_t j = 0; j < 45; ++j) mask.data<bool>()[j] = j % 4 != 1;
+    cases.push_back({"a query with fewer batch dims than the keys, a rank-1 mask",
+                     export_program(masked{}, input<"q">(tensor_spec<f32, shape<fix<3>, fix<37>, fix<8>>>()),
+                                    input<"k">(tensor_spec<f32, shape<fix<2>, fix<3>, fix<45>, fix<8>>>()),
+                                    input<"v">(tensor_spec<f32, shape<fix<2>, fix<3>, fix<45>, fix<12>>>()),
+                                    input<"m">(tensor_spec<b8, shape<fix<45>>>())),
+                     {pattern({3, 37, 8}, 23, 2.0), pattern({2, 3, 45, 8}, 24, 2.0), pattern({2, 3, 45, 12}, 25), mask}});
+  }
+  cases.push_back({"an additive [L, 1] mask (per query)",
+                   export_program(masked{}, input<"q">(tensor_spec<f32, shape<fix<2>, fix<35>, fix<8>>>()),
+                                  input<"k">(tensor_spec<f32, shape<fix<2>, fix<40>, fix<8>>>()),
+                                  input<"v">(tensor_spec<f32, shape<fix<2>, fix<40>, fix<8>>>()),
+                                  input<"m">(tensor_spec<f32, shape<fix<35>, fix<1>>>())),
+                   {pattern({2, 35, 8}, 26, 2.0), pattern({2, 40, 8}, 27, 2.0), pattern({2, 40, 8}, 28), pattern({35, 1}, 29, 3.0)}});
   cases.push_back({"E = Ev = 128, scale 0.3",
                    export_program(scaled{}, input<"q">(tensor_spec<f32, shape<fix<2>, fix<33>, fix<128>>>()),
                                   input<"k">(tensor_spec<f32, shape<fix<2>, fix<70>, fix<128>>>()),

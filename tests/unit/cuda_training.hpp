@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -243,6 +244,36 @@ inline void check_optimizers_bitwise(const std::shared_ptr<cuda::device_runtime>
         const any_tensor got = cuda::to_host(d.at(k));
         CHECK(std::memcmp(got.raw_data(), t.raw_data(), t.nbytes()) == 0);
       }
+    }
+    // clip_grad_norm_ over gradients of several chunks (power_sum_chunk = 1024 elements: 5 chunks, the
+    // last partial, and one): the norm computed on the device, chunk by chunk in the host's order,
+    // the same bits for the 1-, 2- and inf-norms; p = 3 (pow on each side) within rounding; a NaN
+    // makes the norm NaN under every norm type
+    for (const double norm_type : {2.0, 1.0, std::numeric_limits<double>::infinity(), 3.0}) {
+      INFO("norm_type " << norm_type);
+      const auto big = [&](std::uint64_t seed, index_t n) {
+        const any_tensor f = pattern({n}, seed);
+        if (dt == dtype::f32) return f;
+        any_tensor d64(dtype::f64, f.extents());
+        for (index_t i = 0; i < f.numel(); ++i) d64.data<double>()[i] = static_cast<double>(f.data<float>()[i]) / 3.0;
+        return d64;
+      };
+      named_tensors h, d;
+      h.insert("w", big(50, 4500)), h.insert("v", big(51, 700));
+      for (const auto& [k, t] : h) d.insert(k, cuda::to_device(t, gpu));
+      const double th = optim::clip_grad_norm_(h, 0.25, norm_type), td = optim::clip_grad_norm_(d, 0.25, norm_type);
+      if (norm_type == 3.0) CHECK(td == doctest::Approx(th).epsilon(1e-12));
+      else CHECK(th == td);
+      for (const auto& [k, t] : h) {
+        const any_tensor got = cuda::to_host(d.at(k));
+        if (norm_type != 3.0) CHECK(std::memcmp(got.raw_data(), t.raw_data(), t.nbytes()) == 0);
+      }
+      named_tensors n;
+      any_tensor with_nan = big(52, 3000);
+      if (dt == dtype::f32) with_nan.data<float>()[2500] = std::numeric_limits<float>::quiet_NaN();
+      else with_nan.data<double>()[2500] = std::numeric_limits<double>::quiet_NaN();
+      n.insert("w", cuda::to_device(with_nan, gpu));
+      CHECK(std::isnan(optim::clip_grad_norm_(n, 1.0, norm_type)));
     }
   }
 }

@@ -504,16 +504,33 @@ TYPEX_API auto typex::optim::clip_grad_norm_(named_tensors& grads, double max_no
         w.put("typex::optim::clip_grad_norm_: the gradient '"); w.put(name); w.put("' is "); w.put(g.to_string());
         w.put("; f32 or f64 expected");
       });
-    const any_tensor h = g.device().is_host() ? g : host_copy(g, "typex::optim::clip_grad_norm_");  // (a device's: read on the host)
+    // the chunks' sums (tensor/device_ops.hpp: the same bits on the host and on a device, which
+    // computes them where the gradient is and hands back one double per chunk)
+    std::vector<double> sums(static_cast<std::size_t>((g.numel() + power_sum_chunk - 1) / power_sum_chunk));
+    if (!g.device().is_host()) {
+      device_ops_for(g.device(), "typex::optim::clip_grad_norm_").power_sums(g, norm_type, sums);
+    } else {
+      detail::with_floating(g.scalar_type(), [&](auto zero) {
+        using T = decltype(zero);
+        const T* d = g.data<T>();
+        for (std::size_t c = 0; c < sums.size(); ++c) {
+          const index_t end = std::min<index_t>(g.numel(), static_cast<index_t>(c + 1) * power_sum_chunk);
+          double acc = 0;
+          for (index_t k = static_cast<index_t>(c) * power_sum_chunk; k < end; ++k) {
+            const double a = std::abs(static_cast<double>(d[k]));
+            // (a NaN stays NaN under either norm, as torch's: std::max alone would drop it)
+            if (std::isnan(a) || std::isnan(acc)) acc = NAN;
+            else if (inf) acc = std::max(acc, a);
+            else acc = acc + (norm_type == 1 ? a : norm_type == 2 ? a * a : std::pow(a, norm_type));
+          }
+          sums[c] = acc;
+        }
+      });
+    }
+    double acc = 0;
+    for (const double c : sums) acc = std::isnan(c) || std::isnan(acc) ? NAN : (inf ? std::max(acc, c) : acc + c);
     detail::with_floating(g.scalar_type(), [&](auto zero) {
       using T = decltype(zero);
-      const T* d = h.data<T>();
-      double acc = 0;
-      for (index_t k = 0; k < g.numel(); ++k) {
-        const double a = std::abs(static_cast<double>(d[k]));
-        // (a NaN stays NaN under either norm, as torch's: std::max alone would drop it)
-        acc = std::isnan(a) || std::isnan(acc) ? NAN : (inf ? std::max(acc, a) : acc + std::pow(a, norm_type));
-      }
       norms.push_back(static_cast<double>(static_cast<T>(inf ? acc : std::pow(acc, 1.0 / norm_type))));
     });
   }

@@ -47,6 +47,12 @@ struct optimizer_update {
   double factor = 1;  // scale
 };
 
+// clip_grad_norm_'s sums, computed alike on the host and on a device so that both give the same
+// bits: a tensor's elements in chunks of power_sum_chunk, each chunk's sum of |x|^p (p = 1 and 2 as
+// |x| and |x| |x|, products and sums rounded on their own; the largest |x| for p = inf) accumulated
+// in double in element order, a NaN making the chunk NaN. The chunks are then added in order.
+inline constexpr index_t power_sum_chunk = 1024;
+
 struct device_ops {
   // A new tensor of `like`'s dtype and extents on its device: a copy of it where `copy`, else zeros.
   any_tensor (*make)(const any_tensor& like, bool copy) = nullptr;
@@ -55,6 +61,9 @@ struct device_ops {
   void (*copy)(const any_tensor& dst, const any_tensor& src) = nullptr;
   // The updates, in order, each on its parameter's device; finished when it returns.
   void (*step)(std::span<const optimizer_update> updates) = nullptr;
+  // The power_sum_chunk sums of t (f32 or f64, on the device) for norm_type p (>= 1, or inf) into
+  // `sums` (ceil(numel / power_sum_chunk) of them), on the host when it returns.
+  void (*power_sums)(const any_tensor& t, double norm_type, std::span<double> sums) = nullptr;
 };
 
 namespace detail {

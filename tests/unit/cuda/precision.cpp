@@ -8,6 +8,7 @@
 #include <typex/backend/cuda/lt.hpp>
 #include <typex/backend/cuda/lt_reference.hpp>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -51,8 +52,9 @@ TEST_CASE("cuda precision: the emulated model reads an operand rounded to neares
   CHECK(bf16(one + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20)) == one + std::ldexp(1.0f, -7));
   CHECK(tf32(one + std::ldexp(1.0f, -11)) == one);
   CHECK(tf32(one + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20)) == one + std::ldexp(1.0f, -10));
-  CHECK(tf32(1e30f) == tf32(1e30f));
-  CHECK(std::isfinite(tf32(1e30f)));
+  CHECK(tf32(1e30f) == std::bit_cast<float>(0x714A0000u));  // (f32's 1e30 is 0x7149F2CA: 0x12CA past 11 bits, above the half: up)
+  CHECK(bf16(std::ldexp(1.0f + std::ldexp(1.0f, -5), -130)) == std::ldexp(1.0f, -130));  // (bf16's subnormals: 2^-133 apart)
+  CHECK(tf32(std::ldexp(3.0f, -137)) == std::ldexp(1.0f, -135));  // (a tie at tf32's subnormal spacing 2^-136: to even)
   CHECK(std::isfinite(bf16(3e38f)));
   CHECK(f16(65519.0f) == 65504.0f);
   CHECK(std::isinf(f16(65520.0f)));
@@ -67,7 +69,7 @@ TEST_CASE("cuda precision: the emulated model reads an operand rounded to neares
 
 TEST_CASE("cuda precision: a linear and a transposed matmul at tf32, bf16 and f16 within their bounds of f32, and the products of the rounded operands") {
   const auto gpu = cuda::make_emulated_device();
-  cuda_precision_tests::check_precisions(gpu);
+  cuda_precision_tests::check_precisions(gpu, true);
   // the emulated results are the products of the rounded operands (in double, then f32)
   using namespace cuda_precision_tests;
   const std::vector<any_tensor> in = inputs();

@@ -36,10 +36,12 @@ struct lt_matmul;  // a matrix product through cuBLASLt: its descriptors (lt.hpp
 // CUBLAS_COMPUTE_32F_FAST_* compute types). torch.set_float32_matmul_precision's "highest" is f32,
 // "high" tf32, "medium" bf16.
 //   f32   every bit of the operands (CUBLAS_COMPUTE_32F; no TF32), PyTorch's default on CUDA
-//   tf32  10-bit significands, f32's range (CUBLAS_COMPUTE_32F_FAST_TF32)
-//   bf16  8-bit significands, f32's range (CUBLAS_COMPUTE_32F_FAST_16BF)
-//   f16   11-bit significands, f16's range: an operand of magnitude 65520 or more reads as inf
-//         (CUBLAS_COMPUTE_32F_FAST_16F)
+//   tf32  significands of 11 bits (10 stored), f32's range (CUBLAS_COMPUTE_32F_FAST_TF32)
+//   bf16  significands of 8 bits (7 stored), f32's range (CUBLAS_COMPUTE_32F_FAST_16BF)
+//   f16   significands of 11 bits (10 stored), f16's range (CUBLAS_COMPUTE_32F_FAST_16F)
+// cuBLAS documents that the bf16 and f16 modes may also run as TF32 (its choice of kernel): each
+// is a bound on the rounding, not a promise of it. The emulated device models each mode as its
+// format, rounding to nearest even (f16: an operand of magnitude 65520 or more reads as inf).
 // An f64 product is f64 whatever this says.
 enum class matmul_precision : std::uint8_t { f32, tf32, bf16, f16 };
 

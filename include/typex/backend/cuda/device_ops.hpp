@@ -5,6 +5,8 @@
 //
 //  - make / copy: through the runtime that owns the tensor's memory (memory.hpp: the deleter knows
 //    it), finished when they return;
+//  - power_sums: clip_grad_norm_'s chunk sums of a gradient, a thread per chunk (kernels/optim.cuh),
+//    one double per chunk copied back (not the gradient);
 //  - step: each update one elementwise launch (kernels/optim.cuh) on its parameter's runtime, every
 //    runtime touched synchronized once at the end, so that the next call of a program (on its own
 //    stream) reads the stepped parameters.
@@ -22,8 +24,9 @@ namespace typex::cuda::detail {
 TYPEX_CUDA_API any_tensor make_on_device(const any_tensor& like, bool copy);
 TYPEX_CUDA_API void copy_tensor_bytes(const any_tensor& dst, const any_tensor& src);
 TYPEX_CUDA_API void optimizer_step(std::span<const optimizer_update> updates);
+TYPEX_CUDA_API void power_sums(const any_tensor& t, double norm_type, std::span<double> sums);
 
-inline constexpr device_ops cuda_device_ops{&make_on_device, &copy_tensor_bytes, &optimizer_step};
+inline constexpr device_ops cuda_device_ops{&make_on_device, &copy_tensor_bytes, &optimizer_step, &power_sums};
 inline const bool registered_device_ops = (set_device_ops(device_kind::cuda, &cuda_device_ops), true);
 
 }  // namespace typex::cuda::detail

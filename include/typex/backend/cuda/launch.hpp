@@ -354,7 +354,7 @@ static_assert(std::is_trivially_copyable_v<loss_params>);
 
 // ---- optimizer updates (kernels/optim.cuh)
 
-enum class optim_kind : std::uint8_t { sgd, adam, scale };
+enum class optim_kind : std::uint8_t { sgd, adam, scale, power_sum };
 
 // One parameter's update, element by element (n elements of f32, or f64 where f64): torch.optim's
 // single-tensor step as nn/optim.hpp's host loop writes it, the scalars in double and converted to
@@ -374,6 +374,12 @@ struct optim_params {
   double weight_decay = 0, momentum = 0, keep = 1, lr_step = 0;
   double step_size = 0, bias2_sqrt = 1, one_minus_beta1 = 0, beta2 = 0, one_minus_beta2 = 0, eps = 0, decay = 1;
   double factor = 1;
+  // power_sum (clip_grad_norm_): sums[c] = chunk c's sum of |param|^norm_type (tensor/device_ops.hpp's
+  // power_sum_chunk elements each, in order; the largest |param| for an infinite norm_type), a thread
+  // per chunk
+  double norm_type = 2;
+  double* sums = nullptr;
+  std::int64_t chunk = 1024;
 };
 static_assert(std::is_trivially_copyable_v<optim_params>);
 
@@ -613,6 +619,12 @@ inline kernel_launch loss_launch(const loss_params& p) {
 }
 
 inline kernel_launch optim_launch(const optim_params& p) {
+  if (p.kind == optim_kind::power_sum) {
+    if (p.n < 0 || p.param == nullptr || p.sums == nullptr || p.chunk < 1 || !(p.norm_type >= 1))
+      typex::detail::raise_message<argument_error>(
+          "typex::cuda::optim_launch: a power sum without its tensor or its sums, chunks below 1 element, or a norm type below 1");
+    return {kernel_kind::optim, detail::elementwise_grid((p.n + p.chunk - 1) / p.chunk), {elementwise_threads, 1, 1}, 0, p};
+  }
   const bool buffers = p.kind == optim_kind::adam ? p.buf1 != nullptr && p.buf2 != nullptr
                                                   : p.kind != optim_kind::sgd || !p.first || p.buf1 != nullptr;
   if (p.n < 0 || p.param == nullptr || (p.kind != optim_kind::scale && p.grad == nullptr) || !buffers)

@@ -130,11 +130,12 @@ inline lt_layout read_layout(const lt_matmul& m, cublasLtMatrixLayout_t l, char 
 }
 
 // An f32 operand as a reduced compute type reads it (CUBLAS_COMPUTE_32F_FAST_*): rounded to nearest
-// even to `bits` significant bits (tf32 11, bf16 8, f16 11), with f16's range for f16 (magnitudes
-// from 65520, which round past its largest 65504, are inf; below 2^-14 its subnormals' spacing
-// 2^-24). bits = 24: the value itself. NaN and inf stay as they are. (The model rounds to nearest;
-// whether a GPU rounds or truncates is the contract tests' to bound: both are within one unit of
-// the last kept bit.)
+// even to `bits` significant bits (tf32 11, bf16 8, f16 11), with the format's subnormals below its
+// smallest normal (2^-126 for tf32 and bf16, 2^-14 for f16) and, for f16, its range (magnitudes from
+// 65520, which round past its largest 65504, are inf). bits = 24: the value itself. NaN and inf
+// stay as they are. (The model rounds to nearest; whether a GPU rounds or truncates, or runs a
+// 16-bit mode as TF32, which cuBLAS allows, is the contract tests' to bound: every one of them is
+// within one unit of the last bit the mode keeps.)
 struct operand_rounding {
   int bits = 24;
   bool f16_range = false;
@@ -143,7 +144,7 @@ struct operand_rounding {
     if (f16_range && !(std::fabs(x) < 65520.0f)) return std::copysign(std::numeric_limits<float>::infinity(), x);
     int exp = 0;
     (void)std::frexp(x, &exp);  // |x| = f 2^exp, f in [0.5, 1)
-    const int lowest = f16_range ? -24 : -149;  // (the spacing of the format's subnormals)
+    const int lowest = (f16_range ? -14 : -126) - (bits - 1);  // (the spacing of the format's subnormals)
     const int e = std::max(exp - bits, lowest);
     return static_cast<float>(std::ldexp(std::nearbyint(std::ldexp(static_cast<double>(x), -e)), e));
   }

@@ -64,7 +64,9 @@ struct compile_options {
   std::size_t max_plans = 8;   // plans (and graphs) kept, one per set of input extents
   // What f32 linear / matmul / bmm products compute in (device.hpp): f32, or operands read rounded
   // to tf32, bf16 or f16 on tensor cores, sums in f32 (torch.set_float32_matmul_precision). The
-  // convolutions, attention and every other kernel compute in f32 whatever this says.
+  // convolutions, the fused attention kernel and every other kernel compute in f32 whatever this
+  // says; an op that runs as its decomposition (attention with dropout or a head dim past 128)
+  // takes it in the products it decomposes into.
   cuda::matmul_precision matmul_precision = cuda::matmul_precision::f32;
 };
 

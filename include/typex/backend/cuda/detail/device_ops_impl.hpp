@@ -111,4 +111,28 @@ TYPEX_CUDA_API void optimizer_step(std::span<const optimizer_update> updates) {
   sync.touched.clear();
 }
 
+TYPEX_CUDA_API void power_sums(const any_tensor& t, double norm_type, std::span<double> sums) {
+  const std::shared_ptr<device_runtime> rt = runtime_of(t.get_storage(), "typex::optim::clip_grad_norm_: a gradient on a device");
+  const std::int64_t n = t.numel(), chunks = (n + power_sum_chunk - 1) / power_sum_chunk;
+  if ((t.scalar_type() != dtype::f32 && t.scalar_type() != dtype::f64) || static_cast<std::int64_t>(sums.size()) != chunks)
+    typex::detail::raise<argument_error>([&](auto& w) {
+      w.put("typex::optim::clip_grad_norm_: the power sums of "); w.put(t.to_string()); w.put(" (f32 or f64) into ");
+      w.put_int(static_cast<long long>(sums.size())); w.put(" chunk sums");
+    });
+  if (chunks == 0) return;
+  device_memory m(rt);
+  const any_tensor out = m.make_tensor(dtype::f64, {chunks});
+  optim_params p;
+  p.kind = optim_kind::power_sum;
+  p.f64 = t.scalar_type() == dtype::f64;
+  p.param = t.raw_data();
+  p.n = n;
+  p.norm_type = norm_type;
+  p.sums = reinterpret_cast<double*>(out.raw_data());
+  p.chunk = power_sum_chunk;
+  rt->launch(optim_launch(p), "typex::optim::clip_grad_norm_'s power sums of a gradient");
+  rt->copy_to_host(sums.data(), out.raw_data(), static_cast<std::size_t>(chunks) * sizeof(double));
+  rt->synchronize();
+}
+
 }  // namespace typex::cuda::detail

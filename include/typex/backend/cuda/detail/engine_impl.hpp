@@ -275,9 +275,6 @@ inline std::array<std::int64_t, 2> pair_arg(const ir::call_args& a, std::size_t 
 }
 }  // namespace detail
 
-// Whether the backend runs call `node` of `g`: its op has a lowering here, and its result and every
-// tensor argument have the dtypes and ranks the kernels take (f32; at most max_rank dims for the
-// elementwise kernels). Asked of every node before anything is planned or allocated.
 namespace detail {
 // scaled_dot_product_attention as the fused kernel (kernels/attention.cuh): f32 query, key and value
 // with static head dims of at most attention_max_head (the value's at least 1), no dropout (its
@@ -306,6 +303,9 @@ inline bool attention_runs(const ir::graph& g, const ir::node& node) {
 }
 }  // namespace detail
 
+// Whether the backend runs call `node` of `g`: its op has a lowering here, and its result and every
+// tensor argument have the dtypes and ranks the kernels take (f32; at most max_rank dims for the
+// elementwise kernels). Asked of every node before anything is planned or allocated.
 TYPEX_CUDA_API bool supports(const ir::graph& g, const ir::node& node) {
   if (node.op != ir::node_op::call_function) return true;
   const op_id op = node.target;

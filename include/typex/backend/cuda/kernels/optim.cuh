@@ -3,7 +3,8 @@
 // AdamW (AMSGrad, maximize), and the scaling clip_grad_norm_ applies, element by element in the
 // parameter's dtype with the host loop's order of operations and roundings (nn/optim.hpp): every
 // product and sum through math::mul_rn / add_rn, which a GPU never contracts into an FMA, so that
-// a device step equals the host's bit for bit.
+// a device step equals the host's bit for bit. And clip_grad_norm_'s power sums of a gradient, a
+// thread per chunk summing in the host loop's order (tensor/device_ops.hpp).
 #pragma once
 
 #include <typex/backend/cuda/kernel_api.cuh>
@@ -18,6 +19,22 @@ inline namespace TYPEX_CUDA_ABI {  // (kernel_api.cuh: native or emulated)
 template <class T>
 TYPEX_GLOBAL void optim_kernel(const TYPEX_GRID_CONSTANT optim_params p) {
   const std::int64_t step = static_cast<std::int64_t>(block_dim().x) * grid_dim().x;
+  if (p.kind == optim_kind::power_sum) {  // (a thread per chunk, its elements in order: the host's sums)
+    const T* x = static_cast<const T*>(p.param);
+    const bool inf = !(p.norm_type < 1e308);
+    for (std::int64_t c = static_cast<std::int64_t>(block_idx().x) * block_dim().x + thread_idx().x; c * p.chunk < p.n; c += step) {
+      const std::int64_t end = (c + 1) * p.chunk < p.n ? (c + 1) * p.chunk : p.n;
+      double acc = 0;
+      for (std::int64_t k = c * p.chunk; k < end; ++k) {
+        const double a = math::abs(static_cast<double>(x[k]));
+        if (a != a || acc != acc) acc = a != a ? a : acc;  // (a NaN makes the chunk NaN)
+        else if (inf) acc = a > acc ? a : acc;
+        else acc = math::add_rn(acc, p.norm_type == 1 ? a : p.norm_type == 2 ? math::mul_rn(a, a) : math::pow(a, p.norm_type));
+      }
+      p.sums[c] = acc;
+    }
+    return;
+  }
   T* w = static_cast<T*>(p.param);
   const T* d = static_cast<const T*>(p.grad);
   T* b1 = static_cast<T*>(p.buf1);
