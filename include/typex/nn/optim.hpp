@@ -364,7 +364,9 @@ class adamw : public adam {
 // torch.nn.utils.clip_grad_norm_: scales every gradient in place by min(1, max_norm / (total + 1e-6)),
 // where total is the norm (norm_type: p >= 1, or infinity) of all gradients together, and returns
 // total. A total that is NaN or infinite raises argument_error when error_if_nonfinite (torch's
-// RuntimeError); otherwise the gradients are scaled by it as torch does.
+// RuntimeError); otherwise the gradients are scaled by it as torch does. Each gradient's norm is
+// summed in chunks of power_sum_chunk elements (tensor/device_ops.hpp), where the gradient is: a
+// device gradient's on its device, the same bits as the host's for p = 1, 2 and inf.
 TYPEX_API double clip_grad_norm_(named_tensors& grads, double max_norm, double norm_type = 2.0,
                                  bool error_if_nonfinite = false);
 
