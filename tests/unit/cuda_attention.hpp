@@ -4,6 +4,7 @@
 // backend (the math path) and on a CUDA device, NaN exactly where the Eigen backend has NaN.
 #pragma once
 
+#include "cuda_patterns.hpp"
 #include "support.hpp"
 
 #include <typex/backend/cuda.hpp>
@@ -47,15 +48,7 @@ BOOST_HANA_ADAPT_STRUCT(cuda_attention_tests::scaled);
 namespace cuda_attention_tests {
 using namespace typex;
 
-inline any_tensor pattern(std::vector<index_t> extents, std::uint64_t seed, double amplitude = 1.0) {
-  any_tensor t(dtype::f32, extents);
-  std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 11;
-  for (index_t i = 0; i < t.numel(); ++i) {
-    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-    t.data<float>()[i] = static_cast<float>(amplitude * (static_cast<double>(s % 20001) / 10000.0 - 1.0));
-  }
-  return t;
-}
+using typex_test::pattern;
 
 // Whether the CUDA backend runs the program's attention node as the fused kernel.
 inline bool runs_fused(const exported_program& ep) {

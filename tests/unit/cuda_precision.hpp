@@ -5,6 +5,7 @@
 // significand of p bits gives (truncated or rounded: a relative error below 2^(1 - p) per operand).
 #pragma once
 
+#include "cuda_patterns.hpp"
 #include "support.hpp"
 
 #include <typex/backend/cuda.hpp>
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace cuda_precision_tests {
@@ -31,15 +33,8 @@ BOOST_HANA_ADAPT_STRUCT(cuda_precision_tests::two_products);
 
 namespace cuda_precision_tests {
 
-inline any_tensor pattern(std::vector<index_t> extents, std::uint64_t seed, double amplitude = 1.0) {
-  any_tensor t(dtype::f32, extents);
-  std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 5;
-  for (index_t i = 0; i < t.numel(); ++i) {
-    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-    t.data<float>()[i] = static_cast<float>(amplitude * (static_cast<double>(s % 200001) / 100000.0 - 1.0));
-  }
-  return t;
-}
+// (six digits: a 300-term reduction of them cannot come out exact in a narrower format)
+inline any_tensor pattern(std::vector<index_t> extents, std::uint64_t seed) { return typex_test::pattern(std::move(extents), seed, 1.0, 200001); }
 
 // x [m, k], w [n, k], b [n]: m = 37, n = 45, k = 300 (a reduction long enough that rounding shows)
 inline constexpr index_t rows = 37, features = 45, depth = 300;

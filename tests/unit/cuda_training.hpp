@@ -3,6 +3,7 @@
 // a joint program's training steps on the Eigen backend and on a CUDA device side by side.
 #pragma once
 
+#include "cuda_patterns.hpp"
 #include "model_cases.hpp"
 #include "support.hpp"
 
@@ -63,15 +64,7 @@ BOOST_HANA_ADAPT_STRUCT(cuda_training_tests::counting, steps, total, w);
 namespace cuda_training {
 using namespace typex;
 
-inline any_tensor pattern(std::vector<index_t> extents, std::uint64_t seed, double scale = 1.0) {
-  any_tensor t(dtype::f32, extents);
-  std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 7;
-  for (index_t i = 0; i < t.numel(); ++i) {
-    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-    t.data<float>()[i] = static_cast<float>(scale * (static_cast<double>(s % 20001) / 10000.0 - 1.0));
-  }
-  return t;
-}
+using typex_test::pattern;
 inline any_tensor labels(index_t n, index_t classes) {
   any_tensor t(dtype::i64, {n});
   for (index_t i = 0; i < n; ++i) t.data<std::int64_t>()[i] = (7 * i + 3) % classes;

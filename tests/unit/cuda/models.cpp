@@ -8,6 +8,7 @@
 // padding), the index check, dropout masks, torch's edge conventions, batch and group norm.
 #include "../backend_axis.hpp"
 #include "../cuda_axis.hpp"
+#include "../cuda_patterns.hpp"
 #include "../model_cases.hpp"
 #include "../support.hpp"
 
@@ -25,15 +26,7 @@ using namespace typex;
 
 namespace {
 
-any_tensor pattern(std::vector<index_t> extents, std::uint64_t seed) {
-  any_tensor t(dtype::f32, extents);
-  std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 7;
-  for (index_t i = 0; i < t.numel(); ++i) {
-    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-    t.data<float>()[i] = static_cast<float>(static_cast<double>(s % 20001) / 10000.0 - 1.0);
-  }
-  return t;
-}
+using typex_test::pattern;
 
 // Runs `ep` on the Eigen backend and on the CUDA backend (emulated device); returns the largest
 // difference over every output, checking dtypes and extents agree.
