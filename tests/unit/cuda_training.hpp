@@ -254,6 +254,19 @@ inline void check_optimizers_bitwise(const std::shared_ptr<cuda::device_runtime>
       named_tensors h, d;
       h.insert("w", big(50, 4500)), h.insert("v", big(51, 700));
       for (const auto& [k, t] : h) d.insert(k, cuda::to_device(t, gpu));
+      // the chunks' sums themselves (doubles: an order or a fused product that differed would show
+      // in their last bits, which the f32 result of clip_grad_norm_ rounds away)
+      for (const auto& [k, t] : h) {
+        std::vector<double> hs(static_cast<std::size_t>((t.numel() + power_sum_chunk - 1) / power_sum_chunk)), ds(hs.size());
+        if (dt == dtype::f32) host_power_sums(t.data<float>(), t.numel(), norm_type, hs);
+        else host_power_sums(t.data<double>(), t.numel(), norm_type, hs);
+        device_ops_for(d.at(k).device(), "test").power_sums(d.at(k), norm_type, ds);
+        if (norm_type == 3.0) {
+          for (std::size_t c = 0; c < hs.size(); ++c) CHECK(ds[c] == doctest::Approx(hs[c]).epsilon(1e-13));
+        } else {
+          CHECK(std::memcmp(hs.data(), ds.data(), hs.size() * sizeof(double)) == 0);
+        }
+      }
       const double th = optim::clip_grad_norm_(h, 0.25, norm_type), td = optim::clip_grad_norm_(d, 0.25, norm_type);
       if (norm_type == 3.0) CHECK(td == doctest::Approx(th).epsilon(1e-12));
       else CHECK(th == td);
@@ -267,6 +280,22 @@ inline void check_optimizers_bitwise(const std::shared_ptr<cuda::device_runtime>
       else with_nan.data<double>()[2500] = std::numeric_limits<double>::quiet_NaN();
       n.insert("w", cuda::to_device(with_nan, gpu));
       CHECK(std::isnan(optim::clip_grad_norm_(n, 1.0, norm_type)));
+      if (dt == dtype::f32) with_nan.data<float>()[0] = std::numeric_limits<float>::quiet_NaN(), with_nan.data<float>()[2500] = 1;
+      else with_nan.data<double>()[0] = std::numeric_limits<double>::quiet_NaN(), with_nan.data<double>()[2500] = 1;
+      named_tensors first;
+      first.insert("w", cuda::to_device(with_nan, gpu));
+      CHECK(std::isnan(optim::clip_grad_norm_(first, 1.0, norm_type)));  // (a NaN first in its chunk)
+      named_tensors empty;
+      empty.insert("e", cuda::to_device(any_tensor(dt, {0}), gpu));
+      CHECK(optim::clip_grad_norm_(empty, 1.0, norm_type) == 0.0);
+    }
+    {  // a large finite norm type is not infinity, on the device as on the host; -inf is refused on both
+      named_tensors h, d;
+      h.insert("w", make(60));
+      d.insert("w", cuda::to_device(h.at("w"), gpu));
+      CHECK(optim::clip_grad_norm_(h, 1.0, 1e300) == optim::clip_grad_norm_(d, 1.0, 1e300));
+      CHECK_THROWS_AS(optim::clip_grad_norm_(h, 1.0, -std::numeric_limits<double>::infinity()), argument_error);
+      CHECK_THROWS_AS(optim::clip_grad_norm_(d, 1.0, -std::numeric_limits<double>::infinity()), argument_error);
     }
   }
 }

@@ -493,8 +493,8 @@ TYPEX_API auto typex::optim::detail::check_state_names(const named_tensors& sd, 
 
 TYPEX_API auto typex::optim::clip_grad_norm_(named_tensors& grads, double max_norm, double norm_type,
                                              bool error_if_nonfinite) -> double {
-  if (!(norm_type >= 1) && !std::isinf(norm_type))
-    typex::detail::raise_message<argument_error>("typex::optim::clip_grad_norm_: norm_type must be >= 1 or infinity");
+  if (!(norm_type >= 1))  // (+inf passes; -inf, torch's min-norm, and NaN do not)
+    typex::detail::raise_message<argument_error>("typex::optim::clip_grad_norm_: norm_type must be >= 1 or +infinity");
   const bool inf = std::isinf(norm_type);
   // per gradient: its norm (accumulated in double, as PyTorch's CPU reductions of f32), then the norm
   // of the norms
@@ -509,24 +509,14 @@ TYPEX_API auto typex::optim::clip_grad_norm_(named_tensors& grads, double max_no
     // the chunks' sums (tensor/device_ops.hpp: the same bits on the host and on a device, which
     // computes them where the gradient is and hands back one double per chunk)
     std::vector<double> sums(static_cast<std::size_t>((g.numel() + power_sum_chunk - 1) / power_sum_chunk));
-    if (!g.device().is_host()) {
-      device_ops_for(g.device(), "typex::optim::clip_grad_norm_").power_sums(g, norm_type, sums);
-    } else {
+    const device_ops* ops = g.device().is_host() ? nullptr : &device_ops_for(g.device(), "typex::optim::clip_grad_norm_");
+    if (ops != nullptr && ops->power_sums != nullptr) {
+      ops->power_sums(g, norm_type, sums);
+    } else {  // (a host gradient, or a device whose backend computes no sums: its host copy)
+      const any_tensor h = ops == nullptr ? g : host_copy(g, "typex::optim::clip_grad_norm_");
       detail::with_floating(g.scalar_type(), [&](auto zero) {
         using T = decltype(zero);
-        const T* d = g.data<T>();
-        for (std::size_t c = 0; c < sums.size(); ++c) {
-          const index_t end = std::min<index_t>(g.numel(), static_cast<index_t>(c + 1) * power_sum_chunk);
-          double acc = 0;
-          for (index_t k = static_cast<index_t>(c) * power_sum_chunk; k < end; ++k) {
-            const double a = std::abs(static_cast<double>(d[k]));
-            // (a NaN stays NaN under either norm, as torch's: std::max alone would drop it)
-            if (std::isnan(a) || std::isnan(acc)) acc = NAN;
-            else if (inf) acc = std::max(acc, a);
-            else acc = acc + (norm_type == 1 ? a : norm_type == 2 ? a * a : std::pow(a, norm_type));
-          }
-          sums[c] = acc;
-        }
+        host_power_sums(h.data<T>(), h.numel(), norm_type, sums);
       });
     }
     double acc = 0;

@@ -13,10 +13,13 @@
 #include <typex/tensor/device.hpp>
 #include <typex/tensor/host_tensor.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <span>
 #include <string_view>
 
@@ -52,6 +55,25 @@ struct optimizer_update {
 // |x| and |x| |x|, products and sums rounded on their own; the largest |x| for p = inf) accumulated
 // in double in element order, a NaN making the chunk NaN. The chunks are then added in order.
 inline constexpr index_t power_sum_chunk = 1024;
+
+// The host's chunk sums of `t` (f32 or f64, on the host) for norm_type p (>= 1, or +inf) into
+// `sums` (ceil(numel / power_sum_chunk) of them): what device_ops::power_sums computes on a device.
+template <class T>
+void host_power_sums(const T* d, index_t n, double norm_type, std::span<double> sums) noexcept {
+  const bool inf = std::isinf(norm_type);
+  for (std::size_t c = 0; c < sums.size(); ++c) {
+    const index_t end = std::min<index_t>(n, static_cast<index_t>(c + 1) * power_sum_chunk);
+    double acc = 0;
+    for (index_t k = static_cast<index_t>(c) * power_sum_chunk; k < end; ++k) {
+      const double a = std::abs(static_cast<double>(d[k]));
+      // (a NaN makes the chunk NaN under either norm, as torch's: std::max alone would drop it)
+      if (std::isnan(a) || std::isnan(acc)) acc = std::numeric_limits<double>::quiet_NaN();
+      else if (inf) acc = std::max(acc, a);
+      else acc = acc + (norm_type == 1 ? a : norm_type == 2 ? a * a : std::pow(a, norm_type));
+    }
+    sums[c] = acc;
+  }
+}
 
 struct device_ops {
   // A new tensor of `like`'s dtype and extents on its device: a copy of it where `copy`, else zeros.

@@ -378,6 +378,7 @@ struct optim_params {
   // power_sum_chunk elements each, in order; the largest |param| for an infinite norm_type), a thread
   // per chunk
   double norm_type = 2;
+  bool inf_norm = false;  // (decided on the host: std::isinf(norm_type))
   double* sums = nullptr;
   std::int64_t chunk = 1024;
 };

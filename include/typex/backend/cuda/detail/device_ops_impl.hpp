@@ -9,6 +9,7 @@
 #include <typex/backend/cuda/memory.hpp>
 #include <typex/tensor/device_ops.hpp>
 
+#include <cmath>
 #include <memory>
 #include <span>
 #include <string>
@@ -128,6 +129,7 @@ TYPEX_CUDA_API void power_sums(const any_tensor& t, double norm_type, std::span<
   p.param = t.raw_data();
   p.n = n;
   p.norm_type = norm_type;
+  p.inf_norm = std::isinf(norm_type);
   p.sums = reinterpret_cast<double*>(out.raw_data());
   p.chunk = power_sum_chunk;
   rt->launch(optim_launch(p), "typex::optim::clip_grad_norm_'s power sums of a gradient");

@@ -21,7 +21,7 @@ TYPEX_GLOBAL void optim_kernel(const TYPEX_GRID_CONSTANT optim_params p) {
   const std::int64_t step = static_cast<std::int64_t>(block_dim().x) * grid_dim().x;
   if (p.kind == optim_kind::power_sum) {  // (a thread per chunk, its elements in order: the host's sums)
     const T* x = static_cast<const T*>(p.param);
-    const bool inf = !(p.norm_type < 1e308);
+    const bool inf = p.inf_norm;
     for (std::int64_t c = static_cast<std::int64_t>(block_idx().x) * block_dim().x + thread_idx().x; c * p.chunk < p.n; c += step) {
       const std::int64_t end = (c + 1) * p.chunk < p.n ? (c + 1) * p.chunk : p.n;
       double acc = 0;
