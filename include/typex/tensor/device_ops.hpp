@@ -52,12 +52,14 @@ struct optimizer_update {
 
 // clip_grad_norm_'s sums, computed alike on the host and on a device so that both give the same
 // bits: a tensor's elements in chunks of power_sum_chunk, each chunk's sum of |x|^p (p = 1 and 2 as
-// |x| and |x| |x|, products and sums rounded on their own; the largest |x| for p = inf) accumulated
-// in double in element order, a NaN making the chunk NaN. The chunks are then added in order.
+// |x| and |x| |x|; the largest |x| for p = inf) accumulated in double in element order, a NaN making
+// the chunk NaN. The chunks are then added in order. The device rounds each product and sum on its
+// own (math::mul_rn / add_rn); the host's plain `acc + a * a` does too where it is not compiled
+// with FMA contraction (typex's libraries are not; docs/cuda_backend.md).
 inline constexpr index_t power_sum_chunk = 1024;
 
-// The host's chunk sums of `t` (f32 or f64, on the host) for norm_type p (>= 1, or +inf) into
-// `sums` (ceil(numel / power_sum_chunk) of them): what device_ops::power_sums computes on a device.
+// The host's chunk sums of the n elements at `d` (f32 or f64) for norm_type p (>= 1, or +inf) into
+// `sums` (ceil(n / power_sum_chunk) of them): what device_ops::power_sums computes on a device.
 template <class T>
 void host_power_sums(const T* d, index_t n, double norm_type, std::span<double> sums) noexcept {
   const bool inf = std::isinf(norm_type);
