@@ -43,9 +43,35 @@ else()
   set(_typex_cuda_default OFF)
 endif()
 option(TYPEX_CUDA "Build typex::cuda, the native CUDA device and kernels (needs nvcc)" ${_typex_cuda_default})
-# cuDNN (conv2d, later attention) is optional on top of TYPEX_CUDA: typex's own kernels stay the
-# default path that every test covers.
-option(TYPEX_CUDNN "Link typex::cuda with cuDNN" OFF)
+# cuDNN: compile_options::convolutions = conv_engine::cudnn runs conv2d through cuDNN (dnn.hpp). On
+# by default where cuDNN's header and library are found beside the toolkit (this project's machines:
+# /usr/local/cuda; the pip wheels put libcudnn.so.9 there too), then system-wide. typex's own
+# kernels stay the default path that every test covers; with cuDNN the emulated device also runs
+# cuDNN's convolutions through its model (dnn_reference.hpp), so CI tests the cuDNN path's lowering.
+# CMake 3.25's FindCUDAToolkit has no CUDA::cudnn target (newer CMake versions may).
+find_path(TYPEX_CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+if(TARGET CUDA::cudnn)
+  set(TYPEX_CUDNN_LIBRARY CUDA::cudnn)
+else()
+  find_library(TYPEX_CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT} PATH_SUFFIXES lib lib64)
+endif()
+if(TYPEX_CUDNN_INCLUDE_DIR AND TYPEX_CUDNN_LIBRARY)
+  set(_typex_cudnn_default ON)
+else()
+  set(_typex_cudnn_default OFF)
+endif()
+option(TYPEX_CUDNN "Run conv2d through cuDNN where compile_options asks (needs cuDNN 9)" ${_typex_cudnn_default})
+if(TYPEX_CUDNN AND NOT (TYPEX_CUDNN_INCLUDE_DIR AND TYPEX_CUDNN_LIBRARY))
+  message(FATAL_ERROR "TYPEX_CUDNN is ON but cuDNN was not found (TYPEX_CUDNN_INCLUDE_DIR and TYPEX_CUDNN_LIBRARY name where it is)")
+endif()
+# (the engine's unit and the emulated device see TYPEX_CUDNN, and link cuDNN, with the target below)
+function(typex_use_cudnn target)
+  if(TYPEX_CUDNN)
+    target_include_directories(${target} SYSTEM PUBLIC ${TYPEX_CUDNN_INCLUDE_DIR})
+    target_link_libraries(${target} PUBLIC ${TYPEX_CUDNN_LIBRARY})
+    target_compile_definitions(${target} PUBLIC TYPEX_CUDNN)
+  endif()
+endfunction()
 
 if(NOT TYPEX_CUDA)
   message(STATUS "typex: CUDA toolkit ${CUDAToolkit_VERSION}: emulated CUDA device only (TYPEX_CUDA is OFF)")
@@ -55,6 +81,7 @@ if(NOT TYPEX_CUDA)
                                           ${PROJECT_SOURCE_DIR}/src/cuda/engine.cpp)
   target_link_libraries(typex_cuda_host_only PUBLIC typex_eigen CUDA::cublasLt)
   target_compile_definitions(typex_cuda_host_only PUBLIC TYPEX_CUDA_SEPARATE_COMPILATION)
+  typex_use_cudnn(typex_cuda_host_only)
   target_link_libraries(typex_cuda_emulated INTERFACE typex_cuda_host_only)
   return()
 endif()
@@ -124,21 +151,7 @@ exit $rc
 set_property(TARGET typex_cuda PROPERTY CUDA_COMPILER_LAUNCHER
              sh ${PROJECT_BINARY_DIR}/cuda/nvcc-report.sh ${TYPEX_CUDA_REPORT_DIR} ${CMAKE_CUDA_COMPILER_LAUNCHER})
 
-if(TYPEX_CUDNN)
-  # CMake 3.25's FindCUDAToolkit has no CUDA::cudnn target (newer CMake versions may): the library
-  # is looked up beside the toolkit's (the pip wheels put libcudnn.so.9 there), then system-wide.
-  if(TARGET CUDA::cudnn)
-    target_link_libraries(typex_cuda PUBLIC CUDA::cudnn)
-  else()
-    find_library(TYPEX_CUDNN_LIBRARY cudnn HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}
-                 PATH_SUFFIXES lib lib64)
-    if(NOT TYPEX_CUDNN_LIBRARY)
-      message(FATAL_ERROR "TYPEX_CUDNN is ON but no cuDNN library was found (TYPEX_CUDNN_LIBRARY names it)")
-    endif()
-    target_link_libraries(typex_cuda PUBLIC ${TYPEX_CUDNN_LIBRARY})
-  endif()
-  target_compile_definitions(typex_cuda PUBLIC TYPEX_CUDNN)
-endif()
+typex_use_cudnn(typex_cuda)
 
 # (the emulated device's users get the native one too where it is built: the backend's default
 # device, make_native_device, is defined there)

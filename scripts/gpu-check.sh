@@ -4,7 +4,7 @@
 #   1. prints the environment (GPU, driver, nvcc, PyTorch);
 #   2. runs every CUDA test natively (typex_cuda_gpu_tests: the native device, the MLP against the
 #      Eigen backend with graphs on and off, the reference models against PyTorch, the parity axis on
-#      the GPU, the cuBLASLt contract);
+#      the GPU, the cuBLASLt contract, and with cuDNN its contract and the CNN through it);
 #   3. runs compute-sanitizer's memcheck and racecheck over them (kernel errors only: the tests that
 #      provoke out-of-memory and a failed capture make API errors on purpose);
 #   4. measures the models (typex_models_cuda, graphs on and off) and PyTorch's peers on the same GPU
@@ -22,6 +22,11 @@ build=${BUILD:-build/gpu}
 out=${OUT:-$build/logs}
 mkdir -p "$out"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# (binaries built with cuDNN load libcudnn.so.9: where the toolkit has none, PyTorch's wheel's)
+if ! ls /usr/local/cuda/lib64/libcudnn.so.9 /usr/local/cuda/lib/libcudnn.so.9 >/dev/null 2>&1; then
+  cudnn_lib=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null || true)
+  [[ -n $cudnn_lib ]] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$cudnn_lib
+fi
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv || true
   nvcc --version | tail -2 || true

@@ -2,9 +2,9 @@
 // workloads.hpp's fill) forward through program_module<cuda_backend>, with CUDA graphs on and off, at
 // batch 1 / 32 / 256 (transformer 1 / 8), and one training step of each (the joint program run,
 // then typex::optim::sgd stepping the parameters on the device: MLP at batch 32 / 256, CNN at 32,
-// transformer at 8, as benchmarks/training), the GEMM-bound rows at each matmul_precision, and fused
-// attention against its math path. A plain executable printing four tables (benchmarks/README.md,
-// "CUDA"); peers_cuda.py measures PyTorch eager, torch.compile and AOTInductor on the same GPU, and
+// transformer at 8, as benchmarks/training), the GEMM-bound rows at each matmul_precision, fused
+// attention against its math path, and the CNN's conv2d by typex's kernel against cuDNN (forward and
+// training step). A plain executable printing five tables (benchmarks/README.md, "CUDA"); peers_cuda.py measures PyTorch eager, torch.compile and AOTInductor on the same GPU, and
 // run_cuda.sh runs both (scripts/gpu-check.sh on a lent GPU). Built where typex::cuda is; without a
 // GPU it prints the device_error and exits 77.
 //
@@ -85,16 +85,17 @@ double largest(const typex::any_tensor& t) {
 // Eigen backend's: within 1e-3 in f32, within 5 % of the output's largest magnitude at a reduced
 // matmul_precision (a wrong program is not measured).
 double us_per_call(const char* what, const typex::exported_program& ep, const std::vector<typex::any_tensor>& host_inputs,
-                   const std::shared_ptr<typex::cuda::device_runtime>& gpu, typex::cuda::matmul_precision precision) {
+                   const std::shared_ptr<typex::cuda::device_runtime>& gpu, typex::cuda::matmul_precision precision,
+                   typex::cuda::conv_engine conv = typex::cuda::conv_engine::typex) {
   const auto want = typex::program_module<typex::eigen_backend>(ep)(host_inputs);
   std::vector<typex::any_tensor> dev;
   for (const typex::any_tensor& t : host_inputs) dev.push_back(typex::cuda::to_device(t, gpu));
-  const typex::program_module<typex::cuda_backend> run(ep, {.device = gpu, .matmul_precision = precision});
+  const typex::program_module<typex::cuda_backend> run(ep, {.device = gpu, .matmul_precision = precision, .convolutions = conv});
   const double worst = worst_difference(run(dev)[0], want[0]);
   const double allowed = precision == typex::cuda::matmul_precision::f32 ? 1e-3 : 0.05 * largest(want[0]) + 1e-3;
   if (!(worst <= allowed)) {
-    std::fprintf(stderr, "%s (%s): the GPU's output differs from the Eigen backend's by %g (allowed %g)\n", what,
-                 std::string(typex::cuda::name(precision)).c_str(), worst, allowed);
+    std::fprintf(stderr, "%s (%s, conv2d by %s): the GPU's output differs from the Eigen backend's by %g (allowed %g)\n", what,
+                 std::string(typex::cuda::name(precision)).c_str(), std::string(typex::cuda::name(conv)).c_str(), worst, allowed);
     std::exit(1);
   }
   return time_calls([&] { (void)run(dev); }) * 1e6;
@@ -193,6 +194,32 @@ train_row measure_step(const char* name, M& model, const XSpec& xs, const YSpec&
     (graphs ? r.us_graphs : r.us_plain) = s * 1e6;
   }
   return r;
+}
+
+// Microseconds per training step (the joint program's call, then SGD on the device; graphs on) with
+// conv2d by `conv`, its first loss checked against the Eigen backend's.
+double us_per_step(const typex::exported_program& joint, const std::vector<typex::any_tensor>& host_inputs,
+                   const std::shared_ptr<typex::cuda::device_runtime>& gpu, typex::cuda::conv_engine conv,
+                   typex::cuda::matmul_precision precision = typex::cuda::matmul_precision::f32) {
+  using namespace typex;
+  const auto want = read_joint_outputs(joint, program_module<eigen_backend>(joint)(host_inputs));
+  std::vector<any_tensor> in;
+  for (const any_tensor& t : host_inputs) in.push_back(cuda::to_device(t, gpu));
+  program_module<cuda_backend> step(joint, {.device = gpu, .matmul_precision = precision, .convolutions = conv});
+  optim::sgd opt(step.parameters(), {.lr = 1e-3, .momentum = 0.9});
+  std::vector<any_tensor> out;
+  step.run(in, out);
+  const double loss = cuda::to_host(read_joint_outputs(joint, out).loss).data<float>()[0];
+  const double allowed = precision == cuda::matmul_precision::f32 ? 1e-3 : 0.05 * std::abs(double(want.loss.data<float>()[0])) + 1e-3;
+  if (!(std::abs(loss - double(want.loss.data<float>()[0])) <= allowed)) {
+    std::fprintf(stderr, "training step (conv2d by %s): the GPU's loss %g differs from the Eigen backend's %g\n",
+                 std::string(cuda::name(conv)).c_str(), loss, double(want.loss.data<float>()[0]));
+    std::exit(1);
+  }
+  return time_calls([&] {
+    step.run(in, out);
+    opt.step(read_joint_outputs(joint, out).gradients);
+  }) * 1e6;
 }
 
 typex::any_tensor filled(std::vector<typex::index_t> extents, float scale = 1.0f) {
@@ -297,6 +324,32 @@ int main() {
       using xs = shape<batch, fix<tf_seq>, fix<tf_d>>;
       precision_row("transformer", 8, export_program(tf, input<"x">(tensor_spec<f32, xs>(xs(batch(8), {}, {})))), filled({8, tf_seq, tf_d}));
     }
+  }
+  // conv2d by typex's implicit GEMM against cuDNN (exact f32: FMA kernels only; then TF32 allowed,
+  // matmul_precision tf32, which also puts the linear layers on tensor cores), graphs on
+  if (cuda::has_cudnn()) {
+    using E = cuda::conv_engine;
+    std::printf("\n%-24s %6s %12s %12s %12s   (us per call, graphs on)\n", "conv2d engine (cnn)", "batch", "typex", "cudnn", "cudnn tf32");
+    for (long b : {1L, 32L, 256L}) {
+      using xs = shape<batch, fix<1>, fix<28>, fix<28>>;
+      const exported_program ep = export_program(cnn, input<"x">(tensor_spec<f32, xs>(xs(batch(b), {}, {}, {}))));
+      const any_tensor x = filled({b, 1, 28, 28});
+      std::printf("%-24s %6ld %12.1f %12.1f %12.1f\n", "forward", b, us_per_call("cnn", ep, {x}, gpu, cuda::matmul_precision::f32, E::typex),
+                  us_per_call("cnn", ep, {x}, gpu, cuda::matmul_precision::f32, E::cudnn),
+                  us_per_call("cnn", ep, {x}, gpu, cuda::matmul_precision::tf32, E::cudnn));
+    }
+    classify<cnn_model> m{cnn};
+    for (long b : {32L, 256L}) {
+      using xs = shape<batch, fix<1>, fix<28>, fix<28>>;
+      using ys = shape<batch>;
+      const exported_program joint = make_joint(export_program(m, input<"x">(tensor_spec<f32, xs>(xs(batch(b), {}, {}, {}))),
+                                                               input<"y">(tensor_spec<i64, ys>(ys(batch(b))))));
+      const std::vector<any_tensor> in{filled({b, 1, 28, 28}), class_labels(b)};
+      std::printf("%-24s %6ld %12.1f %12.1f %12.1f\n", "training step", b, us_per_step(joint, in, gpu, E::typex),
+                  us_per_step(joint, in, gpu, E::cudnn), us_per_step(joint, in, gpu, E::cudnn, cuda::matmul_precision::tf32));
+    }
+  } else {
+    std::printf("\nconv2d engine: this build has no cuDNN (TYPEX_CUDNN is OFF): typex's implicit GEMM only\n");
   }
   // scaled_dot_product_attention: the fused kernel against the math path (its decomposition: two
   // batched products, the scale, the mask, softmax), f32, graphs on

@@ -22,6 +22,11 @@
 //              backend/cuda/kernels/*.cuh compiled natively) and checks the launch with cudaGetLastError.
 //   cuBLASLt   one cublasLtHandle_t per device object; the algorithm of an lt_matmul is chosen by
 //              cublasLtMatmulAlgoGetHeuristic at its first run and kept in the lt_matmul (lt.hpp's slot).
+//   cuDNN      (TYPEX_CUDNN) one cudnnHandle_t per device object, made at its first convolution and
+//              bound to the stream; choose_convolution times every forward algorithm once per shape
+//              (cudnnFindConvolutionForwardAlgorithmEx on buffers from the pool, at plan time: never
+//              while capturing) and keeps the fastest deterministic GEMM within dnn_workspace_limit
+//              (exact f32: FMA kernels only) in a process-wide cache per GPU and shape.
 //   graphs     capture() records work on the stream (cudaStreamCaptureModeThreadLocal) into a CUDA
 //              graph, instantiated once and replayed with cudaGraphLaunch.
 // Every CUDA call first makes the device object's GPU current (a device object may be used from a
@@ -31,9 +36,14 @@
 #include <typex/backend/cuda/lt.hpp>
 #include <typex/core/error.hpp>
 
+#if defined(TYPEX_CUDNN)
+#include <typex/backend/cuda/dnn.hpp>
+#endif
+
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -270,6 +280,85 @@ class native_device final : public device_runtime, public std::enable_shared_fro
     }
   }
 
+#if defined(TYPEX_CUDNN)
+  std::size_t choose_convolution(dnn_convolution& c, std::string_view what) override {
+    const std::string where = where_ + ": choosing cuDNN's algorithm for " + c.label + " (" + std::string(what) + ")";
+    if (!c) typex::detail::raise_message<device_error>(where + ": the dnn_convolution has no descriptors (moved from?)");
+    device_guard guard(info_.ordinal, where);
+    // (the handle first, cached shape or not: this is plan time, and the first call of the plan is
+    // captured, where cudnnCreate's allocations would end the capture)
+    ensure_dnn(where);
+    const std::string key = std::to_string(info_.ordinal) + ":" + c.key();
+    if (const std::optional<dnn_algorithm> hit = dnn_cache().find(key)) {
+      c.choose(*hit);
+      return hit->workspace_bytes;
+    }
+    int most = 0;
+    check_dnn_status(cudnnGetConvolutionForwardAlgorithmMaxCount(dnn_, &most), "cudnnGetConvolutionForwardAlgorithmMaxCount", where);
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<std::size_t>(std::max(most, 1)));
+    int found = 0;
+    // (times each algorithm on buffers from this device's pool, the workspace at the limit: plan
+    // time, outside any capture; the buffers' contents do not matter to the timing)
+    const conv_geometry& g = c.geometry;
+    const std::size_t elem = c.type == typex::dtype::f64 ? 8 : 4;
+    const std::size_t x_bytes = static_cast<std::size_t>(g.n * g.c * g.h * g.w) * elem;
+    const std::size_t w_bytes = static_cast<std::size_t>(g.oc * (g.c / g.groups) * g.kh * g.kw) * elem;
+    const std::size_t y_bytes = static_cast<std::size_t>(g.n * g.oc * g.oh * g.ow) * elem;
+    struct scratch {
+      native_device& d;
+      void* p;
+      ~scratch() { d.deallocate(p); }
+    };
+    const scratch x{*this, allocate(x_bytes)}, w{*this, allocate(w_bytes)}, y{*this, allocate(y_bytes)},
+        ws{*this, allocate(dnn_workspace_limit)};
+    check_dnn_status(cudnnFindConvolutionForwardAlgorithmEx(dnn_, c.x_desc(), x.p, c.w_desc(), w.p, c.conv_desc(), c.y_desc(), y.p,
+                                                            static_cast<int>(perf.size()), &found, perf.data(), ws.p,
+                                                            dnn_workspace_limit),
+                     "cudnnFindConvolutionForwardAlgorithmEx", where);
+    // (sorted fastest first: the first that ran, is deterministic, is a GEMM (implicit,
+    // precomputed or explicit: FFT and Winograd transform the operands, with a larger error than a
+    // sum of products) and fits the workspace limit; exact f32 takes FMA kernels only)
+    for (int i = 0; i < found; ++i) {
+      const cudnnConvolutionFwdAlgoPerf_t& r = perf[static_cast<std::size_t>(i)];
+      if (r.status != CUDNN_STATUS_SUCCESS || r.determinism != CUDNN_DETERMINISTIC || r.memory > dnn_workspace_limit) continue;
+      if (r.algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM && r.algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM &&
+          r.algo != CUDNN_CONVOLUTION_FWD_ALGO_GEMM)
+        continue;
+      if (!c.allow_tf32 && c.type == typex::dtype::f32 && r.mathType != CUDNN_FMA_MATH) continue;
+      const dnn_algorithm a{r.algo, r.mathType, r.memory};
+      dnn_cache().insert(key, a);
+      c.choose(a);
+      return a.workspace_bytes;
+    }
+    typex::detail::raise_message<device_error>(where + ": cuDNN timed " + std::to_string(found) +
+                                               " algorithms and none is a deterministic GEMM that computes as asked within a workspace of " +
+                                               std::to_string(dnn_workspace_limit) + " bytes (compile_options::convolutions = "
+                                               "conv_engine::typex runs this convolution with typex's kernel)");
+  }
+
+  void convolution(const dnn_convolution& c, const convolution_args& a, std::string_view what) override {
+    const std::string where = where_ + ": cuDNN convolution (" + c.label + ") of " + std::string(what);
+    if (!c || !c.choice) typex::detail::raise_message<device_error>(where + ": no algorithm was chosen for it (choose_convolution, at plan time)");
+    if (a.workspace_bytes < c.choice->workspace_bytes) {
+      typex::detail::raise_message<device_error>(where + ": the call brings " + std::to_string(a.workspace_bytes) +
+                                                 " bytes of workspace, the algorithm needs " + std::to_string(c.choice->workspace_bytes));
+    }
+    device_guard guard(info_.ordinal, where);
+    ensure_dnn(where);
+    const double one64 = 1.0, zero64 = 0.0;
+    const float one32 = 1.0f, zero32 = 0.0f;
+    const bool f64 = c.type == typex::dtype::f64;
+    const cudnnStatus_t st = cudnnConvolutionForward(
+        dnn_, f64 ? static_cast<const void*>(&one64) : static_cast<const void*>(&one32), c.x_desc(), a.x, c.w_desc(), a.w,
+        c.conv_desc(), c.choice->algorithm, a.workspace, a.workspace_bytes,
+        f64 ? static_cast<const void*>(&zero64) : static_cast<const void*>(&zero32), c.y_desc(), a.y);
+    if (st != CUDNN_STATUS_SUCCESS) {
+      (void)cudaGetLastError();
+      typex::detail::raise_message<device_error>(where + ": cudnnConvolutionForward failed with " + std::string(cudnnGetErrorString(st)));
+    }
+  }
+#endif
+
   void synchronize() override {
     const std::string where = where_ + ": waiting for the stream's work";
     device_guard guard(info_.ordinal, where);
@@ -402,10 +491,44 @@ class native_device final : public device_runtime, public std::enable_shared_fro
     return result.algo;
   }
 
+#if defined(TYPEX_CUDNN)
+  // The process's algorithm choices, every GPU's (keys start with the ordinal).
+  static dnn_algorithm_cache& dnn_cache() {
+    static dnn_algorithm_cache cache;
+    return cache;
+  }
+  static void check_dnn_status(cudnnStatus_t st, const char* call, const std::string& where) {
+    if (st == CUDNN_STATUS_SUCCESS) return;
+    (void)cudaGetLastError();
+    typex::detail::raise_message<device_error>(where + ": " + call + " failed with " + std::string(cudnnGetErrorString(st)));
+  }
+  // cuDNN's handle for this device object, made at its first use (cudnnCreate loads cuDNN's
+  // sub-libraries: a program without convolutions does not pay for it) and bound to the stream.
+  void ensure_dnn(const std::string& where) {
+    if (dnn_ != nullptr) return;
+    cudnnHandle_t h = nullptr;
+    const cudnnStatus_t st = cudnnCreate(&h);
+    if (st != CUDNN_STATUS_SUCCESS) {
+      (void)cudaGetLastError();
+      typex::detail::raise_message<device_error>(where + ": cudnnCreate failed with " + std::string(cudnnGetErrorString(st)));
+    }
+    const cudnnStatus_t bound = cudnnSetStream(h, stream_);
+    if (bound != CUDNN_STATUS_SUCCESS) {
+      (void)cudnnDestroy(h);
+      typex::detail::raise_message<device_error>(where + ": cudnnSetStream failed with " + std::string(cudnnGetErrorString(bound)));
+    }
+    dnn_ = h;
+  }
+#endif
+
   void release() noexcept {
     int previous = 0;
     const bool switched = cudaGetDevice(&previous) == cudaSuccess && cudaSetDevice(info_.ordinal) == cudaSuccess;
     if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);  // (products and frees ordered on it complete first)
+#if defined(TYPEX_CUDNN)
+    if (dnn_ != nullptr) (void)cudnnDestroy(dnn_);
+    dnn_ = nullptr;
+#endif
     if (lt_ != nullptr) (void)cublasLtDestroy(lt_);
     if (pool_ != nullptr) (void)cudaMemPoolDestroy(pool_);
     if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
@@ -421,6 +544,9 @@ class native_device final : public device_runtime, public std::enable_shared_fro
   cudaStream_t stream_ = nullptr;
   cudaMemPool_t pool_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
+#if defined(TYPEX_CUDNN)
+  cudnnHandle_t dnn_ = nullptr;
+#endif
   std::mutex capture_mutex_;           // (capturing_ and deferred_frees_: deallocate comes from any thread)
   bool capturing_ = false;
   std::vector<void*> deferred_frees_;

@@ -9,10 +9,13 @@
 //     AdamW stepping them there), three steps against the Eigen backend, graphs on and off;
 //   - the contract of the library model: real cuBLASLt on the GPU against the emulated device's model
 //     (lt_reference.hpp) for the descriptors typex builds, each epilogue it uses, and cuBLASLt's GELU
-//     is the tanh form (not erf), which the lowering relies on.
+//     is the tanh form (not erf), which the lowering relies on;
+//   - (with cuDNN) real cuDNN against the emulated device's model (dnn_reference.hpp) for the
+//     descriptors typex builds, exact f32 and TF32, and the programs of cuda_cudnn.hpp.
 #include "../backend_axis.hpp"
 #include "../cuda_axis.hpp"
 #include "../cuda_attention.hpp"
+#include "../cuda_cudnn.hpp"
 #include "../cuda_precision.hpp"
 #include "../cuda_training.hpp"
 #include "../model_cases.hpp"
@@ -21,6 +24,9 @@
 
 #include <typex/backend/cuda.hpp>
 #include <typex/backend/cuda/lt_reference.hpp>
+#if defined(TYPEX_CUDNN)
+#include <typex/backend/cuda/dnn_reference.hpp>
+#endif
 #include <typex/backend/eigen.hpp>
 #include <typex/typex.hpp>
 
@@ -243,5 +249,49 @@ TEST_CASE("cuda gpu: fused attention (partial tiles, broadcast batch dims, causa
 TEST_CASE("cuda gpu: matmul_precision tf32, bf16 and f16 on cuBLASLt within their bounds of f32") {
   cuda_precision_tests::check_precisions(cuda::make_native_device(), false);
 }
+
+#if defined(TYPEX_CUDNN)
+TEST_CASE("cuda gpu: real cuDNN equals the emulated device's model for typex's descriptors (exact f32 and TF32), and programs through cuDNN equal the Eigen backend, graphs on and off") {
+  const auto d = cuda::make_native_device();
+  struct geo { std::int64_t n, c, h, w, oc, k, stride, pad, dil, groups; };
+  const geo shapes[] = {{2, 4, 9, 7, 6, 3, 2, 1, 2, 2}, {3, 16, 32, 32, 32, 3, 1, 1, 1, 1}, {1, 8, 17, 13, 8, 5, 1, 2, 1, 8}, {4, 3, 12, 12, 4, 1, 1, 0, 1, 1}};
+  for (const geo& s : shapes) {
+    cuda::conv_geometry g;
+    g.n = s.n, g.c = s.c, g.h = s.h, g.w = s.w, g.oc = s.oc, g.kh = g.kw = s.k, g.groups = s.groups;
+    g.stride[0] = g.stride[1] = s.stride, g.pad[0] = g.pad[1] = s.pad, g.dil[0] = g.dil[1] = s.dil;
+    g.oh = (s.h + 2 * s.pad - s.dil * (s.k - 1) - 1) / s.stride + 1;
+    g.ow = (s.w + 2 * s.pad - s.dil * (s.k - 1) - 1) / s.stride + 1;
+    const any_tensor x = filled({s.n, s.c, s.h, s.w}, 1.5f), w = filled({s.oc, s.c / s.groups, s.k, s.k}, 0.5f);
+    const std::size_t y_elems = std::size_t(s.n * s.oc * g.oh * g.ow);
+    // the model, exact, and the bound on what TF32 may change: 2 · 2^-10 · sum |x w| per element
+    cuda::dnn_convolution exact = cuda::dnn_convolution::build(g, dtype::f32, false, "");
+    exact.choose(cuda::reference_choice(exact));
+    std::vector<float> want(y_elems), ws_host(exact.choice->workspace_bytes / 4 + 1);
+    cuda::reference_convolution(exact, {x.raw_data(), w.raw_data(), want.data(), ws_host.data(), exact.choice->workspace_bytes});
+    const double terms = double(s.c / s.groups * s.k * s.k) * 1.5 * 0.5;
+    for (const bool tf32 : {false, true}) {
+      INFO("shape n=" << s.n << " c=" << s.c << " k=" << s.k << " groups=" << s.groups << ", tf32 " << tf32);
+      cuda::dnn_convolution c = cuda::dnn_convolution::build(g, dtype::f32, tf32, "");
+      const std::size_t ws = d->choose_convolution(c, "contract");
+      void* dx = d->allocate(x.nbytes());
+      void* dw = d->allocate(w.nbytes());
+      void* dy = d->allocate(y_elems * sizeof(float));
+      void* dws = d->allocate(ws);
+      d->copy_to_device(dx, x.raw_data(), x.nbytes());
+      d->copy_to_device(dw, w.raw_data(), w.nbytes());
+      d->convolution(c, {dx, dw, dy, dws, ws}, "contract");
+      std::vector<float> got(y_elems);
+      d->copy_to_host(got.data(), dy, y_elems * sizeof(float));
+      d->synchronize();
+      double worst = 0;
+      for (std::size_t i = 0; i < y_elems; ++i) worst = std::max(worst, std::abs(double(got[i]) - double(want[i])));
+      CHECK(worst <= (tf32 ? 2 * std::ldexp(1.0, -10) * terms + 1e-5 : 1e-4));
+      for (void* p : {dx, dw, dy, dws}) d->deallocate(p);
+      d->synchronize();
+    }
+  }
+  cuda_cudnn_tests::check_cudnn_programs(cuda::make_native_device());
+}
+#endif
 
 }  // TEST_SUITE("gpu")

@@ -28,7 +28,8 @@
 
 namespace typex::cuda {
 
-struct lt_matmul;  // a matrix product through cuBLASLt: its descriptors (lt.hpp)
+struct lt_matmul;        // a matrix product through cuBLASLt: its descriptors (lt.hpp)
+struct dnn_convolution;  // a convolution through cuDNN: its descriptors (dnn.hpp, where TYPEX_CUDNN)
 
 // What an f32 matrix product through cuBLASLt may compute in (compile_options::matmul_precision):
 // its operands are f32 in memory and its sums f32 in every case; the reduced ones let cuBLASLt read
@@ -65,6 +66,25 @@ struct matmul_args {
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
   float alpha = 1.0f, beta = 0.0f;
+};
+
+// Which code runs conv2d (compile_options::convolutions).
+//   typex  typex's own implicit GEMM (kernels/conv.cuh): every build, every test
+//   cudnn  cuDNN's forward convolution, the algorithm timed once per shape (dnn.hpp); needs a build
+//          with TYPEX_CUDNN (cuda::has_cudnn()). The bias and the activation after it run as one
+//          kernel on its result.
+enum class conv_engine : std::uint8_t { typex, cudnn };
+
+constexpr std::string_view name(conv_engine e) noexcept { return e == conv_engine::cudnn ? "cudnn" : "typex"; }
+
+// The operands of one cuDNN forward convolution: device addresses (y = conv(x, w)), and the
+// plan's workspace (at least the bytes the device's choice asked for).
+struct convolution_args {
+  const void* x = nullptr;
+  const void* w = nullptr;
+  void* y = nullptr;
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
 };
 
 struct device_info {
@@ -106,6 +126,12 @@ class device_runtime {
   virtual void launch(const kernel_launch& k, std::string_view what) = 0;
   virtual void matmul(const lt_matmul& m, const matmul_args& a, std::string_view what) = 0;
 
+  // A cuDNN convolution (dnn.hpp): choose_convolution picks its algorithm at plan time (never while
+  // capturing), records it in `c` and returns the workspace it needs; convolution runs it. A device
+  // without cuDNN (a build without TYPEX_CUDNN) refuses both with unsupported_error.
+  virtual std::size_t choose_convolution(dnn_convolution& c, std::string_view what);
+  virtual void convolution(const dnn_convolution& c, const convolution_args& a, std::string_view what);
+
   // Waits for everything ordered on the stream; reports an asynchronous failure as device_error.
   virtual void synchronize() = 0;
 
@@ -118,6 +144,21 @@ class device_runtime {
   // GPU; nullptr where the device cannot capture (the emulator runs the work directly).
   virtual std::unique_ptr<captured_work> capture(const std::function<void()>& work) = 0;
 };
+
+namespace detail {
+[[noreturn]] inline void no_cudnn(const device_info& info, std::string_view what) {
+  std::string m = "typex::cuda: ";
+  m.append(what).append(" asks for a cuDNN convolution, but the device (").append(info.name);
+  m.append(") runs none: typex was built without cuDNN (configure with -DTYPEX_CUDNN=ON where cuDNN is installed), or the "
+           "device_runtime does not override choose_convolution and convolution");
+  typex::detail::raise_message<unsupported_error>(std::move(m));
+}
+}  // namespace detail
+
+inline std::size_t device_runtime::choose_convolution(dnn_convolution&, std::string_view what) { detail::no_cudnn(info(), what); }
+inline void device_runtime::convolution(const dnn_convolution&, const convolution_args&, std::string_view what) {
+  detail::no_cudnn(info(), what);
+}
 
 // Device memory owned by a runtime: one allocation, given back when the last handle goes.
 inline std::shared_ptr<std::byte> device_allocation(const std::shared_ptr<device_runtime>& rt, std::size_t bytes) {

@@ -6,7 +6,10 @@
 // dispatch (dispatch.cuh) the GPU runs, one host thread per CUDA thread with real barriers, block
 // order shuffled, shared memory poisoned. cuBLASLt products run lt_reference.hpp's model, which
 // reads the real descriptors back, so a wrong transpose, leading dimension, epilogue or bias
-// pointer fails here as it would on a GPU.
+// pointer fails here as it would on a GPU. Where typex is built with cuDNN (TYPEX_CUDNN), cuDNN
+// convolutions run dnn_reference.hpp's model the same way, over the real cuDNN descriptors; the
+// algorithm a device would time once per shape is the model's choice, cached per shape as the native
+// device caches it (dnn_choices() counts the shapes chosen).
 //
 // What it adds for tests: a memory limit (the device's "total memory": an allocation beyond it is
 // the device_error a GPU's out-of-memory gives, and nothing is allocated), a count of live bytes
@@ -17,6 +20,9 @@
 #include <typex/backend/cuda/device.hpp>
 #include <typex/backend/cuda/dispatch.cuh>
 #include <typex/backend/cuda/lt_reference.hpp>
+#if defined(TYPEX_CUDNN)
+#include <typex/backend/cuda/dnn_reference.hpp>
+#endif
 
 #include <atomic>
 #include <cstring>
@@ -103,6 +109,33 @@ class emulated_device final : public device_runtime, public std::enable_shared_f
       typex::detail::raise_message<device_error>(msg);
     }
   }
+#if defined(TYPEX_CUDNN)
+  std::size_t choose_convolution(dnn_convolution& c, std::string_view) override {
+    const std::string key = c.key();
+    std::optional<dnn_algorithm> a = dnn_cache_.find(key);
+    if (!a) {
+      a = reference_choice(c);
+      dnn_cache_.insert(key, *a);
+      ++dnn_choices_;
+    }
+    c.choose(*a);
+    return a->workspace_bytes;
+  }
+  void convolution(const dnn_convolution& c, const convolution_args& a, std::string_view what) override {
+    ++launches_;
+    try {
+      reference_convolution(c, a);
+    } catch (const device_error& e) {
+      std::string msg = "typex::cuda: the cuDNN convolution of ";
+      msg += what;
+      msg += " failed: ";
+      msg += e.what();
+      typex::detail::raise_message<device_error>(msg);
+    }
+  }
+  // (for tests: the algorithm choices this device made, the cache's misses: one per shape)
+  std::size_t dnn_choices() const noexcept { return dnn_choices_.load(); }
+#endif
   void synchronize() override {}
   std::shared_ptr<device_runtime> for_engine() override {
     const std::shared_ptr<device_runtime> self = weak_from_this().lock();
@@ -129,6 +162,10 @@ class emulated_device final : public device_runtime, public std::enable_shared_f
   std::unordered_map<void*, std::size_t> live_;
   std::size_t in_use_ = 0;
   std::atomic<std::size_t> launches_{0};
+#if defined(TYPEX_CUDNN)
+  dnn_algorithm_cache dnn_cache_;
+  std::atomic<std::size_t> dnn_choices_{0};
+#endif
 };
 
 // An emulated device as the runtime the backend takes.

@@ -63,12 +63,20 @@ struct compile_options {
   bool graphs = true;          // capture each plan as a CUDA graph (false: launch the records each call)
   std::size_t max_plans = 8;   // plans (and graphs) kept, one per set of input extents
   // What f32 linear / matmul / bmm products compute in (device.hpp): f32, or operands read rounded
-  // to tf32, bf16 or f16 on tensor cores, sums in f32 (torch.set_float32_matmul_precision). The
-  // convolutions, the fused attention kernel and every other kernel compute in f32 whatever this
-  // says; an op that runs as its decomposition (attention with dropout or a head dim past 128)
-  // takes it in the products it decomposes into.
+  // to tf32, bf16 or f16 on tensor cores, sums in f32 (torch.set_float32_matmul_precision). typex's
+  // convolution kernel, the fused attention kernel and every other kernel compute in f32 whatever
+  // this says; cuDNN's convolutions (conv_engine::cudnn) may read their operands as TF32 under any
+  // value but f32; an op that runs as its decomposition (attention with dropout or a head dim past
+  // 128) takes it in the products it decomposes into.
   cuda::matmul_precision matmul_precision = cuda::matmul_precision::f32;
+  // Which code runs conv2d (device.hpp): typex's own implicit GEMM, or cuDNN's forward convolution
+  // (the algorithm timed once per shape; a build with TYPEX_CUDNN, has_cudnn()). Under cuDNN a
+  // matmul_precision other than f32 lets the convolutions read their f32 operands as TF32.
+  cuda::conv_engine convolutions = cuda::conv_engine::typex;
 };
+
+// Whether this build of the engine runs cuDNN convolutions (TYPEX_CUDNN).
+TYPEX_CUDA_API bool has_cudnn() noexcept;
 
 // Whether the CUDA backend runs call node `node` of `g` (asked of every node before anything is
 // planned or allocated).

@@ -9,6 +9,9 @@
 #include <typex/backend/cuda/detail/records.hpp>
 #include <typex/backend/cuda/detail/device_ops_impl.hpp>  // (the device operations program_module and the optimizers use)
 #include <typex/backend/cuda/device.hpp>
+#if defined(TYPEX_CUDNN)
+#include <typex/backend/cuda/dnn.hpp>
+#endif
 #include <typex/backend/cuda/launch.hpp>
 #include <typex/backend/cuda/lt.hpp>
 #include <typex/backend/cuda/memory.hpp>
@@ -379,6 +382,8 @@ namespace detail {
 struct cuda_plan {
   std::vector<std::vector<index_t>> extents;  // the inputs' (the key)
   storage arena, slots, workspace;  // (workspace: cuBLASLt's, on a GPU)
+  storage dnn_workspace;            // (cuDNN's: the most its convolutions' algorithms chose)
+  std::size_t dnn_workspace_bytes = 0;
   std::vector<std::size_t> slot_offsets;
   std::list<lt_matmul> products;              // (a list: records hold indices, the objects never move)
   std::vector<lt_matmul*> product_at;
@@ -412,6 +417,13 @@ class planned_engine final : public kit::engine, private plan::target {
   planned_engine(program_binding b, compile_options o, std::shared_ptr<device_runtime> rt, std::shared_ptr<device_runtime> out)
       : binding_(std::move(b)), options_(std::move(o)), rt_(std::move(rt)), memory_(rt_), out_memory_(std::move(out)),
         planner_(*binding_.graph, binding_.inputs, binding_.constants, {options_.fuse}) {
+#if !defined(TYPEX_CUDNN)
+    if (options_.convolutions == conv_engine::cudnn) {
+      typex::detail::raise_message<unsupported_error>(
+          "typex::cuda: compile_options::convolutions is conv_engine::cudnn, but this build of typex's CUDA engine has no cuDNN "
+          "(configure with -DTYPEX_CUDNN=ON where cuDNN is installed; cuda::has_cudnn() says which build this is)");
+    }
+#endif
     // the weights, uploaded once (tied names share one upload)
     for (const auto& [id, t] : binding_.constants) upload_constant(t);
   }
@@ -527,6 +539,7 @@ class planned_engine final : public kit::engine, private plan::target {
     p->arena = memory_.allocate(planner_.arena().peak());
     // cuBLASLt's workspace (a GPU's algorithms may use up to this much; the emulator's model none)
     if (!p->products.empty() && !rt_->info().emulated) p->workspace = memory_.allocate(lt_workspace_bytes);
+    if (p->dnn_workspace_bytes > 0) p->dnn_workspace = memory_.allocate(p->dnn_workspace_bytes);
     // addresses are known now: every record's operands, then the outputs
     for (auto& make : pending_) p->records.push_back(make());
     pending_.clear();
@@ -871,6 +884,9 @@ class planned_engine final : public kit::engine, private plan::target {
       }
     }
     if (cp.n * cp.oh * cp.ow == 0 || cp.oc == 0) return;  // (an empty result: nothing to write)
+#if defined(TYPEX_CUDNN)
+    if (options_.convolutions == conv_engine::cudnn) return lower_conv_cudnn(cp, x, w, b, &y, std::move(what));
+#endif
     // (few output tiles over a long reduction: K split over more blocks, launch.hpp's conv_k_splits)
     cp.k_splits = conv_k_splits(cp);
     const plan::location partial =
@@ -892,6 +908,47 @@ class planned_engine final : public kit::engine, private plan::target {
       });
     }
   }
+
+#if defined(TYPEX_CUDNN)
+  // conv2d through cuDNN (dnn.hpp): the descriptors built now, the algorithm chosen by the device now
+  // (once per shape for the process), its workspace reserved with the plan; then, where the step has a
+  // bias or an activation, conv.cuh's finish pass over the result in place (one thread per element).
+  void lower_conv_cudnn(conv_params cp, const plan::value* x, const plan::value* w,
+                        const plan::value* b, const plan::value* yv, std::string what) {
+    conv_geometry g;
+    g.n = cp.n, g.c = cp.c, g.h = cp.h, g.w = cp.w, g.oc = cp.oc, g.kh = cp.kh, g.kw = cp.kw, g.oh = cp.oh, g.ow = cp.ow;
+    for (int d = 0; d < 2; ++d) g.stride[d] = cp.stride[d], g.pad[d] = cp.pad[d], g.dil[d] = cp.dil[d];
+    g.groups = cp.groups;
+    const bool tf32 = options_.matmul_precision != matmul_precision::f32;
+    auto conv = std::make_shared<dnn_convolution>(
+        dnn_convolution::build(g, dtype::f32, tf32, detail::conv_label(g, dtype::f32, tf32) + " of " + what));
+    const std::size_t ws = rt_->choose_convolution(*conv, what);
+    building_->dnn_workspace_bytes = std::max(building_->dnn_workspace_bytes, ws);
+    pending_.push_back([this, conv = std::shared_ptr<const dnn_convolution>(conv), x, w, yv, what] {
+      record r;
+      record::dnn d{conv, {}};
+      d.args.x = address(x->at);
+      d.args.w = address(w->at);
+      d.args.y = address(yv->at);
+      d.args.workspace = building_->dnn_workspace.data();
+      d.args.workspace_bytes = building_->dnn_workspace.bytes();
+      r.what = std::move(d);
+      r.name = what;
+      r.out = address(yv->at);
+      r.out_bytes = yv->bytes();
+      return r;
+    });
+    if (b == nullptr && !cp.has_act) return;
+    cp.k_splits = 1;
+    cp.finish = true;
+    pending_.push_back([this, b, yv, cp, what]() mutable {
+      cp.out = reinterpret_cast<float*>(address(yv->at));
+      cp.partial = cp.out;  // (in place: each element read, then written, by one thread)
+      cp.bias = b != nullptr ? reinterpret_cast<const float*>(address(b->at)) : nullptr;
+      return kernel_record(conv_launch(cp), what + " (its bias and activation)", address(yv->at), yv->bytes());
+    });
+  }
+#endif
 
   // scaled_dot_product_attention: the fused kernel (kernels/attention.cuh), one launch; the batch
   // dims of query, key, value and mask broadcast to the output's (right-aligned, as matmul's), the
@@ -1715,6 +1772,14 @@ TYPEX_CUDA_API std::shared_ptr<kit::engine> detail::make_engine_on(program_bindi
       "cuda", "CUDA", [](const ir::graph& g, const ir::node& n) { return supports(g, n); },
       [&](program_binding b) -> std::unique_ptr<kit::engine> { return std::make_unique<planned_engine>(std::move(b), options, rt, out); },
       nullptr});
+}
+
+TYPEX_CUDA_API bool has_cudnn() noexcept {
+#if defined(TYPEX_CUDNN)
+  return true;
+#else
+  return false;
+#endif
 }
 
 TYPEX_CUDA_API passes::decomposition_table fallback_decompositions(const ir::graph& g) {

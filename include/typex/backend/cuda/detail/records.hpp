@@ -1,5 +1,5 @@
 // typex/backend/cuda/detail/records.hpp — what a CUDA plan runs per call: its records (a kernel
-// launch, a cuBLASLt product or a zero fill, each named by its node), run in order on a device, and
+// launch, a cuBLASLt product, a cuDNN convolution or a zero fill, each named by its node), run in order on a device, and
 // the emulated device's check that each writes only its planned slot. Part of the planned engine
 // (engine_impl.hpp); a header of its own so that tests can run hand-made records.
 #pragma once
@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -28,7 +29,11 @@ struct record {
     void* at;
     std::size_t bytes;
   };
-  std::variant<kernel_launch, gemm, zero> what;
+  struct dnn {  // (a cuDNN convolution, dnn.hpp: shared, so that this header needs no cuDNN header)
+    std::shared_ptr<const dnn_convolution> conv;
+    convolution_args args;
+  };
+  std::variant<kernel_launch, gemm, zero, dnn> what;
   std::string name;       // "node 'fc1' (aten.linear.default)"
   std::byte* out = nullptr;  // (the emulator's write check: the bytes the record may write)
   std::size_t out_bytes = 0;
@@ -65,6 +70,7 @@ inline void run_records_on(device_runtime& rt, const std::vector<record>& record
     if (check) before.assign(arena.data(), arena.data() + arena.bytes());
     if (const auto* k = std::get_if<kernel_launch>(&r.what)) rt.launch(*k, r.name);
     else if (const auto* z = std::get_if<record::zero>(&r.what)) rt.fill_zero(z->at, z->bytes);
+    else if (const auto* c = std::get_if<record::dnn>(&r.what)) rt.convolution(*c->conv, c->args, r.name);
     else {
       const auto& g = std::get<record::gemm>(r.what);
       rt.matmul(*products[g.product], g.args, r.name);
