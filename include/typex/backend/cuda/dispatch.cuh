@@ -16,6 +16,7 @@
 #include <typex/backend/cuda/kernels/pointwise.cuh>
 #include <typex/backend/cuda/kernels/pool.cuh>
 #include <typex/backend/cuda/kernels/reduce.cuh>
+#include <typex/backend/cuda/kernels/select.cuh>
 #include <typex/backend/cuda/launch.hpp>
 #include <typex/core/error.hpp>
 
@@ -90,6 +91,15 @@ void dispatch(const kernel_launch& k, Stream stream) {
         case map_compute::i64: TYPEX_LAUNCH(kernels::map_kernel<std::int64_t>, k.grid, k.block, k.shared_bytes, stream)(p); return;
       }
       break;
+    }
+    case kernel_kind::select: {
+      const select_params& p = detail::launch_params<select_params>(k);
+      switch (p.coords ? 8 : p.itemsize) {
+        case 1: TYPEX_LAUNCH(kernels::select_kernel<std::uint8_t>, k.grid, k.block, k.shared_bytes, stream)(p); return;
+        case 2: TYPEX_LAUNCH(kernels::select_kernel<std::uint16_t>, k.grid, k.block, k.shared_bytes, stream)(p); return;
+        case 4: TYPEX_LAUNCH(kernels::select_kernel<std::uint32_t>, k.grid, k.block, k.shared_bytes, stream)(p); return;
+        default: TYPEX_LAUNCH(kernels::select_kernel<std::uint64_t>, k.grid, k.block, k.shared_bytes, stream)(p); return;
+      }
     }
     case kernel_kind::index: {
       const index_params& p = detail::launch_params<index_params>(k);

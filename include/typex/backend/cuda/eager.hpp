@@ -40,6 +40,9 @@ inline any_tensor run_call(const ir::call_args& a) {
   };
   std::size_t list_k = 0;
   for (std::size_t k = 0; k < args.size(); ++k) {
+    // (a symbolic size, in a program run node by node: its value now, the one-node program's constant)
+    if (std::holds_alternative<ir::sym_expr>(args[k])) args[k] = a.integer(k);
+    else if (std::holds_alternative<std::vector<ir::sym_expr>>(args[k])) args[k] = a.ints(k);
     if (a.is_tensor(k)) args[k] = place(a.tensor(k));
     else if (auto* refs = std::get_if<std::vector<ir::value_ref>>(&args[k]))
       for (ir::value_ref& r : *refs) r = place(*a.list()[list_k++]);

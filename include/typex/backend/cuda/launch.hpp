@@ -323,6 +323,39 @@ struct index_params {
 };
 static_assert(std::is_trivially_copyable_v<index_params>);
 
+// ---- compaction (kernels/select.cuh): nonzero and masked_select
+
+enum class select_kind : std::uint8_t { count, write };
+
+// Over the n elements of an iteration shape (`rank` dims, `extent`, row-major), in chunks of
+// select_chunk elements (one block each): an element is selected where its condition
+// cond[c . cond_stride] is not zero (items of cond_itemsize bytes; cond_float: an f32 / f64 compared
+// as a number, so -0.0 is zero and NaN is not, as torch's nonzero).
+//   count: counts[block] = the selected elements of the block's chunk;
+//   write: the selected elements of the block's chunk, in order, from offsets[block] on (the counts'
+//          exclusive prefix sums, made on the host): with `coords`, each one's coordinates
+//          (int64, `rank` per element: nonzero); else the bits of src[c . src_stride] (`itemsize`
+//          bytes: masked_select).
+struct select_params {
+  select_kind kind = select_kind::count;
+  std::int32_t rank = 0;
+  std::int32_t cond_itemsize = 1;
+  bool cond_float = false;
+  bool coords = true;
+  std::int32_t itemsize = 4;
+  std::int64_t n = 0;
+  const void* cond = nullptr;
+  const void* src = nullptr;
+  void* out = nullptr;
+  std::int64_t* counts = nullptr;
+  const std::int64_t* offsets = nullptr;
+  std::int64_t extent[max_rank] = {};
+  std::int64_t cond_stride[max_rank] = {};
+  std::int64_t src_stride[max_rank] = {};
+};
+static_assert(std::is_trivially_copyable_v<select_params>);
+inline constexpr std::int64_t select_chunk = 4096;  // (elements per block: 16 rounds of 256 threads)
+
 // ---- losses (kernels/loss.cuh)
 
 enum class loss_kind : std::uint8_t { nll, cross_entropy, mse, finish };
@@ -416,7 +449,7 @@ static_assert(std::is_trivially_copyable_v<attention_params>);
 
 // ---- the record
 
-enum class kernel_kind : std::uint8_t { chain, copy, reduce, norm, conv, pool, map, index, loss, optim, attention };
+enum class kernel_kind : std::uint8_t { chain, copy, reduce, norm, conv, pool, map, index, loss, optim, attention, select };
 
 inline constexpr const char* kernel_name(kernel_kind k) noexcept {
   switch (k) {
@@ -431,6 +464,7 @@ inline constexpr const char* kernel_name(kernel_kind k) noexcept {
     case kernel_kind::loss: return "loss";
     case kernel_kind::optim: return "optim";
     case kernel_kind::attention: return "attention";
+    case kernel_kind::select: return "select";
   }
   return "?";
 }
@@ -440,7 +474,7 @@ struct kernel_launch {
   launch_dims grid, block;
   std::uint32_t shared_bytes = 0;  // dynamic shared memory
   std::variant<chain_params, copy_params, reduce_params, norm_params, conv_params, pool_params, map_params, index_params, loss_params,
-               optim_params, attention_params>
+               optim_params, attention_params, select_params>
       params;
 };
 
@@ -601,6 +635,24 @@ inline kernel_launch index_launch(const index_params& p) {
     typex::detail::raise_message<argument_error>(
         "typex::cuda::index_launch: items of 1, 2, 4 or 8 bytes (4 or 8 to add), a dim of the iteration, and an error word");
   return {kernel_kind::index, detail::elementwise_grid(p.n), {elementwise_threads, 1, 1}, 0, p};
+}
+
+// One block of 256 threads per chunk of select_chunk elements (the write pass scans each round of
+// 256 in shared memory: 256 int64).
+inline std::int64_t select_blocks(std::int64_t n) { return (n + select_chunk - 1) / select_chunk; }
+inline kernel_launch select_launch(const select_params& p) {
+  detail::check_extents("select", p.rank, p.extent, p.n);
+  const bool cond_size = p.cond_float ? (p.cond_itemsize == 4 || p.cond_itemsize == 8)
+                                      : (p.cond_itemsize == 1 || p.cond_itemsize == 2 || p.cond_itemsize == 4 || p.cond_itemsize == 8);
+  const bool item_size = p.coords || p.itemsize == 1 || p.itemsize == 2 || p.itemsize == 4 || p.itemsize == 8;
+  const std::int64_t blocks = select_blocks(p.n);
+  if (!cond_size || !item_size || p.cond == nullptr || blocks > 2147483647 || (p.kind == select_kind::count && p.counts == nullptr) ||
+      (p.kind == select_kind::write && (p.offsets == nullptr || (p.out == nullptr && p.n > 0) || (!p.coords && p.src == nullptr))))
+    typex::detail::raise_message<argument_error>(
+        "typex::cuda::select_launch: a condition of 1, 2, 4 or 8 bytes (a float of 4 or 8), items of 1, 2, 4 or 8 bytes, "
+        "fewer than 2^31 chunks, and the pass's counts, or offsets and output");
+  return {kernel_kind::select, {static_cast<unsigned>(blocks < 1 ? 1 : blocks), 1, 1}, {256, 1, 1},
+          static_cast<std::uint32_t>(256 * sizeof(std::int64_t)), p};
 }
 
 // (mse: the blocks its n elements are summed in, at most 1024; finish: one)

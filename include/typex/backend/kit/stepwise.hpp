@@ -10,6 +10,7 @@
 
 #include <typex/backend/kit/engine.hpp>
 #include <typex/ir/call.hpp>
+#include <typex/tensor/device_ops.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -84,7 +85,7 @@ class stepwise_engine final : public engine {
       for (const any_tensor& x : inputs) shared = shared || within(v, x.get_storage());
       for (const auto& [ph, x] : binding_.constants) shared = shared || within(v, x.get_storage());
       for (std::size_t j = 0; j < i; ++j) shared = shared || within(v, outputs[j].get_storage());
-      outputs[i] = shared ? v.clone() : v;
+      outputs[i] = shared ? clone_where_it_is(v, "typex::kit::stepwise_engine: an output") : v;  // (a device's tensors: there)
     }
   }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <typex/backend/cuda/chain.hpp>
+#include <typex/backend/cuda/data_dependent.hpp>
 #include <typex/backend/cuda/detail/records.hpp>
 #include <typex/backend/cuda/detail/device_ops_impl.hpp>  // (the device operations program_module and the optimizers use)
 #include <typex/backend/cuda/device.hpp>
@@ -18,6 +19,8 @@
 #include <typex/backend/cuda/program.hpp>
 #include <typex/backend/eigen/kernels.hpp>  // (constant folding at planning time runs on the host)
 #include <typex/backend/kit/engine.hpp>
+#include <typex/backend/kit/stepwise.hpp>
+#include <typex/backend/cuda/eager.hpp>
 #include <typex/export/decompositions.hpp>
 #include <typex/ir/call.hpp>
 #include <typex/ops/all.hpp>
@@ -337,6 +340,13 @@ TYPEX_CUDA_API bool supports(const ir::graph& g, const ir::node& node) {
         return false;
     }
     return true;
+  }
+  // (the data-dependent ops: nonzero of any dtype of 1, 2, 4 or 8 bytes, masked_select of such a
+  // self with a bool mask; programs with them run on the stepwise engine, node by node)
+  if (op == op_id_of<aten::nonzero> || op == op_id_of<aten::masked_select>) {
+    const ir::tensor_meta* self = node.args.empty() ? nullptr : meta_of(node.args[0]);
+    const std::size_t item = self == nullptr ? 0 : itemsize(self->scalar_type);
+    return self != nullptr && self->rank() <= static_cast<std::size_t>(max_rank) && (item == 1 || item == 2 || item == 4 || item == 8);
   }
   if (detail::chain_runs(g, node)) return true;
   if (detail::map_runs(g, node)) return true;
@@ -1764,6 +1774,18 @@ class planned_engine final : public kit::engine, private plan::target {
 
 }  // namespace detail
 
+namespace detail {
+
+// The stepwise engine's kernel for an op: the data-dependent ops' own, and every other op as a
+// program of one node on its tensors' device (eager.hpp's run_call: the planned engine's lowering).
+inline kit::host_kernel step_kernel(op_id op) {
+  if (op == op_id_of<aten::nonzero>) return &cuda::nonzero_on_device;
+  if (op == op_id_of<aten::masked_select>) return &cuda::masked_select_on_device;
+  return &run_call;
+}
+
+}  // namespace detail
+
 // The engine on `rt` itself (no stream of its own: an eager call, which runs and is gone).
 TYPEX_CUDA_API std::shared_ptr<kit::engine> detail::make_engine_on(program_binding binding, const compile_options& options,
                                                            const std::shared_ptr<device_runtime>& rt,
@@ -1771,7 +1793,12 @@ TYPEX_CUDA_API std::shared_ptr<kit::engine> detail::make_engine_on(program_bindi
   return kit::compile_program(std::move(binding), kit::backend_parts{
       "cuda", "CUDA", [](const ir::graph& g, const ir::node& n) { return supports(g, n); },
       [&](program_binding b) -> std::unique_ptr<kit::engine> { return std::make_unique<planned_engine>(std::move(b), options, rt, out); },
-      nullptr});
+      // (a program whose sizes the data decide (nonzero), or whose recorded shapes are checked first
+      // (an archive loaded untrusted): node by node on the device, the weights uploaded once)
+      [&](program_binding b) -> std::unique_ptr<kit::engine> {
+        for (auto& [id, t] : b.constants) t = to_device(t, rt);
+        return std::make_unique<kit::stepwise_engine>(std::move(b), "cuda", &detail::step_kernel);
+      }});
 }
 
 TYPEX_CUDA_API bool has_cudnn() noexcept {
