@@ -1,8 +1,9 @@
 // Programs whose sizes the data decide (nonzero, masked_select) on the CUDA backend, emulated: the
 // compaction kernel (kernels/select.cuh) on sizes across its chunks and rounds, every item size,
-// -0.0 and NaN as torch's nonzero sees them, broadcast masks; programs run node by node on the
-// device (the kit's stepwise engine) against the Eigen backend, with ops after the data-dependent
-// ones that read their sizes; the weights uploaded once; empty results.
+// -0.0 and NaN as torch's nonzero sees them (f16 too), broadcast masks; programs run node by node on
+// the device (the kit's stepwise engine) against the Eigen backend, with ops after the
+// data-dependent ones that read their sizes, a weight, a call with no tensor argument; eager calls
+// on device tensors; empty, 0-d and mis-shaped inputs.
 #include "../cuda_patterns.hpp"
 #include "../support.hpp"
 
@@ -10,6 +11,7 @@
 #include <typex/backend/cuda/data_dependent.hpp>
 #include <typex/backend/cuda/emulated_device.hpp>
 #include <typex/backend/eigen.hpp>
+#include <typex/ir/call.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -38,9 +40,18 @@ struct pick_ints {
     return std::tuple(nonzero<"n">(x), masked_select<"k">(x, m), masked_select<"b">(m, m));
   }
 };
+// a call with no tensor argument (arange) of a data-dependent size
+struct ranks {
+  template <class X>
+  auto operator()(const X& x) const {
+    const auto hits = nonzero<"h">(x);
+    return add(arange(hits.shape().template get<0>(), device_of(x)), select<1>(hits, 1));
+  }
+};
 }  // namespace cuda_select_tests
 BOOST_HANA_ADAPT_STRUCT(cuda_select_tests::pick, w);
 BOOST_HANA_ADAPT_STRUCT(cuda_select_tests::pick_ints);
+BOOST_HANA_ADAPT_STRUCT(cuda_select_tests::ranks);
 
 namespace {
 // x [3, n]: zeros every third element, -0.0 (zero to nonzero) every seventh, NaN (not zero) every
@@ -153,4 +164,74 @@ TEST_CASE("cuda data-dependent: the compaction kernel's count and write passes, 
   bad.cond = dev.raw_data();
   bad.cond_itemsize = 3;
   CHECK_THROWS_AS(cuda::select_launch(bad), argument_error);
+}
+
+namespace {
+any_tensor call_on_device(op_id op, const std::vector<const any_tensor*>& tensors) {
+  std::vector<ir::argument> args;
+  for (std::size_t k = 0; k < tensors.size(); ++k) args.emplace_back(ir::value_ref{static_cast<ir::node_id>(k)});
+  const ir::call_args call(op, args, tensors);
+  return cuda::to_host(op == op_id_of<aten::nonzero> ? cuda::nonzero_on_device(call) : cuda::masked_select_on_device(call));
+}
+}  // namespace
+
+TEST_CASE("cuda data-dependent: a call without tensors of a data-dependent size, eager calls on device tensors, 0-d, empty and mis-shaped inputs, f16 signs") {
+  const auto gpu = cuda::make_emulated_device();
+  {  // arange(hits) + hits[:, 1]: the arange has no tensor to say its device; the engine's runtime runs it
+    cuda_select_tests::ranks f;
+    const exported_program ep = export_program(f, input<"x">(tensor_spec<f32, shape<fix<4>, fix<6>>>()));
+    any_tensor x = typex_test::pattern({4, 6}, 3);
+    for (index_t i = 0; i < x.numel(); i += 3) x.data<float>()[i] = 0.0f;
+    const auto want = program_module<eigen_backend>(ep)({x});
+    const auto got = cuda::to_host(program_module<cuda_backend>(ep, {.device = gpu})({cuda::to_device(x, gpu)})[0]);
+    REQUIRE(got.extents() == want[0].extents());
+    CHECK(std::memcmp(got.raw_data(), want[0].raw_data(), got.nbytes()) == 0);
+  }
+  {  // eager: nonzero and masked_select of device tensors, typed as on the host
+    host_tensor<f32, shape_c<3, 4>> z;
+    for (index_t i = 0; i < 12; ++i) z.data()[i] = (i % 5 == 0) ? 1.5f : 0.0f;
+    host_tensor<b8, shape_c<4>> cols;
+    for (index_t i = 0; i < 4; ++i) cols.data()[i] = (i % 2 == 0);
+    const auto dz = cuda::to_device(z, gpu);
+    const auto idx = nonzero<"hits">(dz);
+    static_assert(std::is_same_v<std::remove_cvref_t<decltype(idx)>, cuda::device_tensor<i64, shape<sym<"hits", 0, 12>, fix<2>>>>);
+    const auto want = nonzero<"hits">(z).erase();
+    const any_tensor got = cuda::to_host(idx.erase());
+    REQUIRE(got.extents() == want.extents());
+    CHECK(std::memcmp(got.raw_data(), want.raw_data(), got.nbytes()) == 0);
+    const any_tensor kept = cuda::to_host(masked_select<"kept">(dz, cuda::to_device(cols, gpu)).erase());
+    const any_tensor kept_host = masked_select<"kept">(z, cols).erase();
+    REQUIRE(kept.extents() == kept_host.extents());
+    CHECK(std::memcmp(kept.raw_data(), kept_host.raw_data(), kept.nbytes()) == 0);
+  }
+  const auto on = [&](const any_tensor& t) { return cuda::to_device(t, gpu); };
+  {  // a 0-d self: [1, 0] or [0, 0]; an empty one: [0, rank]
+    any_tensor one(dtype::f32, {}), zero(dtype::f32, {}), empty(dtype::f32, {0, 3});
+    one.data<float>()[0] = 2.0f;
+    zero.data<float>()[0] = -0.0f;
+    const any_tensor d1 = on(one), d0 = on(zero), de = on(empty);
+    CHECK(call_on_device(op_id_of<aten::nonzero>, {&d1}).extents() == std::vector<index_t>{1, 0});
+    CHECK(call_on_device(op_id_of<aten::nonzero>, {&d0}).extents() == std::vector<index_t>{0, 0});
+    CHECK(call_on_device(op_id_of<aten::nonzero>, {&de}).extents() == std::vector<index_t>{0, 2});
+  }
+  {  // f16: +0 and -0 are zero; NaN, a subnormal and 1 are not (the sign bit ignored, the rest compared)
+    any_tensor h(dtype::f16, {6});
+    const std::uint16_t bits[6] = {0x0000, 0x8000, 0x7E00, 0x0001, 0x3C00, 0x8000};
+    std::memcpy(h.raw_data(), bits, sizeof bits);
+    const any_tensor dh = on(h);
+    const any_tensor got = call_on_device(op_id_of<aten::nonzero>, {&dh});
+    REQUIRE(got.extents() == std::vector<index_t>{3, 1});
+    CHECK((got.data<std::int64_t>()[0] == 2 && got.data<std::int64_t>()[1] == 3 && got.data<std::int64_t>()[2] == 4));
+  }
+  {  // masks that do not expand to self, or are not bool: a shape_error naming both, nothing read past them
+    const any_tensor self = on(typex_test::pattern({3, 4}, 1));
+    any_tensor wide(dtype::b8, {5}), deep(dtype::b8, {2, 3, 4});
+    std::memset(wide.raw_data(), 1, wide.nbytes());
+    std::memset(deep.raw_data(), 1, deep.nbytes());
+    const any_tensor dw = on(wide), dd = on(deep), df = on(typex_test::pattern({4}, 2));
+    for (const any_tensor* m : {&dw, &dd, &df}) {
+      CHECK_THROWS_WITH_AS(call_on_device(op_id_of<aten::masked_select>, {&self, m}), doctest::Contains("a bool mask that expands to self's"),
+                           shape_error);
+    }
+  }
 }

@@ -1,7 +1,7 @@
 // typex/backend/cuda/data_dependent.hpp — the ops whose result's size only the data give
-// (nonzero, masked_select), on tensors on a CUDA device: kernels/select.cuh's count pass, the
-// chunks' counts back to the host (one synchronization: the result must be allocated), their
-// offsets up, the write pass. A program with these ops runs on the kit's stepwise engine, node by
+// (nonzero, masked_select), on tensors on a CUDA device, and the runtime of a program run node by
+// node (step_runtime). The ops: kernels/select.cuh's count pass, the chunks' counts back to the
+// host (one synchronization: the result must be allocated), their offsets up, the write pass. A program with these ops runs on the kit's stepwise engine, node by
 // node (engine_impl.hpp), and these are its kernels for them. Host C++ only.
 #pragma once
 
@@ -20,6 +20,11 @@
 
 namespace typex::cuda {
 namespace detail {
+
+// The runtime a call with no tensor argument (full, arange) runs on, where a program is running
+// node by node on a device (the stepwise engine sets it for its call: engine_impl.hpp; eager.hpp's
+// run_call reads it); null elsewhere.
+inline thread_local std::shared_ptr<device_runtime> step_runtime;
 
 // nonzero and masked_select on the device (kernels/select.cuh): a count pass, the chunks' counts
 // back to the host (the result's size, which only the data give), their offsets up, a write pass.
@@ -50,6 +55,17 @@ inline any_tensor select_on_device(const ir::call_args& a, bool coords) {
     for (std::size_t d = 0; d < rank; ++d) p.cond_stride[d] = p.src_stride[d];
   } else {  // (masked_select: a bool mask expanded to self's shape, right-aligned)
     const any_tensor& mask = a.tensor(1);
+    // (what the op's rule says, checked again: this function takes any call)
+    bool expands = mask.scalar_type() == dtype::b8 && mask.rank() <= rank;
+    for (std::size_t k = 0; expands && k < mask.rank(); ++k) {
+      const index_t m = mask.extents()[mask.rank() - 1 - k], s = self.extents()[rank - 1 - k];
+      expands = m == s || m == 1;
+    }
+    if (!expands)
+      typex::detail::raise<shape_error>([&](auto& w) {
+        w.put("typex::cuda: "); w.put(a.target()); w.put(": the mask is "); w.put(mask.to_string());
+        w.put("; a bool mask that expands to self's "); w.put(self.to_string()); w.put(" is expected");
+      });
     if (mask.device() != self.device() || detail::runtime_of(mask.get_storage(), a.target())->info().emulated != rt->info().emulated)
       typex::detail::raise<device_error>([&](auto& w) { w.put("typex::cuda: "); w.put(a.target()); w.put(": self and the mask are on different devices"); });
     p.src = self.raw_data();

@@ -11,11 +11,13 @@
 // program. Calls while a model is traced are not recorded (device tensors are not module state).
 #pragma once
 
+#include <typex/backend/cuda/data_dependent.hpp>
 #include <typex/backend/cuda/program.hpp>
 #include <typex/backend/cuda/tensor.hpp>
 #include <typex/backend/kit/eager.hpp>
 #include <typex/ir/describe.hpp>
 #include <typex/ir/op_arguments.hpp>
+#include <typex/ops/indexing.hpp>
 
 #include <memory>
 #include <type_traits>
@@ -24,8 +26,12 @@
 namespace typex::cuda {
 namespace detail {
 
-// The call `a` (every tensor on one CUDA device) as a program of one node, run on that device.
+// The call `a` (every tensor on one CUDA device) as a program of one node, run on that device; the
+// data-dependent ops by their own kernels (data_dependent.hpp: a program of one node cannot be
+// planned when the data give its result's size).
 inline any_tensor run_call(const ir::call_args& a) {
+  if (a.op() == op_id_of<aten::nonzero>) return nonzero_on_device(a);
+  if (a.op() == op_id_of<aten::masked_select>) return masked_select_on_device(a);
   std::shared_ptr<device_runtime> rt;
   auto g = std::make_shared<ir::graph>();
   std::vector<ir::argument> args(a.arguments().begin(), a.arguments().end());
@@ -40,13 +46,25 @@ inline any_tensor run_call(const ir::call_args& a) {
   };
   std::size_t list_k = 0;
   for (std::size_t k = 0; k < args.size(); ++k) {
-    // (a symbolic size, in a program run node by node: its value now, the one-node program's constant)
-    if (std::holds_alternative<ir::sym_expr>(args[k])) args[k] = a.integer(k);
-    else if (std::holds_alternative<std::vector<ir::sym_expr>>(args[k])) args[k] = a.ints(k);
+    // (a symbolic size, in a program run node by node: its value now, the one-node program's
+    // constant; a size list whose one entry no bound symbol gives, a view's anonymous dim, is
+    // inferred from the viewed tensor's element count, as the Eigen backend's view kernels do)
+    if (std::holds_alternative<ir::sym_expr>(args[k])) {
+      args[k] = a.integer(k);
+    } else if (std::holds_alternative<std::vector<ir::sym_expr>>(args[k])) {
+      try {
+        args[k] = a.ints(k);
+      } catch (const shape_error&) {
+        if (!a.is_tensor(0)) throw;
+        const std::vector<index_t> sizes = a.sizes(k, a.tensor(0).numel());
+        args[k] = std::vector<std::int64_t>(sizes.begin(), sizes.end());
+      }
+    }
     if (a.is_tensor(k)) args[k] = place(a.tensor(k));
     else if (auto* refs = std::get_if<std::vector<ir::value_ref>>(&args[k]))
       for (ir::value_ref& r : *refs) r = place(*a.list()[list_k++]);
   }
+  if (!rt) rt = step_runtime;
   if (!rt) {
     typex::detail::raise<device_error>([&](auto& w) {
       w.put("typex::cuda: "); w.put(a.target()); w.put(" has no tensor argument to say which device runs it");

@@ -329,8 +329,8 @@ enum class select_kind : std::uint8_t { count, write };
 
 // Over the n elements of an iteration shape (`rank` dims, `extent`, row-major), in chunks of
 // select_chunk elements (one block each): an element is selected where its condition
-// cond[c . cond_stride] is not zero (items of cond_itemsize bytes; cond_float: an f32 / f64 compared
-// as a number, so -0.0 is zero and NaN is not, as torch's nonzero).
+// cond[c . cond_stride] is not zero (items of cond_itemsize bytes; cond_float: a float of that width,
+// its sign bit ignored, so -0.0 is zero and NaN is not, as torch's nonzero, for f16 and bf16 too).
 //   count: counts[block] = the selected elements of the block's chunk;
 //   write: the selected elements of the block's chunk, in order, from offsets[block] on (the counts'
 //          exclusive prefix sums, made on the host): with `coords`, each one's coordinates
@@ -642,14 +642,13 @@ inline kernel_launch index_launch(const index_params& p) {
 inline std::int64_t select_blocks(std::int64_t n) { return (n + select_chunk - 1) / select_chunk; }
 inline kernel_launch select_launch(const select_params& p) {
   detail::check_extents("select", p.rank, p.extent, p.n);
-  const bool cond_size = p.cond_float ? (p.cond_itemsize == 4 || p.cond_itemsize == 8)
-                                      : (p.cond_itemsize == 1 || p.cond_itemsize == 2 || p.cond_itemsize == 4 || p.cond_itemsize == 8);
+  const bool cond_size = p.cond_itemsize == 2 || p.cond_itemsize == 4 || p.cond_itemsize == 8 || (!p.cond_float && p.cond_itemsize == 1);
   const bool item_size = p.coords || p.itemsize == 1 || p.itemsize == 2 || p.itemsize == 4 || p.itemsize == 8;
   const std::int64_t blocks = select_blocks(p.n);
   if (!cond_size || !item_size || p.cond == nullptr || blocks > 2147483647 || (p.kind == select_kind::count && p.counts == nullptr) ||
       (p.kind == select_kind::write && (p.offsets == nullptr || (p.out == nullptr && p.n > 0) || (!p.coords && p.src == nullptr))))
     typex::detail::raise_message<argument_error>(
-        "typex::cuda::select_launch: a condition of 1, 2, 4 or 8 bytes (a float of 4 or 8), items of 1, 2, 4 or 8 bytes, "
+        "typex::cuda::select_launch: a condition of 1, 2, 4 or 8 bytes (a float of 2, 4 or 8), items of 1, 2, 4 or 8 bytes, "
         "fewer than 2^31 chunks, and the pass's counts, or offsets and output");
   return {kernel_kind::select, {static_cast<unsigned>(blocks < 1 ? 1 : blocks), 1, 1}, {256, 1, 1},
           static_cast<std::uint32_t>(256 * sizeof(std::int64_t)), p};

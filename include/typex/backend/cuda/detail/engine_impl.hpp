@@ -33,6 +33,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -1776,13 +1777,52 @@ class planned_engine final : public kit::engine, private plan::target {
 
 namespace detail {
 
-// The stepwise engine's kernel for an op: the data-dependent ops' own, and every other op as a
-// program of one node on its tensors' device (eager.hpp's run_call: the planned engine's lowering).
-inline kit::host_kernel step_kernel(op_id op) {
-  if (op == op_id_of<aten::nonzero>) return &cuda::nonzero_on_device;
-  if (op == op_id_of<aten::masked_select>) return &cuda::masked_select_on_device;
-  return &run_call;
-}
+// (eager.hpp, which includes program.hpp and so this header: declared here for the order in which
+// a unit that includes eager.hpp first sees them)
+inline any_tensor run_call(const ir::call_args& a);
+
+// The stepwise engine's kernel for every op: eager.hpp's run_call (the data-dependent ops by their
+// own kernels, every other op as a program of one node through the planned engine's lowering).
+inline kit::host_kernel step_kernel(op_id) { return &run_call; }
+
+// A program run node by node on the device (the kit's stepwise engine): its weights uploaded once
+// to `rt` (the caller's runtime, which its results are allocated from), its inputs checked to be on
+// that device as the planned engine checks them, and `rt` the runtime of the calls that have no
+// tensor argument (full, arange).
+class stepwise_on_device final : public kit::engine {
+ public:
+  stepwise_on_device(program_binding b, std::shared_ptr<device_runtime> rt)
+      : rt_(std::move(rt)), inner_(uploaded(std::move(b), rt_), "cuda", &step_kernel) {}
+
+  bool planned_for(std::span<const any_tensor>) const noexcept override { return false; }
+  plan::report report() const override { return inner_.report(); }
+
+  void run(std::span<const any_tensor> inputs, const symbol_table& symbols, std::vector<any_tensor>& outputs) override {
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const bool here = inputs[i].device() == rt_->where() &&
+                        detail::runtime_of(inputs[i].get_storage(), "typex::cuda: an input")->info().emulated == rt_->info().emulated;
+      if (!here)
+        typex::detail::raise<device_error>([&](auto& w) {
+          w.put("typex::cuda: input "); w.put_int(static_cast<long long>(i)); w.put(" is on "); w.put(inputs[i].device().to_string());
+          w.put(", but the program runs on "); w.put(rt_->where().to_string());
+          w.put(rt_->info().emulated ? " (emulated)" : " (a GPU)");
+        });
+    }
+    struct restore {
+      std::shared_ptr<device_runtime> previous;
+      ~restore() { step_runtime = std::move(previous); }
+    } r{std::exchange(step_runtime, rt_)};
+    inner_.run(inputs, symbols, outputs);
+  }
+
+ private:
+  static program_binding uploaded(program_binding b, const std::shared_ptr<device_runtime>& rt) {
+    for (auto& [id, t] : b.constants) t = to_device(t, rt);
+    return b;
+  }
+  std::shared_ptr<device_runtime> rt_;
+  kit::stepwise_engine inner_;
+};
 
 }  // namespace detail
 
@@ -1794,11 +1834,8 @@ TYPEX_CUDA_API std::shared_ptr<kit::engine> detail::make_engine_on(program_bindi
       "cuda", "CUDA", [](const ir::graph& g, const ir::node& n) { return supports(g, n); },
       [&](program_binding b) -> std::unique_ptr<kit::engine> { return std::make_unique<planned_engine>(std::move(b), options, rt, out); },
       // (a program whose sizes the data decide (nonzero), or whose recorded shapes are checked first
-      // (an archive loaded untrusted): node by node on the device, the weights uploaded once)
-      [&](program_binding b) -> std::unique_ptr<kit::engine> {
-        for (auto& [id, t] : b.constants) t = to_device(t, rt);
-        return std::make_unique<kit::stepwise_engine>(std::move(b), "cuda", &detail::step_kernel);
-      }});
+      // (an archive loaded untrusted): node by node on the device, on the caller's runtime)
+      [&](program_binding b) -> std::unique_ptr<kit::engine> { return std::make_unique<detail::stepwise_on_device>(std::move(b), out); }});
 }
 
 TYPEX_CUDA_API bool has_cudnn() noexcept {

@@ -30,16 +30,16 @@ TYPEX_DEVICE bool select_flag(const select_params& p, std::int64_t i, std::int64
     }
   }
   const unsigned char* base = static_cast<const unsigned char*>(p.cond) + at * p.cond_itemsize;
-  if (p.cond_float) {
-    if (p.cond_itemsize == 4) return *reinterpret_cast<const float*>(base) != 0.0f;
-    return *reinterpret_cast<const double*>(base) != 0.0;
-  }
+  std::uint64_t bits = 0;
   switch (p.cond_itemsize) {
-    case 1: return *base != 0;
-    case 2: return *reinterpret_cast<const std::uint16_t*>(base) != 0;
-    case 4: return *reinterpret_cast<const std::uint32_t*>(base) != 0;
-    default: return *reinterpret_cast<const std::uint64_t*>(base) != 0;
+    case 1: bits = *base; break;
+    case 2: bits = *reinterpret_cast<const std::uint16_t*>(base); break;
+    case 4: bits = *reinterpret_cast<const std::uint32_t*>(base); break;
+    default: bits = *reinterpret_cast<const std::uint64_t*>(base); break;
   }
+  // (a float is zero where every bit but the sign is: +0 and -0; NaN, infinities and subnormals are not)
+  if (p.cond_float) bits &= ~(std::uint64_t{1} << (8 * p.cond_itemsize - 1));
+  return bits != 0;
 }
 }  // namespace detail
 
