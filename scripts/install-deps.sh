@@ -10,7 +10,8 @@ set -euo pipefail
 # /usr/local/cuda on this project's machines; where CMake finds none, the CUDA backend and its tests
 # are skipped (cmake/typexCuda.cmake), and where it finds no nvcc, only the emulated CUDA tests build.
 # (graphviz: `dot`, with which the program_picture example renders its DOT pictures as SVG)
-pkgs=(cmake make g++ libeigen3-dev libboost-dev nlohmann-json3-dev doctest-dev libbenchmark-dev ccache time graphviz)
+# (ninja-build: the test script's generator; make stays for users' builds and the README's)
+pkgs=(cmake make ninja-build g++ libeigen3-dev libboost-dev nlohmann-json3-dev doctest-dev libbenchmark-dev ccache time graphviz)
 if [ "${TYPEX_WITH_CLANG:-0}" = 1 ]; then
   pkgs+=(clang-16 libclang-rt-16-dev)  # (the sanitizer and libFuzzer runtimes)
 fi

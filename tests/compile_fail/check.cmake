@@ -1,10 +1,33 @@
-# Compile-fail driver: cmake -DCXX= -DCXX_ID= -DFLAGS= -DSRC= -DMODE=ok|ko -P check.cmake
+# Compile-fail driver: cmake -DCXX= -DCXX_ID= -DFLAGS= -DSRC= -DMODE=ok|ko [-DPCH=] -P check.cmake
 #
 # ok: SRC must compile. ko: SRC must fail, and the first line of the diagnostic must match the
 # regex given in SRC by `// expect: <regex>` (or `// expect-clang: <regex>` for clang, whose first
 # error line names the class of error but prints the formatted message as character codes).
+#
+# PCH (optional): a header holding `#include <typex/typex.hpp>`, precompiled beside it with FLAGS
+# (PCH.gch for g++, PCH.pch for clang: tests/CMakeLists.txt builds it). A snippet that includes
+# <typex/typex.hpp> itself, or through the _ko twin it includes, is compiled with it: the umbrella
+# is most of a snippet's compile time, and the snippet would see all of it anyway. A snippet that
+# includes less is compiled as it is, so that what it does not include stays unseen.
 cmake_minimum_required(VERSION 3.21)
-execute_process(COMMAND ${CXX} ${FLAGS} -fsyntax-only ${SRC}
+set(pch_flags "")
+if(PCH)
+  file(READ ${SRC} _text)
+  string(REGEX MATCH "#include \"([^\"]+)\"" _local "${_text}")
+  if(_local)
+    get_filename_component(_dir ${SRC} DIRECTORY)
+    file(READ ${_dir}/${CMAKE_MATCH_1} _local_text)
+    string(APPEND _text "${_local_text}")
+  endif()
+  if(_text MATCHES "#include <typex/typex.hpp>")
+    if(CXX_ID MATCHES "Clang")
+      set(pch_flags -include-pch ${PCH}.pch)
+    else()  # (g++ finds PCH.gch; one that does not fit these flags is an error, not a slow fallback)
+      set(pch_flags -include ${PCH} -Werror=invalid-pch)
+    endif()
+  endif()
+endif()
+execute_process(COMMAND ${CXX} ${FLAGS} ${pch_flags} -fsyntax-only ${SRC}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 string(APPEND out "${err}")
 if(MODE STREQUAL "ok")

@@ -1,5 +1,6 @@
 # cmake -DMODE=find_package|add_subdirectory|vendored|single_header -DTYPEX_SOURCE_DIR= -DWORK_DIR=
-#       -DGENERATOR= -DCXX= -DEIGEN_INC= -DBOOST_INC= -P run.cmake
+#       -DBUILD_DIR= -DGENERATOR= -DCXX= -DEIGEN_INC= -DBOOST_INC= -P run.cmake
+# (BUILD_DIR: typex's build tree, installed by the find_package mode)
 # Builds and runs tests/install/consumer against typex the way MODE says.
 cmake_minimum_required(VERSION 3.21)
 
@@ -18,11 +19,10 @@ file(MAKE_DIRECTORY ${WORK_DIR})
 set(common -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release)
 
 if(MODE STREQUAL "find_package")
-  run(${CMAKE_COMMAND} -S ${TYPEX_SOURCE_DIR} -B ${WORK_DIR}/typex-build ${common}
-      -DCMAKE_INSTALL_PREFIX=${WORK_DIR}/prefix -DTYPEX_BUILD_TESTS=OFF -DTYPEX_BUILD_EXAMPLES=OFF
-      -DTYPEX_BUILD_BENCHMARKS=OFF -DTYPEX_INSTALL=ON)
-  run(${CMAKE_COMMAND} --build ${WORK_DIR}/typex-build)
-  run(${CMAKE_COMMAND} --install ${WORK_DIR}/typex-build)
+  # The package as `cmake --install` lays it out, from the build tree that ran this test (BUILD_DIR:
+  # its libraries and typex-inspect are built before ctest runs; building typex a second time here,
+  # with its CUDA kernels, cost more than the rest of the suite's consumers together).
+  run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
   run(${WORK_DIR}/prefix/bin/typex-inspect --help)  # (the command-line tool is installed with the package)
   run(${CMAKE_COMMAND} -S ${consumer} -B ${WORK_DIR}/consumer-build ${common}
       -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DTYPEX_CONSUMER_MODE=find_package)
@@ -30,6 +30,9 @@ if(MODE STREQUAL "find_package")
   run(${WORK_DIR}/consumer-build/consumer)
   run(${WORK_DIR}/consumer-build/consumer_backend)
 elseif(MODE STREQUAL "add_subdirectory")
+  # (typex configured as a subproject: its tests, examples, benchmarks, tools and install rules off,
+  # EXCLUDE_FROM_ALL as a consumer would add it, so that only what the consumer links is built:
+  # typex::runtime and typex::eigen from their sources)
   run(${CMAKE_COMMAND} -S ${consumer} -B ${WORK_DIR}/consumer-build ${common}
       -DTYPEX_CONSUMER_MODE=add_subdirectory -DTYPEX_DIR=${TYPEX_SOURCE_DIR})
   run(${CMAKE_COMMAND} --build ${WORK_DIR}/consumer-build)
