@@ -1,6 +1,7 @@
 // A consumer of typex's Eigen backend: a model exported and run, == eager. Built against the
-// typex::eigen library (find_package: the installed library and its exported target) and
-// header-only (add_subdirectory linking typex::typex alone, and vendored headers without CMake).
+// typex::eigen library (find_package: the installed library and its exported target;
+// add_subdirectory: the library built from typex's sources) and header-only (vendored headers,
+// without CMake).
 #include <typex/backend/eigen.hpp>
 #include <typex/nn.hpp>
 #include <typex/typex.hpp>
