@@ -3,7 +3,9 @@
 // -0.0 and NaN as torch's nonzero sees them (f16 too), broadcast masks; programs run node by node on
 // the device (the kit's stepwise engine) against the Eigen backend, with ops after the
 // data-dependent ones that read their sizes, a weight, a call with no tensor argument; eager calls
-// on device tensors; empty, 0-d and mis-shaped inputs.
+// on device tensors; empty, 0-d and mis-shaped inputs. masked_scatter (masked_select's gradient),
+// planned: against the Eigen backend's kernel across chunks, broadcast, every item size; the scan of
+// more than 256 chunks; a source too short; a training step through masked_select.
 #include "../cuda_patterns.hpp"
 #include "../support.hpp"
 
@@ -11,6 +13,7 @@
 #include <typex/backend/cuda/data_dependent.hpp>
 #include <typex/backend/cuda/emulated_device.hpp>
 #include <typex/backend/eigen.hpp>
+#include <typex/export/joint.hpp>
 #include <typex/ir/call.hpp>
 
 #include <cmath>
@@ -48,7 +51,16 @@ struct ranks {
     return add(arange(hits.shape().template get<0>(), device_of(x)), select<1>(hits, 1));
   }
 };
+// a loss through masked_select: its gradient is a masked_scatter of the incoming gradient
+struct picked_loss {
+  parameter<f32, fix<3>, fix<700>> w;
+  template <class X, class M>
+  auto operator()(const X& x, const M& m) const {
+    return sum(mul(masked_select<"k">(mul(x, w), m), 0.5));
+  }
+};
 }  // namespace cuda_select_tests
+BOOST_HANA_ADAPT_STRUCT(cuda_select_tests::picked_loss, w);
 BOOST_HANA_ADAPT_STRUCT(cuda_select_tests::pick, w);
 BOOST_HANA_ADAPT_STRUCT(cuda_select_tests::pick_ints);
 BOOST_HANA_ADAPT_STRUCT(cuda_select_tests::ranks);
@@ -233,5 +245,137 @@ TEST_CASE("cuda data-dependent: a call without tensors of a data-dependent size,
       CHECK_THROWS_WITH_AS(call_on_device(op_id_of<aten::masked_select>, {&self, m}), doctest::Contains("a bool mask that expands to self's"),
                            shape_error);
     }
+  }
+}
+
+namespace {
+// aten.masked_scatter(self, mask, source) of host tensors: on the device (a one-node program,
+// planned: eager.hpp's run_call) and by the Eigen backend's kernel
+any_tensor scatter_on(const std::shared_ptr<cuda::device_runtime>& gpu, const any_tensor& self, const any_tensor& mask, const any_tensor& source) {
+  const any_tensor s = cuda::to_device(self, gpu), m = cuda::to_device(mask, gpu), src = cuda::to_device(source, gpu);
+  const std::vector<const any_tensor*> tensors{&s, &m, &src};
+  const std::vector<ir::argument> args{ir::value_ref{0}, ir::value_ref{1}, ir::value_ref{2}};
+  return cuda::to_host(cuda::detail::run_call(ir::call_args(op_id_of<aten::masked_scatter>, args, tensors)));
+}
+any_tensor scatter_eigen(const any_tensor& self, const any_tensor& mask, const any_tensor& source) {
+  const std::vector<const any_tensor*> tensors{&self, &mask, &source};
+  const std::vector<ir::argument> args{ir::value_ref{0}, ir::value_ref{1}, ir::value_ref{2}};
+  return eigen::find_kernel(op_id_of<aten::masked_scatter>)(ir::call_args(op_id_of<aten::masked_scatter>, args, tensors));
+}
+any_tensor bool_pattern(const std::vector<index_t>& extents, index_t period, index_t phase) {
+  any_tensor m(dtype::b8, extents);
+  for (index_t i = 0; i < m.numel(); ++i) m.data<bool>()[i] = (i * 7 + phase) % period < period / 2 + 1;
+  return m;
+}
+}  // namespace
+
+TEST_CASE("cuda data-dependent: masked_scatter runs planned on the device (count, scan, scatter passes) and equals the Eigen backend") {
+  const auto gpu = cuda::make_emulated_device();
+  SUBCASE("across chunks and rounds, self and mask broadcast, items of 4, 8 and 1 bytes") {
+    struct shapes {
+      std::vector<index_t> self, mask;
+    };
+    // (10,000 and 9,100 elements: three chunks of 4,096, their tails partial rounds)
+    for (const shapes& sh : {shapes{{5, 2000}, {2000}}, shapes{{1, 2000}, {5, 2000}}, shapes{{70, 130}, {70, 1}}, shapes{{7}, {7}}}) {
+      INFO("self " << any_tensor(dtype::f32, sh.self).to_string() << ", mask " << any_tensor(dtype::b8, sh.mask).to_string());
+      const any_tensor mask = bool_pattern(sh.mask, 5, 3);
+      const any_tensor self = typex_test::pattern(sh.self, 4);
+      index_t out_n = 1;  // (the broadcast shape's element count: the most the mask can select)
+      for (std::size_t k = 0; k < std::max(sh.self.size(), sh.mask.size()); ++k) {
+        const index_t a = k < sh.self.size() ? sh.self[sh.self.size() - 1 - k] : 1, b = k < sh.mask.size() ? sh.mask[sh.mask.size() - 1 - k] : 1;
+        out_n *= std::max(a, b);
+      }
+      const any_tensor source = typex_test::pattern({out_n + 3}, 9);  // (longer than needed: the rest unread)
+      const any_tensor want = scatter_eigen(self, mask, source);
+      const any_tensor got = scatter_on(gpu, self, mask, source);
+      REQUIRE(got.extents() == want.extents());
+      CHECK(std::memcmp(got.raw_data(), want.raw_data(), got.nbytes()) == 0);
+      // int64 and bool items: the bits moved as they are
+      any_tensor self64(dtype::i64, sh.self), source64(dtype::i64, {out_n});
+      for (index_t i = 0; i < self64.numel(); ++i) self64.data<std::int64_t>()[i] = -i - 1;
+      for (index_t i = 0; i < out_n; ++i) source64.data<std::int64_t>()[i] = (i << 33) + i;
+      const any_tensor want64 = scatter_eigen(self64, mask, source64), got64 = scatter_on(gpu, self64, mask, source64);
+      CHECK(std::memcmp(got64.raw_data(), want64.raw_data(), got64.nbytes()) == 0);
+      const any_tensor selfb = bool_pattern(sh.self, 3, 1), sourceb = bool_pattern({out_n}, 4, 2);
+      const any_tensor wantb = scatter_eigen(selfb, mask, sourceb), gotb = scatter_on(gpu, selfb, mask, sourceb);
+      CHECK(std::memcmp(gotb.raw_data(), wantb.raw_data(), gotb.nbytes()) == 0);
+    }
+  }
+  SUBCASE("torch's result on a small case: self [1, 3] broadcast against the mask [2, 3]") {
+    // torch.tensor([[1., 2., 3.]]).masked_scatter(torch.tensor([[True, False, True], [False, True, False]]),
+    //                                             torch.tensor([10., 20., 30., 40.])) = [[10, 2, 20], [1, 30, 3]]
+    any_tensor self(dtype::f32, {1, 3}), mask(dtype::b8, {2, 3}), source(dtype::f32, {4});
+    for (index_t i = 0; i < 3; ++i) self.data<float>()[i] = static_cast<float>(i + 1);
+    const bool mk[6] = {true, false, true, false, true, false};
+    std::memcpy(mask.raw_data(), mk, sizeof mk);
+    for (index_t i = 0; i < 4; ++i) source.data<float>()[i] = 10.0f * static_cast<float>(i + 1);
+    const float want[6] = {10, 2, 20, 1, 30, 3};
+    for (const any_tensor& got : {scatter_eigen(self, mask, source), scatter_on(gpu, self, mask, source)}) {
+      REQUIRE(got.extents() == std::vector<index_t>{2, 3});
+      CHECK(std::memcmp(got.raw_data(), want, sizeof want) == 0);
+    }
+  }
+  SUBCASE("a source shorter than the mask's count: an argument_error naming the node, no read past its end") {
+    const any_tensor self = typex_test::pattern({3, 5}, 1), mask = bool_pattern({3, 5}, 3, 0);
+    index_t selected = 0;
+    for (index_t i = 0; i < mask.numel(); ++i) selected += mask.data<bool>()[i] ? 1 : 0;
+    REQUIRE((selected > 1 && selected < 15));  // (some selected, some not)
+    CHECK_THROWS_WITH_AS(scatter_on(gpu, self, mask, typex_test::pattern({selected - 1}, 2)),
+                         doctest::Contains("(aten.masked_scatter.default)'s mask selects more elements than its source has"), argument_error);
+    CHECK_THROWS_AS(scatter_eigen(self, mask, typex_test::pattern({selected - 1}, 2)), shape_error);  // (the host's check)
+    // (exactly as many: fine)
+    const any_tensor exact = typex_test::pattern({selected}, 2);
+    CHECK(std::memcmp(scatter_on(gpu, self, mask, exact).raw_data(), scatter_eigen(self, mask, exact).raw_data(), 15 * sizeof(float)) == 0);
+  }
+  SUBCASE("the scan pass over more than 256 chunks, launched alone: each chunk's exclusive prefix sum") {
+    cuda::select_params p;
+    p.kind = cuda::select_kind::scan;
+    p.n = 600 * cuda::select_chunk - 17;  // (600 chunks: three rounds of 256, the last partial)
+    p.rank = 1;
+    p.extent[0] = p.n;
+    any_tensor counts(dtype::i64, {600});
+    std::vector<std::int64_t> want(600);
+    std::int64_t total = 0;
+    for (index_t k = 0; k < 600; ++k) {
+      counts.data<std::int64_t>()[k] = (k * 37) % 4097;
+      want[static_cast<std::size_t>(k)] = total;
+      total += (k * 37) % 4097;
+    }
+    const any_tensor dev = cuda::to_device(counts, gpu);
+    p.counts = reinterpret_cast<std::int64_t*>(dev.raw_data());
+    gpu->launch(cuda::select_launch(p), "the scan");
+    gpu->synchronize();
+    const any_tensor got = cuda::to_host(dev);
+    CHECK(std::memcmp(got.raw_data(), want.data(), 600 * sizeof(std::int64_t)) == 0);
+    // (a scatter without its error word is refused at launch)
+    p.kind = cuda::select_kind::scatter;
+    p.cond = dev.raw_data();
+    p.offsets = p.counts;
+    p.src = dev.raw_data();
+    p.out = p.counts;
+    p.itemsize = 8;
+    CHECK_THROWS_AS(cuda::select_launch(p), argument_error);
+  }
+}
+
+TEST_CASE("cuda data-dependent: a training step through masked_select on the device: its gradient, masked_scatter, equals the Eigen backend's") {
+  cuda_select_tests::picked_loss m;
+  for (index_t i = 0; i < 3 * 700; ++i) m.w.erase().data<float>()[i] = 0.01f * static_cast<float>(i % 97) - 0.3f;
+  const exported_program ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<3>, fix<700>>>()),
+                                             input<"m">(tensor_spec<b8, shape<fix<700>>>()));
+  const exported_program joint = make_joint(ep);
+  const auto gpu = cuda::make_emulated_device();
+  const any_tensor x = typex_test::pattern({3, 700}, 5), mask = bool_pattern({700}, 3, 2);
+  const auto want = program_module<eigen_backend>(joint)({x, mask});
+  const auto got = program_module<cuda_backend>(joint, {.device = gpu})({cuda::to_device(x, gpu), cuda::to_device(mask, gpu)});
+  REQUIRE(got.size() == want.size());
+  for (std::size_t o = 0; o < want.size(); ++o) {
+    INFO("output " << o << " " << want[o].to_string());
+    const any_tensor g = cuda::to_host(got[o]);
+    REQUIRE(g.extents() == want[o].extents());
+    float worst = 0.0f;  // (the sum's order differs: relative to the value's size)
+    for (index_t i = 0; i < g.numel(); ++i)
+      worst = std::max(worst, std::abs(g.data<float>()[i] - want[o].data<float>()[i]) / (1.0f + std::abs(want[o].data<float>()[i])));
+    CHECK(worst <= 1e-5f);
   }
 }

@@ -323,9 +323,9 @@ struct index_params {
 };
 static_assert(std::is_trivially_copyable_v<index_params>);
 
-// ---- compaction (kernels/select.cuh): nonzero and masked_select
+// ---- compaction (kernels/select.cuh): nonzero, masked_select, masked_scatter
 
-enum class select_kind : std::uint8_t { count, write };
+enum class select_kind : std::uint8_t { count, write, scan, scatter };
 
 // Over the n elements of an iteration shape (`rank` dims, `extent`, row-major), in chunks of
 // select_chunk elements (one block each): an element is selected where its condition
@@ -336,6 +336,13 @@ enum class select_kind : std::uint8_t { count, write };
 //          exclusive prefix sums, made on the host): with `coords`, each one's coordinates
 //          (int64, `rank` per element: nonzero); else the bits of src[c . src_stride] (`itemsize`
 //          bytes: masked_select).
+//   scan: one block: counts[0, chunks) (chunks = select_blocks(n)) replaced in place by their
+//          exclusive prefix sums, each chunk's first position in the source (a planned
+//          masked_scatter's offsets, made on the device: no synchronization, capturable).
+//   scatter: every element of the chunk: out[i] = the next element of source (the flat
+//          source_n elements, from offsets[block] on, in order) where its condition holds, else the
+//          bits of src[c . src_stride] (self, broadcast); past source's end nothing is read and
+//          `error` takes `code` (atomic max: the plan's error word), as the index kernels do.
 struct select_params {
   select_kind kind = select_kind::count;
   std::int32_t rank = 0;
@@ -349,6 +356,10 @@ struct select_params {
   void* out = nullptr;
   std::int64_t* counts = nullptr;
   const std::int64_t* offsets = nullptr;
+  const void* source = nullptr;  // (scatter)
+  std::int64_t source_n = 0;
+  int* error = nullptr;
+  int code = 0;
   std::int64_t extent[max_rank] = {};
   std::int64_t cond_stride[max_rank] = {};
   std::int64_t src_stride[max_rank] = {};
@@ -637,21 +648,32 @@ inline kernel_launch index_launch(const index_params& p) {
   return {kernel_kind::index, detail::elementwise_grid(p.n), {elementwise_threads, 1, 1}, 0, p};
 }
 
-// One block of 256 threads per chunk of select_chunk elements (the write pass scans each round of
-// 256 in shared memory: 256 int64).
+// One block of 256 threads per chunk of select_chunk elements (the write and scatter passes scan
+// each round of 256 in shared memory: 256 int64); the scan pass, one block.
 inline std::int64_t select_blocks(std::int64_t n) { return (n + select_chunk - 1) / select_chunk; }
 inline kernel_launch select_launch(const select_params& p) {
   detail::check_extents("select", p.rank, p.extent, p.n);
   const bool cond_size = p.cond_itemsize == 2 || p.cond_itemsize == 4 || p.cond_itemsize == 8 || (!p.cond_float && p.cond_itemsize == 1);
-  const bool item_size = p.coords || p.itemsize == 1 || p.itemsize == 2 || p.itemsize == 4 || p.itemsize == 8;
+  const bool item_size = (p.coords && p.kind != select_kind::scatter) || p.itemsize == 1 || p.itemsize == 2 || p.itemsize == 4 || p.itemsize == 8;
   const std::int64_t blocks = select_blocks(p.n);
-  if (!cond_size || !item_size || p.cond == nullptr || blocks > 2147483647 || (p.kind == select_kind::count && p.counts == nullptr) ||
-      (p.kind == select_kind::write && (p.offsets == nullptr || (p.out == nullptr && p.n > 0) || (!p.coords && p.src == nullptr))))
+  bool operands = false;
+  switch (p.kind) {
+    case select_kind::count: operands = p.cond != nullptr && p.counts != nullptr; break;
+    case select_kind::write:
+      operands = p.cond != nullptr && p.offsets != nullptr && (p.out != nullptr || p.n == 0) && (p.coords || p.src != nullptr);
+      break;
+    case select_kind::scan: operands = p.counts != nullptr; break;
+    case select_kind::scatter:
+      operands = p.cond != nullptr && p.offsets != nullptr && p.src != nullptr && (p.out != nullptr || p.n == 0) &&
+                 (p.source != nullptr || p.source_n == 0) && p.source_n >= 0 && p.error != nullptr && p.code > 0;
+      break;
+  }
+  if (!cond_size || !item_size || !operands || blocks > 2147483647)
     typex::detail::raise_message<argument_error>(
         "typex::cuda::select_launch: a condition of 1, 2, 4 or 8 bytes (a float of 2, 4 or 8), items of 1, 2, 4 or 8 bytes, "
-        "fewer than 2^31 chunks, and the pass's counts, or offsets and output");
-  return {kernel_kind::select, {static_cast<unsigned>(blocks < 1 ? 1 : blocks), 1, 1}, {256, 1, 1},
-          static_cast<std::uint32_t>(256 * sizeof(std::int64_t)), p};
+        "fewer than 2^31 chunks, and the pass's operands (counts; offsets and output; a scatter's source and error word)");
+  const unsigned grid = p.kind == select_kind::scan ? 1u : static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+  return {kernel_kind::select, {grid, 1, 1}, {256, 1, 1}, static_cast<std::uint32_t>(256 * sizeof(std::int64_t)), p};
 }
 
 // (mse: the blocks its n elements are summed in, at most 1024; finish: one)

@@ -349,6 +349,18 @@ TYPEX_CUDA_API bool supports(const ir::graph& g, const ir::node& node) {
     const std::size_t item = self == nullptr ? 0 : itemsize(self->scalar_type);
     return self != nullptr && self->rank() <= static_cast<std::size_t>(max_rank) && (item == 1 || item == 2 || item == 4 || item == 8);
   }
+  // (masked_scatter: self and source of one dtype of 1, 2, 4 or 8 bytes, a bool mask; planned, its
+  // result being self's shape)
+  if (op == op_id_of<aten::masked_scatter>) {
+    const ir::tensor_meta* self = node.args.size() < 3 ? nullptr : meta_of(node.args[0]);
+    const ir::tensor_meta* mask = node.args.size() < 3 ? nullptr : meta_of(node.args[1]);
+    const ir::tensor_meta* source = node.args.size() < 3 ? nullptr : meta_of(node.args[2]);
+    const std::size_t item = itemsize(out.scalar_type);
+    return self != nullptr && mask != nullptr && source != nullptr && mask->scalar_type == dtype::b8 &&
+           self->scalar_type == out.scalar_type && source->scalar_type == out.scalar_type &&
+           out.rank() <= static_cast<std::size_t>(max_rank) && self->rank() <= out.rank() && mask->rank() <= out.rank() &&
+           (item == 1 || item == 2 || item == 4 || item == 8);
+  }
   if (detail::chain_runs(g, node)) return true;
   if (detail::map_runs(g, node)) return true;
   if (detail::is_index_op(op)) return detail::index_runs(g, node);
@@ -409,8 +421,9 @@ struct cuda_plan {
   plan::report report;
   std::unique_ptr<captured_work> graph;
   bool graph_tried = false;
-  // (plans with index ops: the word their kernels raise on an index out of range, zeroed by the
-  // first record of every call, and the node each code names)
+  // (plans with index ops, class losses or masked_scatter: the word their kernels raise on an index
+  // out of range or a source too short, zeroed by the first record of every call, and what each
+  // code reports: the node and its fault)
   storage error_word;
   std::vector<std::string> error_names;
   // (plans with random ops: each call's draws (seed, offset), taken in step order and copied here
@@ -493,10 +506,9 @@ class planned_engine final : public kit::engine, private plan::target {
       rt_->copy_to_host(&code, p->error_word.data(), sizeof code);
       rt_->synchronize();
       if (code > 0) {
-        const std::string& who = p->error_names[static_cast<std::size_t>(code - 1) % p->error_names.size()];
+        const std::string& fault = p->error_names[static_cast<std::size_t>(code - 1) % p->error_names.size()];
         typex::detail::raise<argument_error>([&](auto& w) {
-          w.put("typex::cuda: "); w.put(who);
-          w.put(" was given an index out of range for the dim it indexes (the kernel skipped it; no result of this call is valid)");
+          w.put("typex::cuda: "); w.put(fault); w.put(" (no result of this call is valid)");
         });
       }
     }
@@ -544,7 +556,7 @@ class planned_engine final : public kit::engine, private plan::target {
       p->error_names = error_names_;
       record z;
       z.what = record::zero{p->error_word.data(), sizeof(int)};
-      z.name = "the index check";
+      z.name = "the device checks";
       p->records.push_back(std::move(z));
     }
     p->arena = memory_.allocate(planner_.arena().peak());
@@ -628,6 +640,7 @@ class planned_engine final : public kit::engine, private plan::target {
     }
     if (detail::is_gather_op(node.target)) return lower_gather(p, s), true;
     if (detail::is_index_op(node.target)) return lower_index(p, s), true;
+    if (node.target == op_id_of<aten::masked_scatter>) return lower_masked_scatter(p, s), true;
     if (detail::is_loss_op(node.target)) return lower_loss(p, s), true;
     if (!detail::chain_runs(p.graph(), node) && detail::map_runs(p.graph(), node)) return lower_map(p, s), true;
     if (detail::is_matmul_op(node.target)) return lower_matmul(p, s), true;
@@ -1460,7 +1473,7 @@ class planned_engine final : public kit::engine, private plan::target {
     }
     ip.index32 = index->dt == dtype::i32;
     if (ip.n == 0) return;
-    error_names_.push_back(what);
+    error_names_.push_back(index_fault(what));
     ip.code = static_cast<int>(error_names_.size());
     pending_.push_back([this, yv = &y, ip, src, index, what]() mutable {
       ip.src = address(src->at);
@@ -1468,6 +1481,68 @@ class planned_engine final : public kit::engine, private plan::target {
       ip.out = address(yv->at);
       ip.error = reinterpret_cast<int*>(building_->error_word.data());
       return kernel_record(index_launch(ip), what, address(yv->at), yv->bytes());
+    });
+  }
+
+  static std::string index_fault(const std::string& what) {
+    return what + " was given an index out of range for the dim it indexes, which the kernel skipped";
+  }
+
+  // masked_scatter (kernels/select.cuh) over the result's shape, self and the bool mask broadcast to
+  // it: a count pass per chunk of the mask, the one-block scan of the counts into each chunk's first
+  // source element, the scatter pass. All on the device, no synchronization: a plan with it is
+  // captured as any other. A source shorter than the mask's count raises the error word.
+  void lower_masked_scatter(plan::planner& p, plan::step_plan& s) {
+    const ir::node& node = p.graph()[s.node];
+    const plan::value& y = p.at(s.node);
+    const plan::value* self = p.arg(node, 0);
+    const plan::value* mask = p.arg(node, 1);
+    const plan::value* source = p.arg(node, 2);
+    const std::string what = name_of(node);
+    select_params sp{};
+    sp.rank = static_cast<std::int32_t>(y.extents.size());
+    sp.n = y.numel();
+    sp.coords = false;
+    sp.itemsize = static_cast<std::int32_t>(itemsize(y.dt));
+    sp.cond_itemsize = 1;
+    sp.source_n = source->numel();
+    // (right-aligned broadcast: a dim of extent 1, or one the operand lacks, has stride 0)
+    const auto broadcast = [&](const plan::value* v, std::int64_t* stride) {
+      std::int64_t step = 1;
+      for (std::size_t k = 0; k < v->extents.size(); ++k) {
+        const std::size_t vd = v->extents.size() - 1 - k, d = y.extents.size() - 1 - k;
+        stride[d] = v->extents[vd] == 1 ? 0 : step;
+        step *= v->extents[vd];
+      }
+    };
+    for (std::size_t d = 0; d < y.extents.size(); ++d) sp.extent[d] = y.extents[d];
+    broadcast(self, sp.src_stride);
+    broadcast(mask, sp.cond_stride);
+    if (sp.n == 0) return;
+    const std::size_t count_bytes = static_cast<std::size_t>(select_blocks(sp.n)) * sizeof(std::int64_t);
+    const plan::location counts = p.scratch(count_bytes, s.node);
+    error_names_.push_back(what + "'s mask selects more elements than its source has, which the kernel did not read past");
+    sp.code = static_cast<int>(error_names_.size());
+    pending_.push_back([this, sp, mask, counts, count_bytes, what]() mutable {
+      sp.kind = select_kind::count;
+      sp.cond = address(mask->at);
+      sp.counts = reinterpret_cast<std::int64_t*>(address(counts));
+      return kernel_record(select_launch(sp), what, address(counts), count_bytes);
+    });
+    pending_.push_back([this, sp, counts, count_bytes, what]() mutable {
+      sp.kind = select_kind::scan;
+      sp.counts = reinterpret_cast<std::int64_t*>(address(counts));
+      return kernel_record(select_launch(sp), what, address(counts), count_bytes);
+    });
+    pending_.push_back([this, sp, self, mask, source, counts, yv = &y, what]() mutable {
+      sp.kind = select_kind::scatter;
+      sp.cond = address(mask->at);
+      sp.offsets = reinterpret_cast<const std::int64_t*>(address(counts));
+      sp.src = address(self->at);
+      sp.source = address(source->at);
+      sp.out = address(yv->at);
+      sp.error = reinterpret_cast<int*>(building_->error_word.data());
+      return kernel_record(select_launch(sp), what, address(yv->at), yv->bytes());
     });
   }
 
@@ -1500,7 +1575,7 @@ class planned_engine final : public kit::engine, private plan::target {
       lp.rows = x->extents.size() == 2 ? x->extents.front() : 1;
       lp.ignore_index = c.args.has(4) ? c.args.integer(4) : -100;
       lp.target32 = t->dt == dtype::i32;
-      error_names_.push_back(what);
+      error_names_.push_back(index_fault(what));
       lp.code = static_cast<int>(error_names_.size());
     }
     const bool reduced = lp.reduction != loss_reduction::none;
@@ -1769,7 +1844,7 @@ class planned_engine final : public kit::engine, private plan::target {
   std::vector<std::unique_ptr<cuda_plan>> plans_;         // most recently used first
   cuda_plan* building_ = nullptr;
   std::vector<std::function<record()>> pending_;          // (a plan's records, made once its arena exists)
-  std::vector<std::string> error_names_;                  // (the index checks of the plan being made)
+  std::vector<std::string> error_names_;                  // (the device checks of the plan being made: each code's fault)
   std::size_t draws_ = 0;                                 // (the random ops of the plan being made)
 };
 

@@ -439,30 +439,32 @@ inline any_tensor scatter_add(const kernel_args& a) {
   return out;
 }
 
-// (self, mask, source): self with the positions where mask (broadcast to self's shape) is true
-// taking source's elements in row-major order: masked_select's gradient.
+// (self, mask, source): self and the bool mask broadcast together (torch's expand_outplace), the
+// positions where the mask is true taking source's elements in row-major order: masked_select's
+// gradient.
 inline any_tensor masked_scatter(const kernel_args& a) {
   const any_tensor& x = a.tensor("self");
   const any_tensor& m = a.tensor("mask");
   const any_tensor& src = a.tensor("source");
   require_bool(a.target(), "mask", m);
-  require_expands_to(a.target(), "mask", m, x.extents());
   if (src.scalar_type() != x.scalar_type()) rank_error(a.target(), "source", src, "of the input's dtype");
-  const std::array<std::vector<index_t>, 1> strides{broadcast_strides(m.extents(), x.extents())};
+  const std::vector<index_t> oe = broadcast_extents(a.target(), x.extents(), m.extents());
+  const std::array<std::vector<index_t>, 2> strides{broadcast_strides(x.extents(), oe), broadcast_strides(m.extents(), oe)};
   const bool* pm = m.data<bool>();
   index_t n = 0;
-  for_each_strided(x.extents(), strides, [&](index_t, const std::array<index_t, 1>& o) { n += pm[o[0]] ? 1 : 0; });
+  for_each_strided(oe, strides, [&](index_t, const std::array<index_t, 2>& o) { n += pm[o[1]] ? 1 : 0; });
   if (n > src.numel()) {
     raise<shape_error>([&](auto& w) {
       w.put(a.target()); w.put(": the mask selects "); w.put_int(n); w.put(" elements, but source "); w.put(src.to_string());
       w.put(" has "); w.put_int(src.numel());
     });
   }
-  any_tensor out = x.clone();
+  any_tensor out(x.scalar_type(), oe);
   const std::size_t size = itemsize(x.scalar_type());
   index_t k = 0;
-  for_each_strided(x.extents(), strides, [&](index_t i, const std::array<index_t, 1>& o) {
-    if (pm[o[0]]) std::memcpy(out.raw_data() + static_cast<std::size_t>(i) * size, src.raw_data() + static_cast<std::size_t>(k++) * size, size);
+  for_each_strided(oe, strides, [&](index_t i, const std::array<index_t, 2>& o) {
+    const std::byte* from = pm[o[1]] ? src.raw_data() + static_cast<std::size_t>(k++) * size : x.raw_data() + static_cast<std::size_t>(o[0]) * size;
+    std::memcpy(out.raw_data() + static_cast<std::size_t>(i) * size, from, size);
   });
   return out;
 }
