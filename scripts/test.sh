@@ -29,6 +29,9 @@ launcher=()
 if command -v ccache >/dev/null 2>&1; then
   # (ccache caches nvcc's units too; ptxas's resource report is replayed on a hit)
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  # (the test units are compiled against a precompiled header, TYPEX_TEST_PCH: ccache caches such
+  # units only with these sloppinesses, and compiles them uncached otherwise)
+  export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:+$CCACHE_SLOPPINESS,}pch_defines,time_macros,include_file_mtime,include_file_ctime"
 fi
 
 stage() { echo "== typex: $1 ($(date -u +%H:%M:%S))"; }

@@ -59,7 +59,24 @@ struct picked_loss {
     return sum(mul(masked_select<"k">(mul(x, w), m), 0.5));
   }
 };
+// a product in a program run node by node (nonzero makes it so): the module's compile options reach it
+struct product_after {
+  parameter<f32, fix<24>, fix<16>> w;
+  template <class X>
+  auto operator()(const X& x) const {
+    return std::tuple(nonzero<"n">(x), matmul(x, w));
+  }
+};
+struct product_only {
+  parameter<f32, fix<24>, fix<16>> w;
+  template <class X>
+  auto operator()(const X& x) const {
+    return matmul(x, w);
+  }
+};
 }  // namespace cuda_select_tests
+BOOST_HANA_ADAPT_STRUCT(cuda_select_tests::product_after, w);
+BOOST_HANA_ADAPT_STRUCT(cuda_select_tests::product_only, w);
 BOOST_HANA_ADAPT_STRUCT(cuda_select_tests::picked_loss, w);
 BOOST_HANA_ADAPT_STRUCT(cuda_select_tests::pick, w);
 BOOST_HANA_ADAPT_STRUCT(cuda_select_tests::pick_ints);
@@ -377,5 +394,37 @@ TEST_CASE("cuda data-dependent: a training step through masked_select on the dev
     for (index_t i = 0; i < g.numel(); ++i)
       worst = std::max(worst, std::abs(g.data<float>()[i] - want[o].data<float>()[i]) / (1.0f + std::abs(want[o].data<float>()[i])));
     CHECK(worst <= 1e-5f);
+  }
+}
+
+TEST_CASE("cuda data-dependent: a program run node by node takes the module's compile options (its products' precision), and refuses cuDNN where the build has none") {
+  const auto gpu = cuda::make_emulated_device();
+  cuda_select_tests::product_after stepwise;
+  cuda_select_tests::product_only planned;
+  const any_tensor w = typex_test::pattern({24, 16}, 5);
+  std::memcpy(stepwise.w.data(), w.raw_data(), w.nbytes());
+  std::memcpy(planned.w.data(), w.raw_data(), w.nbytes());
+  const auto spec = input<"x">(tensor_spec<f32, shape<fix<12>, fix<24>>>());
+  const exported_program ep_step = export_program(stepwise, spec);
+  const exported_program ep_plan = export_program(planned, spec);
+  const any_tensor x = typex_test::pattern({12, 24}, 9);
+  const any_tensor xd = cuda::to_device(x, gpu);
+  std::vector<any_tensor> at_f32;
+  for (const cuda::matmul_precision p : {cuda::matmul_precision::f32, cuda::matmul_precision::tf32, cuda::matmul_precision::bf16,
+                                         cuda::matmul_precision::f16}) {
+    INFO(cuda::name(p));
+    const cuda::compile_options o{.device = gpu, .matmul_precision = p};
+    const any_tensor got = cuda::to_host(program_module<cuda_backend>(ep_step, o)({xd})[1]);
+    const any_tensor want = cuda::to_host(program_module<cuda_backend>(ep_plan, o)({xd})[0]);
+    REQUIRE(got.extents() == want.extents());
+    // (the one-node product lowered as the planned program lowers it: the same rounding, bit for bit)
+    CHECK(std::memcmp(got.raw_data(), want.raw_data(), got.nbytes()) == 0);
+    if (p == cuda::matmul_precision::f32) at_f32.push_back(got);
+    else CHECK(std::memcmp(got.raw_data(), at_f32.front().raw_data(), got.nbytes()) != 0);  // (the option took effect)
+  }
+  if (!cuda::has_cudnn()) {  // (as the planned engine: refused when the module is made, naming the option)
+    const cuda::compile_options o{.device = gpu, .convolutions = cuda::conv_engine::cudnn};
+    CHECK_THROWS_WITH_AS(program_module<cuda_backend>(ep_step, o)({xd}), doctest::Contains("conv_engine::cudnn"), unsupported_error);
+    CHECK_THROWS_WITH_AS(program_module<cuda_backend>(ep_plan, o)({xd}), doctest::Contains("conv_engine::cudnn"), unsupported_error);
   }
 }

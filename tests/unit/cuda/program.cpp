@@ -203,6 +203,26 @@ TEST_CASE("cuda program: out of device memory is a device_error, nothing leaks, 
   CHECK(emu->bytes_in_use() == 0);
 }
 
+TEST_CASE("cuda program: a program whose shapes are not trusted (an archive loaded so) holds its weights on the device once, checked call then planned") {
+  mlp model;
+  exported_program ep = export_with_batch<mlp, 48>(model);
+  ep.set_trusted_shapes(false);  // (its first call per set of extents runs node by node, every result checked)
+  const auto gpu = cuda::make_emulated_device();
+  auto* emu = static_cast<cuda::emulated_device*>(gpu.get());
+  {
+    const program_module<cuda_backend> run(ep, {.device = gpu});
+    // (the stepwise engine and the planned one share one upload: 7946 floats)
+    CHECK(emu->bytes_in_use() == 31784);
+    const program_module<eigen_backend> cpu_run(ep);
+    for (const index_t batch : {3, 3, 9, 3}) {  // (checked, planned, checked, planned)
+      INFO("batch " << batch);
+      const any_tensor x = random_input(batch, 48, 7);
+      CHECK(max_difference(cuda::to_host(run({cuda::to_device(x, gpu)})[0]), cpu_run({x})[0]) <= tolerance);
+    }
+  }
+  CHECK(emu->bytes_in_use() == 0);
+}
+
 TEST_CASE("cuda program: an op the CUDA backend does not run is an unsupported_error at compile time, naming it, before any allocation") {
   normed model;
   init_module(model, 1);

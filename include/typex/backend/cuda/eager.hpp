@@ -79,7 +79,13 @@ inline any_tensor run_call(const ir::call_args& a) {
   b.user_inputs = b.inputs.size();
   // (on the tensors' runtime itself: a stream, pool and cuBLASLt handle per call would be a GPU's worth
   // of set-up per op, and each result would keep them alive)
-  const std::shared_ptr<kit::engine> e = make_engine_on(std::move(b), {.device = rt, .graphs = false, .max_plans = 1}, rt, rt);
+  // (in a program run node by node, the program's compile options: its products' precision, its
+  // convolutions' engine; the device, graphs and plans are this call's)
+  compile_options o = step_options ? *step_options : compile_options{};
+  o.device = rt;
+  o.graphs = false;
+  o.max_plans = 1;
+  const std::shared_ptr<kit::engine> e = make_engine_on(std::move(b), o, rt, rt);
   std::vector<any_tensor> out;
   e->run(inputs, symbol_table{}, out);
   return std::move(out.front());

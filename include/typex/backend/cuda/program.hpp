@@ -93,6 +93,12 @@ TYPEX_CUDA_API passes::decomposition_table fallback_decompositions(const ir::gra
 TYPEX_CUDA_API exported_program with_fallback_decompositions(const exported_program& ep);
 
 namespace detail {
+// The compile options of the program running node by node on this thread (the stepwise engine,
+// engine_impl.hpp, sets them for its call): eager.hpp's run_call lowers each op's one-node program
+// with them, its products in the module's matmul_precision and its convolutions by the module's
+// conv_engine, as the planned engine would. Null elsewhere (an eager call: the defaults).
+inline thread_local const compile_options* step_options = nullptr;
+
 TYPEX_CUDA_API std::shared_ptr<kit::engine> make_engine(program_binding binding, const compile_options& options);
 TYPEX_CUDA_API std::shared_ptr<kit::engine> make_engine_on(program_binding binding, const compile_options& options,
                                                    const std::shared_ptr<device_runtime>& rt,

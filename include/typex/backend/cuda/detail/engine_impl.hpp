@@ -432,24 +432,56 @@ struct cuda_plan {
   std::vector<std::uint64_t> draws;
 };
 
+// The device copies of one compiled program's weights, keyed by the host tensor's bytes: a program
+// whose recorded shapes are not trusted has two engines (kit::checked_engine: the stepwise one for
+// each new set of extents, the planned one after), and they share one upload, as tied names share
+// one within an engine. Filled while make_engine_on makes them, then dropped (each engine keeps the
+// copies it uses).
+struct weight_uploads {
+  std::vector<std::pair<const void*, any_tensor>> copies;
+  // `host` on `rt`, uploaded once (synchronized: the copy may be read from another stream of the
+  // device, the planned engine's)
+  any_tensor get(const any_tensor& host, const std::shared_ptr<device_runtime>& rt) {
+    for (const auto& [h, d] : copies)
+      if (h == host.raw_data()) return d;
+    any_tensor d = to_device(host, rt);
+    copies.emplace_back(host.raw_data(), d);
+    return d;
+  }
+  const any_tensor* find(const void* host) const noexcept {
+    for (const auto& [h, d] : copies)
+      if (h == host) return &d;
+    return nullptr;
+  }
+};
+
+// conv_engine::cudnn in a build without cuDNN: refused when the engine is made (planned or run
+// node by node), before anything is uploaded.
+inline void check_conv_engine([[maybe_unused]] const compile_options& o) {
+#if !defined(TYPEX_CUDNN)
+  if (o.convolutions == conv_engine::cudnn) {
+    typex::detail::raise_message<unsupported_error>(
+        "typex::cuda: compile_options::convolutions is conv_engine::cudnn, but this build of typex's CUDA engine has no cuDNN "
+        "(configure with -DTYPEX_CUDNN=ON where cuDNN is installed; cuda::has_cudnn() says which build this is)");
+  }
+#endif
+}
+
 class planned_engine final : public kit::engine, private plan::target {
  public:
   static constexpr std::size_t lt_workspace_bytes = std::size_t{32} << 20;  // (32 MiB: cuBLASLt's guidance for Hopper)
 
   // rt: the runtime the engine runs on (its stream); out: the one its outputs are allocated from (the
   // caller's: an output the user keeps does not keep the engine's stream and pool alive).
-  planned_engine(program_binding b, compile_options o, std::shared_ptr<device_runtime> rt, std::shared_ptr<device_runtime> out)
+  // shared: weights another engine of this program uploaded already (a program not trusted), or null
+  planned_engine(program_binding b, compile_options o, std::shared_ptr<device_runtime> rt, std::shared_ptr<device_runtime> out,
+                 const weight_uploads* shared = nullptr)
       : binding_(std::move(b)), options_(std::move(o)), rt_(std::move(rt)), memory_(rt_), out_memory_(std::move(out)),
-        planner_(*binding_.graph, binding_.inputs, binding_.constants, {options_.fuse}) {
-#if !defined(TYPEX_CUDNN)
-    if (options_.convolutions == conv_engine::cudnn) {
-      typex::detail::raise_message<unsupported_error>(
-          "typex::cuda: compile_options::convolutions is conv_engine::cudnn, but this build of typex's CUDA engine has no cuDNN "
-          "(configure with -DTYPEX_CUDNN=ON where cuDNN is installed; cuda::has_cudnn() says which build this is)");
-    }
-#endif
+        planner_(*binding_.graph, binding_.inputs, binding_.constants, {options_.fuse}), shared_(shared) {
+    check_conv_engine(options_);
     // the weights, uploaded once (tied names share one upload)
     for (const auto& [id, t] : binding_.constants) upload_constant(t);
+    shared_ = nullptr;  // (make_engine_on's, gone once the engines are made)
   }
 
   bool planned_for(std::span<const any_tensor> inputs) const noexcept override { return find(inputs) != nullptr; }
@@ -602,6 +634,10 @@ class planned_engine final : public kit::engine, private plan::target {
   void upload_constant(const any_tensor& t) {
     for (const auto& [host, dev] : weights_)
       if (host == t.raw_data()) return;
+    if (const any_tensor* up = shared_ ? shared_->find(t.raw_data()) : nullptr) {
+      weights_.emplace_back(t.raw_data(), up->get_storage());
+      return;
+    }
     any_tensor d = memory_.copy_of(t);
     weights_.emplace_back(t.raw_data(), d.get_storage());
   }
@@ -1841,6 +1877,7 @@ class planned_engine final : public kit::engine, private plan::target {
   device_memory memory_, out_memory_;
   plan::planner planner_;
   std::vector<std::pair<const void*, storage>> weights_;  // host tensor's bytes -> its device copy
+  const weight_uploads* shared_;                           // (while the constructor runs)
   std::vector<std::unique_ptr<cuda_plan>> plans_;         // most recently used first
   cuda_plan* building_ = nullptr;
   std::vector<std::function<record()>> pending_;          // (a plan's records, made once its arena exists)
@@ -1866,8 +1903,10 @@ inline kit::host_kernel step_kernel(op_id) { return &run_call; }
 // tensor argument (full, arange).
 class stepwise_on_device final : public kit::engine {
  public:
-  stepwise_on_device(program_binding b, std::shared_ptr<device_runtime> rt)
-      : rt_(std::move(rt)), inner_(uploaded(std::move(b), rt_), "cuda", &step_kernel) {}
+  // uploads: the program's weights on the device, shared with the planned engine of a program not
+  // trusted (kit::checked_engine), or null
+  stepwise_on_device(program_binding b, const compile_options& o, std::shared_ptr<device_runtime> rt, weight_uploads* uploads = nullptr)
+      : rt_(std::move(rt)), options_((check_conv_engine(o), o)), inner_(uploaded(std::move(b), rt_, uploads), "cuda", &step_kernel) {}
 
   bool planned_for(std::span<const any_tensor>) const noexcept override { return false; }
   plan::report report() const override { return inner_.report(); }
@@ -1885,17 +1924,24 @@ class stepwise_on_device final : public kit::engine {
     }
     struct restore {
       std::shared_ptr<device_runtime> previous;
-      ~restore() { step_runtime = std::move(previous); }
-    } r{std::exchange(step_runtime, rt_)};
+      const compile_options* previous_options;
+      ~restore() {
+        step_runtime = std::move(previous);
+        step_options = previous_options;
+      }
+    } r{std::exchange(step_runtime, rt_), std::exchange(step_options, &options_)};
     inner_.run(inputs, symbols, outputs);
   }
 
  private:
-  static program_binding uploaded(program_binding b, const std::shared_ptr<device_runtime>& rt) {
-    for (auto& [id, t] : b.constants) t = to_device(t, rt);
+  static program_binding uploaded(program_binding b, const std::shared_ptr<device_runtime>& rt, weight_uploads* shared) {
+    weight_uploads own;  // (tied names: one upload)
+    weight_uploads& up = shared ? *shared : own;
+    for (auto& [id, t] : b.constants) t = up.get(t, rt);
     return b;
   }
   std::shared_ptr<device_runtime> rt_;
+  compile_options options_;  // (the module's; its device and graphs are not the one-node programs')
   kit::stepwise_engine inner_;
 };
 
@@ -1905,12 +1951,17 @@ class stepwise_on_device final : public kit::engine {
 TYPEX_CUDA_API std::shared_ptr<kit::engine> detail::make_engine_on(program_binding binding, const compile_options& options,
                                                            const std::shared_ptr<device_runtime>& rt,
                                                            const std::shared_ptr<device_runtime>& out) {
+  // (a program not trusted has both engines, the stepwise one made first: they share its upload of
+  // the weights, made on the caller's runtime, which the stepwise engine's calls run on)
+  weight_uploads uploads;
   return kit::compile_program(std::move(binding), kit::backend_parts{
       "cuda", "CUDA", [](const ir::graph& g, const ir::node& n) { return supports(g, n); },
-      [&](program_binding b) -> std::unique_ptr<kit::engine> { return std::make_unique<planned_engine>(std::move(b), options, rt, out); },
+      [&](program_binding b) -> std::unique_ptr<kit::engine> { return std::make_unique<planned_engine>(std::move(b), options, rt, out, &uploads); },
       // (a program whose sizes the data decide (nonzero), or whose recorded shapes are checked first
       // (an archive loaded untrusted): node by node on the device, on the caller's runtime)
-      [&](program_binding b) -> std::unique_ptr<kit::engine> { return std::make_unique<detail::stepwise_on_device>(std::move(b), out); }});
+      [&](program_binding b) -> std::unique_ptr<kit::engine> {
+        return std::make_unique<detail::stepwise_on_device>(std::move(b), options, out, &uploads);
+      }});
 }
 
 TYPEX_CUDA_API bool has_cudnn() noexcept {
