@@ -260,7 +260,8 @@ inline void check_optimizers_bitwise(const std::shared_ptr<cuda::device_runtime>
         std::vector<double> hs(static_cast<std::size_t>((t.numel() + power_sum_chunk - 1) / power_sum_chunk)), ds(hs.size());
         if (dt == dtype::f32) host_power_sums(t.data<float>(), t.numel(), norm_type, hs);
         else host_power_sums(t.data<double>(), t.numel(), norm_type, hs);
-        device_ops_for(d.at(k).device(), "test").power_sums(d.at(k), norm_type, ds);
+        const power_sum_request r{&d.at(k), ds};
+        device_ops_for(d.at(k).device(), "test").power_sums({&r, 1}, norm_type);
         if (norm_type == 3.0) {
           for (std::size_t c = 0; c < hs.size(); ++c) CHECK(ds[c] == doctest::Approx(hs[c]).epsilon(1e-13));
         } else {

@@ -110,7 +110,7 @@ class sgd {
   void step(const named_tensors& grads) {
     detail::check_sgd(options);
     const std::vector<const any_tensor*> gs = detail::gradients_of(grads, params_, "typex::optim::sgd::step");
-    std::vector<optimizer_update> device;  // (the parameters on a device: one launch each, after the loop)
+    std::vector<optimizer_update> device;  // (the parameters on a device: stepped together, after the loop)
     // (a device parameter's state before this step: restored if the step fails before its launches
     // ran, e.g. no device memory for a new momentum buffer, so that a retry is the same first step)
     std::vector<std::pair<std::size_t, std::optional<any_tensor>>> before;
@@ -206,7 +206,7 @@ class adam {
   void step(const named_tensors& grads) {
     detail::check_adam(options);
     const std::vector<const any_tensor*> gs = detail::gradients_of(grads, params_, "typex::optim::adam::step");
-    std::vector<optimizer_update> device;  // (the parameters on a device: one launch each, after the loop)
+    std::vector<optimizer_update> device;  // (the parameters on a device: stepped together, after the loop)
     // (a device parameter's state before this step: restored if the step fails before its launches
     // ran, e.g. no device memory for new state, so that a retry takes the same step count)
     std::vector<std::pair<std::size_t, slot>> before;
@@ -497,8 +497,12 @@ TYPEX_API auto typex::optim::clip_grad_norm_(named_tensors& grads, double max_no
     typex::detail::raise_message<argument_error>("typex::optim::clip_grad_norm_: norm_type must be >= 1 or +infinity");
   const bool inf = std::isinf(norm_type);
   // per gradient: its norm (accumulated in double, as PyTorch's CPU reductions of f32), then the norm
-  // of the norms
-  std::vector<double> norms;
+  // of the norms. First every gradient's chunk sums (tensor/device_ops.hpp: the same bits on the
+  // host and on a device, which computes them where the gradient is and hands back one double per
+  // chunk): the host's here, a device's all in one call of its backend (one synchronization).
+  std::vector<std::vector<double>> sums;
+  sums.reserve(grads.size());
+  std::vector<std::pair<const device_ops*, std::vector<power_sum_request>>> on_devices;
   for (const auto& [name, g] : grads) {
     g.check_storage("the gradient '" + name + "'");
     if (g.scalar_type() != dtype::f32 && g.scalar_type() != dtype::f64)
@@ -506,21 +510,27 @@ TYPEX_API auto typex::optim::clip_grad_norm_(named_tensors& grads, double max_no
         w.put("typex::optim::clip_grad_norm_: the gradient '"); w.put(name); w.put("' is "); w.put(g.to_string());
         w.put("; f32 or f64 expected");
       });
-    // the chunks' sums (tensor/device_ops.hpp: the same bits on the host and on a device, which
-    // computes them where the gradient is and hands back one double per chunk)
-    std::vector<double> sums(static_cast<std::size_t>((g.numel() + power_sum_chunk - 1) / power_sum_chunk));
+    std::vector<double>& s = sums.emplace_back(static_cast<std::size_t>((g.numel() + power_sum_chunk - 1) / power_sum_chunk));
     const device_ops* ops = g.device().is_host() ? nullptr : &device_ops_for(g.device(), "typex::optim::clip_grad_norm_");
     if (ops != nullptr && ops->power_sums != nullptr) {
-      ops->power_sums(g, norm_type, sums);
+      std::size_t k = 0;
+      while (k < on_devices.size() && on_devices[k].first != ops) ++k;
+      if (k == on_devices.size()) on_devices.emplace_back(ops, std::vector<power_sum_request>{});
+      on_devices[k].second.push_back({&g, s});
     } else {  // (a host gradient, or a device whose backend computes no sums: its host copy)
       const any_tensor h = ops == nullptr ? g : host_copy(g, "typex::optim::clip_grad_norm_");
       detail::with_floating(g.scalar_type(), [&](auto zero) {
         using T = decltype(zero);
-        host_power_sums(h.data<T>(), h.numel(), norm_type, sums);
+        host_power_sums(h.data<T>(), h.numel(), norm_type, s);
       });
     }
+  }
+  for (const auto& [ops, requests] : on_devices) ops->power_sums(requests, norm_type);
+  std::vector<double> norms;
+  std::size_t i = 0;
+  for (const auto& [name, g] : grads) {
     double acc = 0;
-    for (const double c : sums) acc = std::isnan(c) || std::isnan(acc) ? NAN : (inf ? std::max(acc, c) : acc + c);
+    for (const double c : sums[i++]) acc = std::isnan(c) || std::isnan(acc) ? NAN : (inf ? std::max(acc, c) : acc + c);
     detail::with_floating(g.scalar_type(), [&](auto zero) {
       using T = decltype(zero);
       norms.push_back(static_cast<double>(static_cast<T>(inf ? acc : std::pow(acc, 1.0 / norm_type))));

@@ -77,17 +77,26 @@ void host_power_sums(const T* d, index_t n, double norm_type, std::span<double> 
   }
 }
 
+// One tensor's chunk sums (device_ops::power_sums): ceil(numel / power_sum_chunk) of them into `sums`.
+struct power_sum_request {
+  const any_tensor* t = nullptr;
+  std::span<double> sums;
+};
+
 struct device_ops {
   // A new tensor of `like`'s dtype and extents on its device: a copy of it where `copy`, else zeros.
   any_tensor (*make)(const any_tensor& like, bool copy) = nullptr;
   // src's bytes into dst (equal byte counts; each on the host or on this kind of device), finished
   // when it returns.
   void (*copy)(const any_tensor& dst, const any_tensor& src) = nullptr;
-  // The updates, in order, each on its parameter's device; finished when it returns.
+  // The updates, each on its parameter's device, finished when it returns: as if in order (updates
+  // that touch the same memory run in order; others may run together, in one launch).
   void (*step)(std::span<const optimizer_update> updates) = nullptr;
-  // The power_sum_chunk sums of t (f32 or f64, on the device) for norm_type p (>= 1, or inf) into
-  // `sums` (ceil(numel / power_sum_chunk) of them), on the host when it returns.
-  void (*power_sums)(const any_tensor& t, double norm_type, std::span<double> sums) = nullptr;
+  // The power_sum_chunk sums of each request's tensor (f32 or f64, on this kind of device) for
+  // norm_type p (>= 1, or inf) into its `sums`, every one on the host when it returns: computed
+  // together, with one synchronization per device runtime (clip_grad_norm_ asks for all of its
+  // device gradients at once), not one per tensor.
+  void (*power_sums)(std::span<const power_sum_request> requests, double norm_type) = nullptr;
 };
 
 namespace detail {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace typex;
@@ -124,6 +125,124 @@ TEST_CASE("cuda training: buffers a program writes are written back on the devic
 
 TEST_CASE("cuda training: the optimizers' device updates equal the host loop bit for bit on the emulator, state_dict round trips, clip_grad_norm_") {
   check_optimizers_bitwise(cuda::make_emulated_device());
+}
+
+TEST_CASE("cuda training: an optimizer step is one launch per dtype over all its parameters, across block edges, bit for bit the host loop's, clip_grad_norm_ synchronizing once for its sums, overlapping updates one by one") {
+  const auto gpu = cuda::make_emulated_device();
+  auto* emu = static_cast<cuda::emulated_device*>(gpu.get());
+  // f32 parameters across the fused launch's 1024-element blocks (below, at, past an edge, several
+  // blocks), f64 ones beside them
+  const auto make = [](dtype dt, index_t n, std::uint64_t seed) {
+    const any_tensor f = pattern({n}, seed);
+    if (dt == dtype::f32) return f;
+    any_tensor d(dtype::f64, {n});
+    for (index_t i = 0; i < n; ++i) d.data<double>()[i] = static_cast<double>(f.data<float>()[i]) * 1.000000123;
+    return d;
+  };
+  const std::vector<std::tuple<std::string, dtype, index_t>> shapes = {
+      {"a", dtype::f32, 1}, {"b", dtype::f32, 1023}, {"c", dtype::f64, 1024}, {"d", dtype::f32, 1025},
+      {"e", dtype::f32, 5000}, {"f", dtype::f64, 3}, {"g", dtype::f32, 1024}};
+  optim::param_list host, dev;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const auto& [name, dt, n] = shapes[i];
+    const any_tensor p = make(dt, n, 100 + i);
+    host.emplace_back(name, p.clone());
+    dev.emplace_back(name, cuda::to_device(p, gpu));
+  }
+  const auto grads = [&](int s, bool on_device) {
+    named_tensors g;
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      const auto& [name, dt, n] = shapes[i];
+      const any_tensor t = make(dt, n, 200 + 10 * static_cast<std::uint64_t>(s) + i);
+      g.insert(name, on_device ? cuda::to_device(t, gpu) : t);
+    }
+    return g;
+  };
+  const auto same = [&]() {
+    for (std::size_t i = 0; i < host.size(); ++i) {
+      INFO(host[i].first);
+      const any_tensor got = cuda::to_host(dev[i].second);
+      CHECK(std::memcmp(got.raw_data(), host[i].second.raw_data(), got.nbytes()) == 0);
+    }
+  };
+  for (const optim::adam_options o : {optim::adam_options{.lr = 0.01, .weight_decay = 0.1, .amsgrad = true},
+                                      optim::adamw_options{.lr = 0.02, .maximize = true}.as_adam()}) {
+    optim::adam h(host, o), d(dev, o);
+    for (int s = 0; s < 3; ++s) {
+      h.step(grads(s, false));
+      const named_tensors g = grads(s, true);
+      const std::size_t before = emu->launches();
+      d.step(g);
+      CHECK(emu->launches() - before == 2);  // (one for the f32 parameters, one for the f64 ones)
+      same();
+    }
+  }
+  {  // sgd with momentum, and clip_grad_norm_'s scaling of the gradients, fused too
+    const optim::sgd_options o{.lr = 0.1, .momentum = 0.9, .dampening = 0.1, .weight_decay = 0.01, .nesterov = false};
+    optim::sgd h(host, o), d(dev, o);
+    for (int s = 0; s < 2; ++s) {
+      named_tensors hg = grads(s, false), dg = grads(s, true);
+      const double clipped = optim::clip_grad_norm_(hg, 0.5);
+      const std::size_t syncs = emu->synchronizations(), launches = emu->launches();
+      CHECK(optim::clip_grad_norm_(dg, 0.5) == clipped);
+      // (the 7 gradients' chunk sums: a launch each, one synchronization; their scaling: one launch
+      // per dtype, one synchronization)
+      CHECK(emu->synchronizations() - syncs == 2);
+      CHECK(emu->launches() - launches == 7 + 2);
+      h.step(hg);
+      const std::size_t before = emu->launches();
+      d.step(dg);
+      CHECK(emu->launches() - before == 2);
+      same();
+    }
+  }
+  {  // the same device gradient for two parameters of one size: overlapping reads, launched one by one
+    optim::param_list h2 = {{"x", make(dtype::f32, 1500, 1)}, {"y", make(dtype::f32, 1500, 2)}};
+    optim::param_list d2 = {{"x", cuda::to_device(h2[0].second, gpu)}, {"y", cuda::to_device(h2[1].second, gpu)}};
+    const any_tensor gh = make(dtype::f32, 1500, 3), gd = cuda::to_device(gh, gpu);
+    named_tensors hg, dg;
+    hg.insert("x", gh), hg.insert("y", gh);
+    dg.insert("x", gd), dg.insert("y", gd);
+    optim::sgd h(h2, {.lr = 0.1}), d(d2, {.lr = 0.1});
+    h.step(hg);
+    const std::size_t before = emu->launches();
+    d.step(dg);
+    CHECK(emu->launches() - before == 2);
+    for (std::size_t i = 0; i < 2; ++i) CHECK(std::memcmp(cuda::to_host(d2[i].second).raw_data(), h2[i].second.raw_data(), 1500 * 4) == 0);
+  }
+  {  // one device gradient under two names: clip_grad_norm_ scales it twice, the two updates writing
+     // the same memory, so one launch each, in order
+    const any_tensor gh = make(dtype::f32, 1500, 4), gd = cuda::to_device(gh, gpu);
+    named_tensors hg, dg;
+    hg.insert("x", gh), hg.insert("y", gh);
+    dg.insert("x", gd), dg.insert("y", gd);
+    const double th = optim::clip_grad_norm_(hg, 0.1);
+    const std::size_t before = emu->launches();
+    CHECK(optim::clip_grad_norm_(dg, 0.1) == th);
+    CHECK(emu->launches() - before == 2 + 2);  // (two chunk-sum launches, two scalings)
+    CHECK(std::memcmp(cuda::to_host(gd).raw_data(), gh.raw_data(), gh.nbytes()) == 0);
+  }
+}
+
+TEST_CASE("cuda training: a fused optimizer step with no room for its table of updates launches them one by one, and steps every parameter") {
+  // 2 parameters and 2 gradients of 64 floats (256 bytes each), and no byte more: the table (two
+  // updates' parameters) cannot be allocated
+  const std::size_t t = 64 * sizeof(float);
+  const auto gpu = cuda::make_emulated_device(4 * t);
+  auto* emu = static_cast<cuda::emulated_device*>(gpu.get());
+  const any_tensor a0 = pattern({64}, 61), b0 = pattern({64}, 62), ga = pattern({64}, 63), gb = pattern({64}, 64);
+  const optim::param_list dev = {{"a", cuda::to_device(a0, gpu)}, {"b", cuda::to_device(b0, gpu)}};
+  const optim::param_list host = {{"a", a0.clone()}, {"b", b0.clone()}};
+  optim::sgd d(dev, {.lr = 0.1}), h(host, {.lr = 0.1});
+  named_tensors g, hg;
+  g.insert("a", cuda::to_device(ga, gpu)), g.insert("b", cuda::to_device(gb, gpu));
+  hg.insert("a", ga), hg.insert("b", gb);
+  const std::size_t before = emu->launches();
+  d.step(g);
+  h.step(hg);
+  CHECK(emu->launches() - before == 2);
+  for (std::size_t i = 0; i < 2; ++i) CHECK(std::memcmp(cuda::to_host(dev[i].second).raw_data(), host[i].second.raw_data(), t) == 0);
+  CHECK(emu->bytes_in_use() == 4 * t);
 }
 
 TEST_CASE("cuda training: an optimizer step that fails for want of device memory steps nothing and changes no state: the retry is the first step") {

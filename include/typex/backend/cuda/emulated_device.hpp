@@ -13,7 +13,7 @@
 //
 // What it adds for tests: a memory limit (the device's "total memory": an allocation beyond it is
 // the device_error a GPU's out-of-memory gives, and nothing is allocated), a count of live bytes
-// (leak checks) and of launches. It has no streams: every operation completes before it returns,
+// (leak checks), of launches and of synchronizations. It has no streams: every operation completes before it returns,
 // which is one legal schedule of the GPU's in-order stream.
 #pragma once
 
@@ -136,7 +136,7 @@ class emulated_device final : public device_runtime, public std::enable_shared_f
   // (for tests: the algorithm choices this device made, the cache's misses: one per shape)
   std::size_t dnn_choices() const noexcept { return dnn_choices_.load(); }
 #endif
-  void synchronize() override {}
+  void synchronize() override { ++synchronizations_; }
   std::shared_ptr<device_runtime> for_engine() override {
     const std::shared_ptr<device_runtime> self = weak_from_this().lock();
     if (!self) typex::detail::raise_message<state_error>("typex::cuda::emulated_device: make it with make_emulated_device (a shared_ptr), not on its own");
@@ -150,6 +150,7 @@ class emulated_device final : public device_runtime, public std::enable_shared_f
     return in_use_;
   }
   std::size_t launches() const noexcept { return launches_.load(); }
+  std::size_t synchronizations() const noexcept { return synchronizations_.load(); }
 
  private:
   static constexpr std::size_t alignment = 256;  // (cudaMalloc's)
@@ -162,6 +163,7 @@ class emulated_device final : public device_runtime, public std::enable_shared_f
   std::unordered_map<void*, std::size_t> live_;
   std::size_t in_use_ = 0;
   std::atomic<std::size_t> launches_{0};
+  std::atomic<std::size_t> synchronizations_{0};
 #if defined(TYPEX_CUDNN)
   dnn_algorithm_cache dnn_cache_;
   std::atomic<std::size_t> dnn_choices_{0};

@@ -9,7 +9,9 @@
 #include <typex/backend/cuda/memory.hpp>
 #include <typex/tensor/device_ops.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -50,6 +52,36 @@ TYPEX_CUDA_API void copy_tensor_bytes(const any_tensor& dst, const any_tensor& s
   rt->synchronize();
 }
 
+// A fused step's block: this many elements of one parameter (4 per thread of elementwise_threads).
+inline constexpr std::int64_t fused_step_chunk = 4 * std::int64_t{elementwise_threads};
+
+// Whether no two updates touch overlapping memory (parameter, gradient, state): then one launch may
+// run them all, in any order. Every byte range sorted by its start and swept once: a range that
+// starts before the furthest end so far, owned by another update, overlaps it (were it to overlap
+// an earlier range of a third update only, those two would overlap each other, found before).
+inline bool disjoint_updates(std::span<const std::pair<std::shared_ptr<device_runtime>, optim_params>> entries) {
+  struct range {
+    std::uintptr_t begin, end;
+    std::size_t owner;
+  };
+  std::vector<range> r;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const optim_params& p = entries[i].second;
+    const std::uintptr_t bytes = static_cast<std::uintptr_t>(p.n) * (p.f64 ? 8u : 4u);
+    for (const void* a : {static_cast<const void*>(p.param), p.grad, static_cast<const void*>(p.buf1), static_cast<const void*>(p.buf2),
+                          static_cast<const void*>(p.buf3)})
+      if (a != nullptr) r.push_back({reinterpret_cast<std::uintptr_t>(a), reinterpret_cast<std::uintptr_t>(a) + bytes, i});
+  }
+  std::sort(r.begin(), r.end(), [](const range& a, const range& b) { return a.begin < b.begin; });
+  std::uintptr_t furthest = 0;
+  std::size_t owner = 0;
+  for (std::size_t k = 0; k < r.size(); ++k) {
+    if (k > 0 && r[k].begin < furthest && r[k].owner != owner) return false;
+    if (k == 0 || r[k].end > furthest) furthest = r[k].end, owner = r[k].owner;
+  }
+  return true;
+}
+
 TYPEX_CUDA_API void optimizer_step(std::span<const optimizer_update> updates) {
   const auto runtime = [&](const any_tensor& t, const std::shared_ptr<device_runtime>* same) {
     std::shared_ptr<device_runtime> rt = runtime_of(t.get_storage(), "typex::optim: a step on a device");
@@ -60,8 +92,8 @@ TYPEX_CUDA_API void optimizer_step(std::span<const optimizer_update> updates) {
       });
     return rt;
   };
-  // every update checked and its launch record made before any runs: an error steps nothing
-  std::vector<std::pair<std::shared_ptr<device_runtime>, kernel_launch>> launches;
+  // every update checked and its parameters made before any runs: an error steps nothing
+  std::vector<std::pair<std::shared_ptr<device_runtime>, optim_params>> entries;
   for (const optimizer_update& u : updates) {
     std::shared_ptr<device_runtime> rt = runtime(*u.param, nullptr);
     optim_params p;
@@ -87,8 +119,20 @@ TYPEX_CUDA_API void optimizer_step(std::span<const optimizer_update> updates) {
     p.weight_decay = u.weight_decay, p.momentum = u.momentum, p.keep = u.keep, p.lr_step = u.lr_step;
     p.step_size = u.step_size, p.bias2_sqrt = u.bias2_sqrt, p.one_minus_beta1 = u.one_minus_beta1, p.beta2 = u.beta2;
     p.one_minus_beta2 = u.one_minus_beta2, p.eps = u.eps, p.decay = u.decay, p.factor = u.factor;
-    if (p.n != 0) launches.emplace_back(std::move(rt), optim_launch(p));
+    if (p.n == 0) continue;
+    (void)optim_launch(p);  // (its checks, before anything runs)
+    entries.emplace_back(std::move(rt), p);
   }
+  // The launches: one update alone, or several through a table in device memory (its entries read
+  // from `updates` by the copy, which must stay valid until the synchronization: declared before
+  // `sync`, so destroyed after it, on every path)
+  struct launch_group {
+    std::shared_ptr<device_runtime> rt;
+    std::vector<optim_params> updates;  // (one: launched alone; more: a table's entries)
+    std::int64_t blocks = 0;
+    any_tensor table;
+  };
+  std::vector<launch_group> groups;
   // every runtime touched synchronized when this returns or throws (a failed launch leaves no
   // kernel of this step reading gradients the caller may free)
   struct synchronizer {
@@ -101,40 +145,130 @@ TYPEX_CUDA_API void optimizer_step(std::span<const optimizer_update> updates) {
         }
       }
     }
+    void touch(const std::shared_ptr<device_runtime>& rt) {
+      for (const auto& t : touched)
+        if (t == rt) return;
+      touched.push_back(rt);
+    }
   } sync;
-  for (const auto& [rt, k] : launches) {
-    bool seen = false;
-    for (const auto& t : sync.touched) seen = seen || t == rt;
-    if (!seen) sync.touched.push_back(rt);
-    rt->launch(k, "typex::optim's update of a parameter");
+  const auto launch_one = [&](const std::shared_ptr<device_runtime>& rt, const optim_params& p) {
+    sync.touch(rt);
+    rt->launch(optim_launch(p), "typex::optim's update of a parameter");
+  };
+  // One launch per runtime and dtype where no two updates touch the same memory (the usual step:
+  // distinct parameters, each with its own gradient and state), in any order then. Otherwise, or
+  // where a launch's table cannot be allocated, one launch per update, in the updates' order.
+  // Every table is allocated and filled before the first launch: an error there steps nothing.
+  if (entries.size() < 2 || !disjoint_updates(entries)) {
+    for (const auto& [rt, p] : entries) groups.push_back({rt, {p}, 0, {}});
+  } else {
+    std::vector<bool> done(entries.size(), false);
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      if (done[i]) continue;
+      launch_group g{entries[i].first, {}, 0, {}};
+      for (std::size_t j = i; j < entries.size(); ++j) {
+        if (done[j] || entries[j].first != entries[i].first || entries[j].second.f64 != entries[i].second.f64) continue;
+        const std::int64_t b = (entries[j].second.n + fused_step_chunk - 1) / fused_step_chunk;
+        if (g.blocks + b > std::int64_t{0x7fffffff}) {
+          if (j == i) {  // (more than a launch's blocks alone: its own grid-stride launch)
+            done[j] = true;
+            g.updates.push_back(entries[j].second);
+            break;
+          }
+          continue;  // (the next launch's)
+        }
+        done[j] = true;
+        g.updates.push_back(entries[j].second);
+        g.updates.back().first_block = g.blocks;
+        g.blocks += b;
+      }
+      groups.push_back(std::move(g));
+    }
+    for (std::size_t k = 0; k < groups.size(); ++k) {
+      launch_group& g = groups[k];
+      if (g.updates.size() < 2) continue;
+      try {
+        g.table = device_memory(g.rt).make_tensor(dtype::i64, {static_cast<index_t>((g.updates.size() * sizeof(optim_params) + 7) / 8)});
+      } catch (const device_error&) {  // (no room for the table: these updates one by one, as they fit)
+        std::vector<launch_group> alone;
+        for (const optim_params& p : g.updates) alone.push_back({g.rt, {p}, 0, {}});
+        groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(k));
+        groups.insert(groups.begin() + static_cast<std::ptrdiff_t>(k), alone.begin(), alone.end());
+        k += alone.size() - 1;
+        continue;
+      }
+      sync.touch(g.rt);
+      g.rt->copy_to_device(g.table.raw_data(), g.updates.data(), g.updates.size() * sizeof(optim_params));
+    }
+  }
+  for (const launch_group& g : groups) {
+    if (g.updates.size() == 1) {
+      launch_one(g.rt, g.updates.front());
+      continue;
+    }
+    optim_params many;
+    many.kind = optim_kind::many;
+    many.f64 = g.updates.front().f64;
+    many.table = reinterpret_cast<const optim_params*>(g.table.raw_data());
+    many.count = static_cast<std::int32_t>(g.updates.size());
+    many.blocks = g.blocks;
+    many.chunk = fused_step_chunk;
+    sync.touch(g.rt);
+    g.rt->launch(optim_launch(many), "typex::optim's update of its parameters (one launch)");
   }
   for (const auto& rt : sync.touched) rt->synchronize();  // (an asynchronous failure reported here)
   sync.touched.clear();
 }
 
-TYPEX_CUDA_API void power_sums(const any_tensor& t, double norm_type, std::span<double> sums) {
-  const std::shared_ptr<device_runtime> rt = runtime_of(t.get_storage(), "typex::optim::clip_grad_norm_: a gradient on a device");
-  const std::int64_t n = t.numel(), chunks = (n + power_sum_chunk - 1) / power_sum_chunk;
-  if ((t.scalar_type() != dtype::f32 && t.scalar_type() != dtype::f64) || static_cast<std::int64_t>(sums.size()) != chunks)
-    typex::detail::raise<argument_error>([&](auto& w) {
-      w.put("typex::optim::clip_grad_norm_: the power sums of "); w.put(t.to_string()); w.put(" (f32 or f64) into ");
-      w.put_int(static_cast<long long>(sums.size())); w.put(" chunk sums");
-    });
-  if (chunks == 0) return;
-  device_memory m(rt);
-  const any_tensor out = m.make_tensor(dtype::f64, {chunks});
-  optim_params p;
-  p.kind = optim_kind::power_sum;
-  p.f64 = t.scalar_type() == dtype::f64;
-  p.param = t.raw_data();
-  p.n = n;
-  p.norm_type = norm_type;
-  p.inf_norm = std::isinf(norm_type);
-  p.sums = reinterpret_cast<double*>(out.raw_data());
-  p.chunk = power_sum_chunk;
-  rt->launch(optim_launch(p), "typex::optim::clip_grad_norm_'s power sums of a gradient");
-  rt->copy_to_host(sums.data(), out.raw_data(), static_cast<std::size_t>(chunks) * sizeof(double));
-  rt->synchronize();
+TYPEX_CUDA_API void power_sums(std::span<const power_sum_request> requests, double norm_type) {
+  // every request checked before anything runs
+  std::vector<std::shared_ptr<device_runtime>> rts;
+  for (const power_sum_request& r : requests) {
+    const any_tensor& t = *r.t;
+    rts.push_back(runtime_of(t.get_storage(), "typex::optim::clip_grad_norm_: a gradient on a device"));
+    const std::int64_t chunks = (t.numel() + power_sum_chunk - 1) / power_sum_chunk;
+    if ((t.scalar_type() != dtype::f32 && t.scalar_type() != dtype::f64) || static_cast<std::int64_t>(r.sums.size()) != chunks ||
+        !(norm_type >= 1))
+      typex::detail::raise<argument_error>([&](auto& w) {
+        w.put("typex::optim::clip_grad_norm_: the power sums of "); w.put(t.to_string()); w.put(" (f32 or f64) into ");
+        w.put_int(static_cast<long long>(r.sums.size())); w.put(" chunk sums, of a norm type at least 1");
+      });
+  }
+  std::vector<any_tensor> outs;  // (each tensor's sums on the device, read back before they go)
+  struct synchronizer {            // (every runtime touched synchronized when this returns or throws)
+    std::vector<std::shared_ptr<device_runtime>> touched;
+    ~synchronizer() {
+      for (const auto& rt : touched) {
+        try {
+          rt->synchronize();
+        } catch (...) {
+        }
+      }
+    }
+  } sync;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const any_tensor& t = *requests[i].t;
+    const std::int64_t chunks = static_cast<std::int64_t>(requests[i].sums.size());
+    if (chunks == 0) continue;
+    const std::shared_ptr<device_runtime>& rt = rts[i];
+    bool seen = false;
+    for (const auto& u : sync.touched) seen = seen || u == rt;
+    if (!seen) sync.touched.push_back(rt);
+    outs.push_back(device_memory(rt).make_tensor(dtype::f64, {chunks}));
+    optim_params p;
+    p.kind = optim_kind::power_sum;
+    p.f64 = t.scalar_type() == dtype::f64;
+    p.param = t.raw_data();
+    p.n = t.numel();
+    p.norm_type = norm_type;
+    p.inf_norm = std::isinf(norm_type);
+    p.sums = reinterpret_cast<double*>(outs.back().raw_data());
+    p.chunk = power_sum_chunk;
+    rt->launch(optim_launch(p), "typex::optim::clip_grad_norm_'s power sums of a gradient");
+    rt->copy_to_host(requests[i].sums.data(), outs.back().raw_data(), static_cast<std::size_t>(chunks) * sizeof(double));
+  }
+  for (const auto& rt : sync.touched) rt->synchronize();  // (an asynchronous failure reported here)
+  sync.touched.clear();
 }
 
 }  // namespace typex::cuda::detail

@@ -441,16 +441,17 @@ struct weight_uploads {
   std::vector<std::pair<const void*, any_tensor>> copies;
   // `host` on `rt`, uploaded once (synchronized: the copy may be read from another stream of the
   // device, the planned engine's)
+  // (the same bytes seen as the same tensor: a view of them with other extents or another dtype is
+  // a copy of its own)
   any_tensor get(const any_tensor& host, const std::shared_ptr<device_runtime>& rt) {
-    for (const auto& [h, d] : copies)
-      if (h == host.raw_data()) return d;
+    if (const any_tensor* d = find(host)) return *d;
     any_tensor d = to_device(host, rt);
     copies.emplace_back(host.raw_data(), d);
     return d;
   }
-  const any_tensor* find(const void* host) const noexcept {
+  const any_tensor* find(const any_tensor& host) const noexcept {
     for (const auto& [h, d] : copies)
-      if (h == host) return &d;
+      if (h == host.raw_data() && d.scalar_type() == host.scalar_type() && d.extents() == host.extents()) return &d;
     return nullptr;
   }
 };
@@ -482,6 +483,15 @@ class planned_engine final : public kit::engine, private plan::target {
     // the weights, uploaded once (tied names share one upload)
     for (const auto& [id, t] : binding_.constants) upload_constant(t);
     shared_ = nullptr;  // (make_engine_on's, gone once the engines are made)
+  }
+
+  // (work of a call that threw may still be running on the engine's stream: it ends before the
+  // plans' memory and the weights, some of them the caller's runtime's (weight_uploads), go back)
+  ~planned_engine() override {
+    try {
+      rt_->synchronize();
+    } catch (...) {  // (a device error was reported by the call that caused it)
+    }
   }
 
   bool planned_for(std::span<const any_tensor> inputs) const noexcept override { return find(inputs) != nullptr; }
@@ -634,7 +644,7 @@ class planned_engine final : public kit::engine, private plan::target {
   void upload_constant(const any_tensor& t) {
     for (const auto& [host, dev] : weights_)
       if (host == t.raw_data()) return;
-    if (const any_tensor* up = shared_ ? shared_->find(t.raw_data()) : nullptr) {
+    if (const any_tensor* up = shared_ ? shared_->find(t) : nullptr) {
       weights_.emplace_back(t.raw_data(), up->get_storage());
       return;
     }
