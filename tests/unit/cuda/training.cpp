@@ -127,7 +127,7 @@ TEST_CASE("cuda training: the optimizers' device updates equal the host loop bit
   check_optimizers_bitwise(cuda::make_emulated_device());
 }
 
-TEST_CASE("cuda training: an optimizer step is one launch per dtype over all its parameters, across block edges, bit for bit the host loop's, clip_grad_norm_ synchronizing once for its sums, overlapping updates one by one") {
+TEST_CASE("cuda training: an optimizer step is one launch per dtype over all its parameters, across block edges, bit for bit the host loop's, clip_grad_norm_'s sums in one launch and one synchronization, overlapping updates one by one") {
   const auto gpu = cuda::make_emulated_device();
   auto* emu = static_cast<cuda::emulated_device*>(gpu.get());
   // f32 parameters across the fused launch's 1024-element blocks (below, at, past an edge, several
@@ -185,10 +185,10 @@ TEST_CASE("cuda training: an optimizer step is one launch per dtype over all its
       const double clipped = optim::clip_grad_norm_(hg, 0.5);
       const std::size_t syncs = emu->synchronizations(), launches = emu->launches();
       CHECK(optim::clip_grad_norm_(dg, 0.5) == clipped);
-      // (the 7 gradients' chunk sums: a launch each, one synchronization; their scaling: one launch
-      // per dtype, one synchronization)
+      // (the 7 gradients' chunk sums: one launch per dtype, one synchronization; their scaling: one
+      // launch per dtype, one synchronization)
       CHECK(emu->synchronizations() - syncs == 2);
-      CHECK(emu->launches() - launches == 7 + 2);
+      CHECK(emu->launches() - launches == 2 + 2);
       h.step(hg);
       const std::size_t before = emu->launches();
       d.step(dg);
@@ -219,16 +219,16 @@ TEST_CASE("cuda training: an optimizer step is one launch per dtype over all its
     const double th = optim::clip_grad_norm_(hg, 0.1);
     const std::size_t before = emu->launches();
     CHECK(optim::clip_grad_norm_(dg, 0.1) == th);
-    CHECK(emu->launches() - before == 2 + 2);  // (two chunk-sum launches, two scalings)
+    CHECK(emu->launches() - before == 1 + 2);  // (the sums in one launch: they only read; two scalings)
     CHECK(std::memcmp(cuda::to_host(gd).raw_data(), gh.raw_data(), gh.nbytes()) == 0);
   }
 }
 
-TEST_CASE("cuda training: a fused optimizer step with no room for its table of updates launches them one by one, and steps every parameter") {
-  // 2 parameters and 2 gradients of 64 floats (256 bytes each), and no byte more: the table (two
-  // updates' parameters) cannot be allocated
+TEST_CASE("cuda training: a fused optimizer step or clip_grad_norm_ with no room for its table launches one by one, and steps every parameter") {
+  // 2 parameters and 2 gradients of 64 floats (256 bytes each), and room for two chunk sums (16
+  // bytes) more: a table (two updates' parameters) cannot be allocated
   const std::size_t t = 64 * sizeof(float);
-  const auto gpu = cuda::make_emulated_device(4 * t);
+  const auto gpu = cuda::make_emulated_device(4 * t + 16);
   auto* emu = static_cast<cuda::emulated_device*>(gpu.get());
   const any_tensor a0 = pattern({64}, 61), b0 = pattern({64}, 62), ga = pattern({64}, 63), gb = pattern({64}, 64);
   const optim::param_list dev = {{"a", cuda::to_device(a0, gpu)}, {"b", cuda::to_device(b0, gpu)}};
@@ -242,6 +242,14 @@ TEST_CASE("cuda training: a fused optimizer step with no room for its table of u
   h.step(hg);
   CHECK(emu->launches() - before == 2);
   for (std::size_t i = 0; i < 2; ++i) CHECK(std::memcmp(cuda::to_host(dev[i].second).raw_data(), host[i].second.raw_data(), t) == 0);
+  CHECK(emu->bytes_in_use() == 4 * t);
+  // clip_grad_norm_: the sums one gradient at a time (8 bytes each), the scalings one by one
+  const double th = optim::clip_grad_norm_(hg, 0.01);
+  const std::size_t launches = emu->launches();
+  CHECK(optim::clip_grad_norm_(g, 0.01) == th);
+  CHECK(emu->launches() - launches == 2 + 2);
+  CHECK(std::memcmp(cuda::to_host(g.at("a")).raw_data(), hg.at("a").raw_data(), t) == 0);
+  CHECK(std::memcmp(cuda::to_host(g.at("b")).raw_data(), hg.at("b").raw_data(), t) == 0);
   CHECK(emu->bytes_in_use() == 4 * t);
 }
 

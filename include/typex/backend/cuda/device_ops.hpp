@@ -6,7 +6,8 @@
 //  - make / copy: through the runtime that owns the tensor's memory (memory.hpp: the deleter knows
 //    it), finished when they return;
 //  - power_sums: clip_grad_norm_'s chunk sums of its gradients, a thread per chunk (kernels/optim.cuh),
-//    one double per chunk copied back (not the gradient), one synchronization per runtime a call;
+//    one launch per runtime and dtype over all of them, one double per chunk copied back (not the
+//    gradient), one synchronization per runtime a call;
 //  - step: one launch per runtime and dtype over all the updates (kernels/optim.cuh, optim_kind::many:
 //    a table of the updates in device memory), or one per update where two of them touch the same
 //    memory; every runtime touched synchronized once at the end, so that the next call of a

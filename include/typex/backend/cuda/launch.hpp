@@ -398,7 +398,7 @@ static_assert(std::is_trivially_copyable_v<loss_params>);
 
 // ---- optimizer updates (kernels/optim.cuh)
 
-enum class optim_kind : std::uint8_t { sgd, adam, scale, power_sum, many };
+enum class optim_kind : std::uint8_t { sgd, adam, scale, power_sum, many, many_power_sums };
 
 // One parameter's update, element by element (n elements of f32, or f64 where f64): torch.optim's
 // single-tensor step as nn/optim.hpp's host loop writes it, the scalars in double and converted to
@@ -429,10 +429,13 @@ struct optim_params {
   // scale, all of this launch's dtype) in a table in device memory, ordered by `first_block`; each
   // block updates `chunk` elements of the entry whose blocks it falls in (blocks: the sum of every
   // entry's ceil(n / chunk)). No two entries may touch the same memory (optimizer_step checks).
+  // many_power_sums (clip_grad_norm_'s sums of several gradients, one launch): `count` power_sum
+  // entries in `table`, ordered by `first_block` (there: the entry's first chunk in the launch), a
+  // thread per chunk over the n chunks of them all.
   const optim_params* table = nullptr;
   std::int32_t count = 0;
   std::int64_t blocks = 0;
-  std::int64_t first_block = 0;  // (an entry's: its first block in the launch)
+  std::int64_t first_block = 0;  // (an entry's: its first block, or chunk, in the launch)
 };
 static_assert(std::is_trivially_copyable_v<optim_params>);
 
@@ -706,6 +709,11 @@ inline kernel_launch optim_launch(const optim_params& p) {
       typex::detail::raise_message<argument_error>(
           "typex::cuda::optim_launch: a fused step without its table of updates, chunks below 1 element, or blocks outside [1, 2^31 - 1]");
     return {kernel_kind::optim, {static_cast<unsigned>(p.blocks), 1, 1}, {elementwise_threads, 1, 1}, 0, p};
+  }
+  if (p.kind == optim_kind::many_power_sums) {
+    if (p.table == nullptr || p.count < 1 || p.n < 1)
+      typex::detail::raise_message<argument_error>("typex::cuda::optim_launch: power sums of several tensors without their table or chunks");
+    return {kernel_kind::optim, detail::elementwise_grid(p.n), {elementwise_threads, 1, 1}, 0, p};
   }
   if (p.kind == optim_kind::power_sum) {
     if (p.n < 0 || p.param == nullptr || p.sums == nullptr || p.chunk < 1 || !(p.norm_type >= 1))

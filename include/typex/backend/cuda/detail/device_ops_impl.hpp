@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -130,7 +131,7 @@ TYPEX_CUDA_API void optimizer_step(std::span<const optimizer_update> updates) {
     std::shared_ptr<device_runtime> rt;
     std::vector<optim_params> updates;  // (one: launched alone; more: a table's entries)
     std::int64_t blocks = 0;
-    any_tensor table;
+    std::optional<any_tensor> table;    // (none: each update launched alone)
   };
   std::vector<launch_group> groups;
   // every runtime touched synchronized when this returns or throws (a failed launch leaves no
@@ -156,16 +157,17 @@ TYPEX_CUDA_API void optimizer_step(std::span<const optimizer_update> updates) {
     rt->launch(optim_launch(p), "typex::optim's update of a parameter");
   };
   // One launch per runtime and dtype where no two updates touch the same memory (the usual step:
-  // distinct parameters, each with its own gradient and state), in any order then. Otherwise, or
-  // where a launch's table cannot be allocated, one launch per update, in the updates' order.
-  // Every table is allocated and filled before the first launch: an error there steps nothing.
+  // distinct parameters, each with its own gradient and state), in any order then. Otherwise one
+  // launch per update, in the updates' order; and where a group's table cannot be allocated, one
+  // launch per update of that group. Every table is allocated and filled before the first launch:
+  // an error there steps nothing.
   if (entries.size() < 2 || !disjoint_updates(entries)) {
-    for (const auto& [rt, p] : entries) groups.push_back({rt, {p}, 0, {}});
+    for (const auto& [rt, p] : entries) groups.push_back({rt, {p}, 0, std::nullopt});
   } else {
     std::vector<bool> done(entries.size(), false);
     for (std::size_t i = 0; i < entries.size(); ++i) {
       if (done[i]) continue;
-      launch_group g{entries[i].first, {}, 0, {}};
+      launch_group g{entries[i].first, {}, 0, std::nullopt};
       for (std::size_t j = i; j < entries.size(); ++j) {
         if (done[j] || entries[j].first != entries[i].first || entries[j].second.f64 != entries[i].second.f64) continue;
         const std::int64_t b = (entries[j].second.n + fused_step_chunk - 1) / fused_step_chunk;
@@ -184,32 +186,26 @@ TYPEX_CUDA_API void optimizer_step(std::span<const optimizer_update> updates) {
       }
       groups.push_back(std::move(g));
     }
-    for (std::size_t k = 0; k < groups.size(); ++k) {
-      launch_group& g = groups[k];
+    for (launch_group& g : groups) {
       if (g.updates.size() < 2) continue;
       try {
         g.table = device_memory(g.rt).make_tensor(dtype::i64, {static_cast<index_t>((g.updates.size() * sizeof(optim_params) + 7) / 8)});
       } catch (const device_error&) {  // (no room for the table: these updates one by one, as they fit)
-        std::vector<launch_group> alone;
-        for (const optim_params& p : g.updates) alone.push_back({g.rt, {p}, 0, {}});
-        groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(k));
-        groups.insert(groups.begin() + static_cast<std::ptrdiff_t>(k), alone.begin(), alone.end());
-        k += alone.size() - 1;
         continue;
       }
       sync.touch(g.rt);
-      g.rt->copy_to_device(g.table.raw_data(), g.updates.data(), g.updates.size() * sizeof(optim_params));
+      g.rt->copy_to_device(g.table->raw_data(), g.updates.data(), g.updates.size() * sizeof(optim_params));
     }
   }
   for (const launch_group& g : groups) {
-    if (g.updates.size() == 1) {
-      launch_one(g.rt, g.updates.front());
+    if (!g.table) {
+      for (const optim_params& p : g.updates) launch_one(g.rt, p);
       continue;
     }
     optim_params many;
     many.kind = optim_kind::many;
     many.f64 = g.updates.front().f64;
-    many.table = reinterpret_cast<const optim_params*>(g.table.raw_data());
+    many.table = reinterpret_cast<const optim_params*>(g.table->raw_data());
     many.count = static_cast<std::int32_t>(g.updates.size());
     many.blocks = g.blocks;
     many.chunk = fused_step_chunk;
@@ -234,7 +230,20 @@ TYPEX_CUDA_API void power_sums(std::span<const power_sum_request> requests, doub
         w.put_int(static_cast<long long>(r.sums.size())); w.put(" chunk sums, of a norm type at least 1");
       });
   }
-  std::vector<any_tensor> outs;  // (each tensor's sums on the device, read back before they go)
+  // The launches: per runtime and dtype, one over all their tensors (a table of power_sum entries
+  // and every chunk's sum in one device buffer, read back in one copy), or one per tensor where it
+  // has the group to itself or the device has no room for the buffer. Declared before `sync`: the
+  // device buffers and the host memory the copies write stay until the synchronization.
+  struct sum_group {
+    std::shared_ptr<device_runtime> rt;
+    bool f64 = false;
+    std::vector<std::size_t> members;  // (indices into requests)
+    any_tensor buffer;                 // (the table, then the sums)
+    std::vector<optim_params> table;
+    std::vector<double> host;          // (the group's sums, copied back)
+  };
+  std::vector<sum_group> groups;
+  std::vector<any_tensor> outs;  // (one tensor's sums on the device)
   struct synchronizer {            // (every runtime touched synchronized when this returns or throws)
     std::vector<std::shared_ptr<device_runtime>> touched;
     ~synchronizer() {
@@ -245,16 +254,14 @@ TYPEX_CUDA_API void power_sums(std::span<const power_sum_request> requests, doub
         }
       }
     }
+    void touch(const std::shared_ptr<device_runtime>& rt) {
+      for (const auto& t : touched)
+        if (t == rt) return;
+      touched.push_back(rt);
+    }
   } sync;
-  for (std::size_t i = 0; i < requests.size(); ++i) {
+  const auto params_of = [&](std::size_t i) {
     const any_tensor& t = *requests[i].t;
-    const std::int64_t chunks = static_cast<std::int64_t>(requests[i].sums.size());
-    if (chunks == 0) continue;
-    const std::shared_ptr<device_runtime>& rt = rts[i];
-    bool seen = false;
-    for (const auto& u : sync.touched) seen = seen || u == rt;
-    if (!seen) sync.touched.push_back(rt);
-    outs.push_back(device_memory(rt).make_tensor(dtype::f64, {chunks}));
     optim_params p;
     p.kind = optim_kind::power_sum;
     p.f64 = t.scalar_type() == dtype::f64;
@@ -262,13 +269,69 @@ TYPEX_CUDA_API void power_sums(std::span<const power_sum_request> requests, doub
     p.n = t.numel();
     p.norm_type = norm_type;
     p.inf_norm = std::isinf(norm_type);
-    p.sums = reinterpret_cast<double*>(outs.back().raw_data());
     p.chunk = power_sum_chunk;
+    return p;
+  };
+  const auto one = [&](std::size_t i) {
+    const std::shared_ptr<device_runtime>& rt = rts[i];
+    const std::int64_t chunks = static_cast<std::int64_t>(requests[i].sums.size());
+    sync.touch(rt);
+    outs.push_back(device_memory(rt).make_tensor(dtype::f64, {chunks}));
+    optim_params p = params_of(i);
+    p.sums = reinterpret_cast<double*>(outs.back().raw_data());
     rt->launch(optim_launch(p), "typex::optim::clip_grad_norm_'s power sums of a gradient");
     rt->copy_to_host(requests[i].sums.data(), outs.back().raw_data(), static_cast<std::size_t>(chunks) * sizeof(double));
+  };
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (requests[i].sums.empty()) continue;
+    const bool f64 = requests[i].t->scalar_type() == dtype::f64;
+    std::size_t k = 0;
+    while (k < groups.size() && (groups[k].rt != rts[i] || groups[k].f64 != f64)) ++k;
+    if (k == groups.size()) groups.push_back({rts[i], f64, {}, {}, {}, {}});
+    groups[k].members.push_back(i);
+  }
+  for (sum_group& g : groups) {
+    if (g.members.size() == 1) {
+      one(g.members.front());
+      continue;
+    }
+    std::int64_t total = 0;
+    for (const std::size_t i : g.members) {
+      g.table.push_back(params_of(i));
+      g.table.back().first_block = total;
+      total += static_cast<std::int64_t>(requests[i].sums.size());
+    }
+    const std::int64_t table_words = static_cast<std::int64_t>((g.table.size() * sizeof(optim_params) + 7) / 8);
+    try {
+      g.buffer = device_memory(g.rt).make_tensor(dtype::i64, {static_cast<index_t>(table_words + total)});
+    } catch (const device_error&) {  // (no room for them together: each on its own, as it fits)
+      for (const std::size_t i : g.members) one(i);
+      g.members.clear();
+      continue;
+    }
+    double* sums = reinterpret_cast<double*>(g.buffer.raw_data()) + table_words;
+    for (optim_params& e : g.table) e.sums = sums + e.first_block;
+    sync.touch(g.rt);
+    g.rt->copy_to_device(g.buffer.raw_data(), g.table.data(), g.table.size() * sizeof(optim_params));
+    optim_params many;
+    many.kind = optim_kind::many_power_sums;
+    many.f64 = g.f64;
+    many.table = reinterpret_cast<const optim_params*>(g.buffer.raw_data());
+    many.count = static_cast<std::int32_t>(g.table.size());
+    many.n = total;
+    g.rt->launch(optim_launch(many), "typex::optim::clip_grad_norm_'s power sums of its gradients (one launch)");
+    g.host.resize(static_cast<std::size_t>(total));
+    g.rt->copy_to_host(g.host.data(), sums, static_cast<std::size_t>(total) * sizeof(double));
   }
   for (const auto& rt : sync.touched) rt->synchronize();  // (an asynchronous failure reported here)
   sync.touched.clear();
+  for (const sum_group& g : groups) {  // (each tensor's sums, from its group's copy)
+    if (g.host.empty()) continue;
+    for (std::size_t m = 0; m < g.members.size(); ++m) {
+      const power_sum_request& r = requests[g.members[m]];
+      std::copy_n(g.host.begin() + g.table[m].first_block, r.sums.size(), r.sums.begin());
+    }
+  }
 }
 
 }  // namespace typex::cuda::detail

@@ -57,24 +57,42 @@ TYPEX_DEVICE void optim_element(const optim_params& p, std::int64_t k) {
   w[k] = add_rn(w[k], mul_rn(static_cast<T>(p.step_size), b1[k] / denom));
 }
 
+// Chunk c's sum of |x|^norm_type over p's tensor (tensor/device_ops.hpp's power_sum_chunk
+// elements, in order: the host's sums), into p.sums[c].
+template <class T>
+TYPEX_DEVICE void power_sum_at(const optim_params& p, std::int64_t c) {
+  const T* x = static_cast<const T*>(p.param);
+  const std::int64_t end = (c + 1) * p.chunk < p.n ? (c + 1) * p.chunk : p.n;
+  double acc = 0;
+  for (std::int64_t k = c * p.chunk; k < end; ++k) {
+    const double a = math::abs(static_cast<double>(x[k]));
+    if (a != a || acc != acc) acc = a != a ? a : acc;  // (a NaN makes the chunk NaN)
+    else if (p.inf_norm) acc = a > acc ? a : acc;
+    else acc = math::add_rn(acc, p.norm_type == 1 ? a : p.norm_type == 2 ? math::mul_rn(a, a) : math::pow(a, p.norm_type));
+  }
+  p.sums[c] = acc;
+}
+
 // Launch geometry: optim_launch (elementwise; a fused step: one block per chunk of an entry).
 // T: the parameter's dtype (float or double).
 template <class T>
 TYPEX_GLOBAL void optim_kernel(const TYPEX_GRID_CONSTANT optim_params p) {
   const std::int64_t step = static_cast<std::int64_t>(block_dim().x) * grid_dim().x;
-  if (p.kind == optim_kind::power_sum) {  // (a thread per chunk, its elements in order: the host's sums)
-    const T* x = static_cast<const T*>(p.param);
-    const bool inf = p.inf_norm;
-    for (std::int64_t c = static_cast<std::int64_t>(block_idx().x) * block_dim().x + thread_idx().x; c * p.chunk < p.n; c += step) {
-      const std::int64_t end = (c + 1) * p.chunk < p.n ? (c + 1) * p.chunk : p.n;
-      double acc = 0;
-      for (std::int64_t k = c * p.chunk; k < end; ++k) {
-        const double a = math::abs(static_cast<double>(x[k]));
-        if (a != a || acc != acc) acc = a != a ? a : acc;  // (a NaN makes the chunk NaN)
-        else if (inf) acc = a > acc ? a : acc;
-        else acc = math::add_rn(acc, p.norm_type == 1 ? a : p.norm_type == 2 ? math::mul_rn(a, a) : math::pow(a, p.norm_type));
+  if (p.kind == optim_kind::power_sum) {  // (a thread per chunk)
+    for (std::int64_t c = static_cast<std::int64_t>(block_idx().x) * block_dim().x + thread_idx().x; c * p.chunk < p.n; c += step)
+      power_sum_at<T>(p, c);
+    return;
+  }
+  if (p.kind == optim_kind::many_power_sums) {  // (a thread per chunk of them all; its entry: the last starting at or before it)
+    for (std::int64_t c = static_cast<std::int64_t>(block_idx().x) * block_dim().x + thread_idx().x; c < p.n; c += step) {
+      std::int32_t lo = 0, hi = p.count - 1;
+      while (lo < hi) {
+        const std::int32_t mid = lo + (hi - lo + 1) / 2;
+        if (p.table[mid].first_block <= c) lo = mid;
+        else hi = mid - 1;
       }
-      p.sums[c] = acc;
+      const optim_params e = p.table[lo];
+      power_sum_at<T>(e, c - e.first_block);
     }
     return;
   }
