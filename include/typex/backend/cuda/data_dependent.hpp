@@ -42,12 +42,8 @@ inline any_tensor select_on_device(const ir::call_args& a, bool coords) {
   p.rank = static_cast<std::int32_t>(rank);
   p.n = self.numel();
   p.coords = coords;
-  std::int64_t step = 1;
-  for (std::size_t d = rank; d-- > 0;) {
-    p.extent[d] = self.extents()[d];
-    p.src_stride[d] = self.extents()[d] == 1 ? 0 : step;
-    step *= self.extents()[d];
-  }
+  for (std::size_t d = 0; d < rank; ++d) p.extent[d] = self.extents()[d];
+  broadcast_strides(self.extents(), rank, p.src_stride);
   if (coords) {  // (nonzero: the condition is self)
     p.cond = self.raw_data();
     p.cond_itemsize = static_cast<std::int32_t>(itemsize(self.scalar_type()));
@@ -72,13 +68,7 @@ inline any_tensor select_on_device(const ir::call_args& a, bool coords) {
     p.itemsize = static_cast<std::int32_t>(itemsize(self.scalar_type()));
     p.cond = mask.raw_data();
     p.cond_itemsize = 1;
-    std::int64_t mstep = 1;
-    const std::size_t mr = mask.rank();
-    for (std::size_t k = 0; k < mr; ++k) {
-      const std::size_t md = mr - 1 - k, d = rank - 1 - k;
-      p.cond_stride[d] = mask.extents()[md] == 1 ? 0 : mstep;
-      mstep *= mask.extents()[md];
-    }
+    broadcast_strides(mask.extents(), rank, p.cond_stride);
   }
   device_memory memory(rt);
   const dtype out_dt = coords ? dtype::i64 : self.scalar_type();

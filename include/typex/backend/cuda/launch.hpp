@@ -18,6 +18,7 @@
 #include <string>
 #include <type_traits>
 #include <variant>
+#include <vector>
 
 namespace typex::cuda {
 
@@ -662,6 +663,18 @@ inline kernel_launch index_launch(const index_params& p) {
 // One block of 256 threads per chunk of select_chunk elements (the write and scatter passes scan
 // each round of 256 in shared memory: 256 int64); the scan pass, one block.
 inline std::int64_t select_blocks(std::int64_t n) { return (n + select_chunk - 1) / select_chunk; }
+
+// An operand's element strides along the `rank` dims of the shape it broadcasts to (right-aligned,
+// as torch's expand): 0 along a dim of extent 1 or one the operand lacks. For select_params' strides.
+inline void broadcast_strides(const std::vector<std::int64_t>& operand, std::size_t rank, std::int64_t* stride) {
+  for (std::size_t d = 0; d < rank; ++d) stride[d] = 0;
+  std::int64_t step = 1;
+  for (std::size_t k = 0; k < operand.size() && k < rank; ++k) {
+    const std::int64_t extent = operand[operand.size() - 1 - k];
+    stride[rank - 1 - k] = extent == 1 ? 0 : step;
+    step *= extent;
+  }
+}
 inline kernel_launch select_launch(const select_params& p) {
   detail::check_extents("select", p.rank, p.extent, p.n);
   const bool cond_size = p.cond_itemsize == 2 || p.cond_itemsize == 4 || p.cond_itemsize == 8 || (!p.cond_float && p.cond_itemsize == 1);

@@ -53,6 +53,34 @@ TYPEX_CUDA_API void copy_tensor_bytes(const any_tensor& dst, const any_tensor& s
   rt->synchronize();
 }
 
+// The runtimes a batch of launches used, each synchronized once: by finish() when the batch went
+// well (an asynchronous failure is thrown there), by the destructor when it throws (errors
+// swallowed: the launch's own is the one reported). Declared after what its launches read, so that
+// nothing they read is freed before they end.
+struct runtimes_touched {
+  std::vector<std::shared_ptr<device_runtime>> touched;
+  runtimes_touched() = default;
+  runtimes_touched(const runtimes_touched&) = delete;
+  runtimes_touched& operator=(const runtimes_touched&) = delete;
+  ~runtimes_touched() {
+    for (const auto& rt : touched) {
+      try {
+        rt->synchronize();
+      } catch (...) {
+      }
+    }
+  }
+  void touch(const std::shared_ptr<device_runtime>& rt) {
+    for (const auto& t : touched)
+      if (t == rt) return;
+    touched.push_back(rt);
+  }
+  void finish() {
+    for (const auto& rt : touched) rt->synchronize();
+    touched.clear();
+  }
+};
+
 // A fused step's block: this many elements of one parameter (4 per thread of elementwise_threads).
 inline constexpr std::int64_t fused_step_chunk = 4 * std::int64_t{elementwise_threads};
 
@@ -134,24 +162,8 @@ TYPEX_CUDA_API void optimizer_step(std::span<const optimizer_update> updates) {
     std::optional<any_tensor> table;    // (none: each update launched alone)
   };
   std::vector<launch_group> groups;
-  // every runtime touched synchronized when this returns or throws (a failed launch leaves no
-  // kernel of this step reading gradients the caller may free)
-  struct synchronizer {
-    std::vector<std::shared_ptr<device_runtime>> touched;
-    ~synchronizer() {
-      for (const auto& rt : touched) {
-        try {
-          rt->synchronize();
-        } catch (...) {  // (the launch's own error is the one reported)
-        }
-      }
-    }
-    void touch(const std::shared_ptr<device_runtime>& rt) {
-      for (const auto& t : touched)
-        if (t == rt) return;
-      touched.push_back(rt);
-    }
-  } sync;
+  // (a failed launch leaves no kernel of this step reading gradients the caller may free)
+  runtimes_touched sync;
   const auto launch_one = [&](const std::shared_ptr<device_runtime>& rt, const optim_params& p) {
     sync.touch(rt);
     rt->launch(optim_launch(p), "typex::optim's update of a parameter");
@@ -212,8 +224,7 @@ TYPEX_CUDA_API void optimizer_step(std::span<const optimizer_update> updates) {
     sync.touch(g.rt);
     g.rt->launch(optim_launch(many), "typex::optim's update of its parameters (one launch)");
   }
-  for (const auto& rt : sync.touched) rt->synchronize();  // (an asynchronous failure reported here)
-  sync.touched.clear();
+  sync.finish();  // (an asynchronous failure reported here)
 }
 
 TYPEX_CUDA_API void power_sums(std::span<const power_sum_request> requests, double norm_type) {
@@ -244,22 +255,7 @@ TYPEX_CUDA_API void power_sums(std::span<const power_sum_request> requests, doub
   };
   std::vector<sum_group> groups;
   std::vector<any_tensor> outs;  // (one tensor's sums on the device)
-  struct synchronizer {            // (every runtime touched synchronized when this returns or throws)
-    std::vector<std::shared_ptr<device_runtime>> touched;
-    ~synchronizer() {
-      for (const auto& rt : touched) {
-        try {
-          rt->synchronize();
-        } catch (...) {
-        }
-      }
-    }
-    void touch(const std::shared_ptr<device_runtime>& rt) {
-      for (const auto& t : touched)
-        if (t == rt) return;
-      touched.push_back(rt);
-    }
-  } sync;
+  runtimes_touched sync;
   const auto params_of = [&](std::size_t i) {
     const any_tensor& t = *requests[i].t;
     optim_params p;
@@ -323,8 +319,7 @@ TYPEX_CUDA_API void power_sums(std::span<const power_sum_request> requests, doub
     g.host.resize(static_cast<std::size_t>(total));
     g.rt->copy_to_host(g.host.data(), sums, static_cast<std::size_t>(total) * sizeof(double));
   }
-  for (const auto& rt : sync.touched) rt->synchronize();  // (an asynchronous failure reported here)
-  sync.touched.clear();
+  sync.finish();  // (an asynchronous failure reported here)
   for (const sum_group& g : groups) {  // (each tensor's sums, from its group's copy)
     if (g.host.empty()) continue;
     for (std::size_t m = 0; m < g.members.size(); ++m) {

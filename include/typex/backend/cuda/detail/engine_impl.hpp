@@ -478,11 +478,10 @@ class planned_engine final : public kit::engine, private plan::target {
   planned_engine(program_binding b, compile_options o, std::shared_ptr<device_runtime> rt, std::shared_ptr<device_runtime> out,
                  const weight_uploads* shared = nullptr)
       : binding_(std::move(b)), options_(std::move(o)), rt_(std::move(rt)), memory_(rt_), out_memory_(std::move(out)),
-        planner_(*binding_.graph, binding_.inputs, binding_.constants, {options_.fuse}), shared_(shared) {
+        planner_(*binding_.graph, binding_.inputs, binding_.constants, {options_.fuse}) {
     check_conv_engine(options_);
     // the weights, uploaded once (tied names share one upload)
-    for (const auto& [id, t] : binding_.constants) upload_constant(t);
-    shared_ = nullptr;  // (make_engine_on's, gone once the engines are made)
+    for (const auto& [id, t] : binding_.constants) upload_constant(t, shared);
   }
 
   // (work of a call that threw may still be running on the engine's stream: it ends before the
@@ -641,10 +640,10 @@ class planned_engine final : public kit::engine, private plan::target {
     building_->uploaded.push_back(d.get_storage());
     return d.raw_data();
   }
-  void upload_constant(const any_tensor& t) {
+  void upload_constant(const any_tensor& t, const weight_uploads* shared) {
     for (const auto& [host, dev] : weights_)
       if (host == t.raw_data()) return;
-    if (const any_tensor* up = shared_ ? shared_->find(t) : nullptr) {
+    if (const any_tensor* up = shared ? shared->find(t) : nullptr) {
       weights_.emplace_back(t.raw_data(), up->get_storage());
       return;
     }
@@ -1552,18 +1551,9 @@ class planned_engine final : public kit::engine, private plan::target {
     sp.itemsize = static_cast<std::int32_t>(itemsize(y.dt));
     sp.cond_itemsize = 1;
     sp.source_n = source->numel();
-    // (right-aligned broadcast: a dim of extent 1, or one the operand lacks, has stride 0)
-    const auto broadcast = [&](const plan::value* v, std::int64_t* stride) {
-      std::int64_t step = 1;
-      for (std::size_t k = 0; k < v->extents.size(); ++k) {
-        const std::size_t vd = v->extents.size() - 1 - k, d = y.extents.size() - 1 - k;
-        stride[d] = v->extents[vd] == 1 ? 0 : step;
-        step *= v->extents[vd];
-      }
-    };
     for (std::size_t d = 0; d < y.extents.size(); ++d) sp.extent[d] = y.extents[d];
-    broadcast(self, sp.src_stride);
-    broadcast(mask, sp.cond_stride);
+    broadcast_strides(self->extents, y.extents.size(), sp.src_stride);
+    broadcast_strides(mask->extents, y.extents.size(), sp.cond_stride);
     if (sp.n == 0) return;
     const std::size_t count_bytes = static_cast<std::size_t>(select_blocks(sp.n)) * sizeof(std::int64_t);
     const plan::location counts = p.scratch(count_bytes, s.node);
@@ -1887,7 +1877,6 @@ class planned_engine final : public kit::engine, private plan::target {
   device_memory memory_, out_memory_;
   plan::planner planner_;
   std::vector<std::pair<const void*, storage>> weights_;  // host tensor's bytes -> its device copy
-  const weight_uploads* shared_;                           // (while the constructor runs)
   std::vector<std::unique_ptr<cuda_plan>> plans_;         // most recently used first
   cuda_plan* building_ = nullptr;
   std::vector<std::function<record()>> pending_;          // (a plan's records, made once its arena exists)

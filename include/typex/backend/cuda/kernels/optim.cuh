@@ -57,6 +57,18 @@ TYPEX_DEVICE void optim_element(const optim_params& p, std::int64_t k) {
   w[k] = add_rn(w[k], mul_rn(static_cast<T>(p.step_size), b1[k] / denom));
 }
 
+// The entry of a launch over several tensors (many, many_power_sums) that position `at` (a block,
+// or a chunk) falls in: the last of p.table's p.count entries whose first_block is at most `at`.
+TYPEX_DEVICE optim_params table_entry(const optim_params& p, std::int64_t at) {
+  std::int32_t lo = 0, hi = p.count - 1;
+  while (lo < hi) {
+    const std::int32_t mid = lo + (hi - lo + 1) / 2;
+    if (p.table[mid].first_block <= at) lo = mid;
+    else hi = mid - 1;
+  }
+  return p.table[lo];
+}
+
 // Chunk c's sum of |x|^norm_type over p's tensor (tensor/device_ops.hpp's power_sum_chunk
 // elements, in order: the host's sums), into p.sums[c].
 template <class T>
@@ -85,26 +97,14 @@ TYPEX_GLOBAL void optim_kernel(const TYPEX_GRID_CONSTANT optim_params p) {
   }
   if (p.kind == optim_kind::many_power_sums) {  // (a thread per chunk of them all; its entry: the last starting at or before it)
     for (std::int64_t c = static_cast<std::int64_t>(block_idx().x) * block_dim().x + thread_idx().x; c < p.n; c += step) {
-      std::int32_t lo = 0, hi = p.count - 1;
-      while (lo < hi) {
-        const std::int32_t mid = lo + (hi - lo + 1) / 2;
-        if (p.table[mid].first_block <= c) lo = mid;
-        else hi = mid - 1;
-      }
-      const optim_params e = p.table[lo];
+      const optim_params e = table_entry(p, c);
       power_sum_at<T>(e, c - e.first_block);
     }
     return;
   }
   if (p.kind == optim_kind::many) {  // (this block's entry: the last whose first block is at most this one)
     const std::int64_t b = block_idx().x;
-    std::int32_t lo = 0, hi = p.count - 1;
-    while (lo < hi) {
-      const std::int32_t mid = lo + (hi - lo + 1) / 2;
-      if (p.table[mid].first_block <= b) lo = mid;
-      else hi = mid - 1;
-    }
-    const optim_params e = p.table[lo];  // (a copy: the updates' stores cannot alias its fields)
+    const optim_params e = table_entry(p, b);  // (a copy: the updates' stores cannot alias its fields)
     const std::int64_t begin = (b - e.first_block) * p.chunk;
     const std::int64_t end = begin + p.chunk < e.n ? begin + p.chunk : e.n;
     for (std::int64_t k = begin + thread_idx().x; k < end; k += block_dim().x) optim_element<T>(e, k);
