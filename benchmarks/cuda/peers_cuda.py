@@ -5,7 +5,10 @@ benchmarks/models/workloads.hpp with the same weights (fill_weights, written aga
 same f32 arithmetic (no TF32: typex's products are CUBLAS_COMPUTE_32F). A row's time is the median
 over 7 rounds of the mean time per call, each round at least 0.2 s after a warm-up, every call
 synchronized (as typex's calls are). Compiling is slow (max-autotune most), so the peers share a
-budget in seconds (PEERS_BUDGET, default 300): what does not fit is printed as skipped, never guessed.
+budget in seconds for compiling (PEERS_BUDGET, default 300): what does not fit is printed as skipped,
+never guessed. Every row is compiled first and timed afterwards, with nothing compiling; PEERS_GO=<file>
+makes the timing wait for that file (a caller's own timed work runs between), and <file>.compiled
+says when compiling is over.
 PEERS_MODES (default eager,compile,max-autotune,aoti,train) picks the peers; `train` adds PyTorch
 eager's training step (forward, loss, backward, torch.optim.SGD with momentum: its default foreach
 path on CUDA) for the rows of models_cuda.cpp's second table, on the same inputs (fill_input's
@@ -27,6 +30,7 @@ torch.backends.cudnn.allow_tf32 = False
 torch.set_float32_matmul_precision("highest")
 
 MASK = (1 << 64) - 1
+DEVICE = os.environ.get("PEERS_DEVICE", "cuda")  # (cpu: a dry run of the script's flow, no GPU)
 
 
 def fill_weights(name, n, fan_in):
@@ -63,9 +67,10 @@ def models():
 
 
 def time_calls(f):
+    sync = torch.cuda.synchronize if DEVICE == "cuda" else (lambda: None)
     for _ in range(20):
         f()
-    torch.cuda.synchronize()
+    sync()
     rounds = []
     for _ in range(7):
         calls = 0
@@ -73,7 +78,7 @@ def time_calls(f):
         while True:
             for _ in range(10):
                 f()
-                torch.cuda.synchronize()
+                sync()
             calls += 10
             s = time.perf_counter() - t0
             if s >= 0.2:
@@ -84,7 +89,7 @@ def time_calls(f):
 
 def train_rows():
     """PyTorch eager's training step: MLP at batch 32 / 256, CNN at 32, the block at 8."""
-    dev = torch.device("cuda")
+    dev = torch.device(DEVICE)
     out = []
     for name, b in (("mlp", 32), ("mlp", 256), ("cnn", 32), ("transformer", 8)):
         model, shapes = models()[name]
@@ -108,82 +113,162 @@ def train_rows():
         print(f"{name:<12} {b:>5} {t * 1e6:>11.1f} {first:>11.5f}")
 
 
-def aoti_child(name, batch):
-    """One AOTInductor row in a process of its own (a crash of the compiler or of the loaded package
-    is reported as the row's result, and never takes the other rows with it)."""
+def aoti_compile_child(name, batch):
+    """Compiles one AOTInductor package in a process of its own and checks its output (a crash of the
+    compiler or of the loaded package is reported as the row's result, and never takes the other rows
+    with it)."""
     model, shapes = models()[name]
     shape = dict(shapes)[batch]
-    dev = torch.device("cuda")
+    dev = torch.device(DEVICE)
     model = model.to(dev).eval()
     x = torch.empty(shape).uniform_(-1, 1).to(dev)
     with torch.no_grad():
         ref = model(x)
         ep = torch.export.export(model, (x,))
-        path = torch._inductor.aoti_compile_and_package(ep, package_path=f"/tmp/aoti_{name}_{batch}.pt2")
+        path = torch._inductor.aoti_compile_and_package(ep, package_path=aoti_path(name, batch))
         run = torch._inductor.aoti_load_package(path)
         got = run(x)
         got = got[0] if isinstance(got, (list, tuple)) else got
         assert (got - ref).abs().max().item() < 1e-3, f"aoti {name}: wrong output"
-        print("AOTI_SECONDS", time_calls(lambda: run(x)), flush=True)
+    print("AOTI_COMPILED", flush=True)
+
+
+def aoti_time_child(rows):
+    """Times the compiled packages of `rows` ("name:batch" each), one after another, in one process."""
+    dev = torch.device(DEVICE)
+    for item in rows:
+        name, batch = item.split(":")
+        shape = dict(models()[name][1])[int(batch)]
+        x = torch.empty(shape).uniform_(-1, 1).to(dev)
+        run = torch._inductor.aoti_load_package(aoti_path(name, int(batch)))
+        with torch.no_grad():
+            print("AOTI_SECONDS", item, time_calls(lambda: run(x)), flush=True)
+
+
+def aoti_path(name, batch):
+    return f"/tmp/typex_peers_aoti_{name}_{batch}.pt2"
 
 
 def main():
-    if len(sys.argv) == 4 and sys.argv[1] == "--aoti":
-        aoti_child(sys.argv[2], int(sys.argv[3]))
+    if len(sys.argv) == 4 and sys.argv[1] == "--aoti-compile":
+        aoti_compile_child(sys.argv[2], int(sys.argv[3]))
+        return
+    if len(sys.argv) >= 2 and sys.argv[1] == "--aoti-time":
+        aoti_time_child(sys.argv[2:])
         return
     import subprocess
+    import threading
     import warnings
     warnings.filterwarnings("ignore")
     budget = float(os.environ.get("PEERS_BUDGET", "300"))
     modes = os.environ.get("PEERS_MODES", "eager,compile,max-autotune,aoti,train").split(",")
+    go = os.environ.get("PEERS_GO")
+    # every compiled row is kept until it is timed: dynamo's per-code-object cache must hold them all
+    for knob in ("cache_size_limit", "recompile_limit"):
+        try:
+            setattr(torch._dynamo.config, knob, 64)
+        except (AttributeError, KeyError):  # (torch 2.x has one name or the other)
+            pass
     start = time.perf_counter()
-    dev = torch.device("cuda")
-    print("device:", torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
+    left = lambda: budget - (time.perf_counter() - start)
+    dev = torch.device(DEVICE)
+    print("device:", torch.cuda.get_device_name() if DEVICE == "cuda" else DEVICE, "torch", torch.__version__, flush=True)
+    # Phase 1: compile everything (AOTInductor's packages in child processes, one at a time, beside
+    # the main thread's torch.compile), within the budget. Phase 2 times it all, with nothing
+    # compiling: where PEERS_GO names a file, phase 2 waits for it (the caller runs its own timed
+    # work in between), and PEERS_GO.compiled says that phase 1 is over.
     rows = []
     for name, (model, shapes) in models().items():
         model = model.to(dev).eval()
         for b, shape in shapes:
             x = torch.empty(shape).uniform_(-1, 1).to(dev)
-            row = {"model": name, "batch": b}
             with torch.inference_mode():
                 ref = model(x)
-                row["eager"] = time_calls(lambda: model(x))
-            for mode in ("default", "max-autotune"):
-                key = "compile" if mode == "default" else "max-autotune"
-                row[key] = None
-                if key not in modes or time.perf_counter() - start > budget:
-                    continue
-                try:
-                    torch._dynamo.reset()
-                    c = torch.compile(model, mode=mode, dynamic=False)
-                    with torch.inference_mode():
-                        got = c(x)
-                        assert (got - ref).abs().max().item() < 1e-3, f"{name} {mode}: wrong output"
-                        row[key] = time_calls(lambda: c(x))
-                except Exception as e:  # (reported, not hidden)
-                    print(f"{mode} {name} {b}: {type(e).__name__}: {e}", flush=True)
-            row["aoti"] = None
-            if "aoti" in modes and time.perf_counter() - start <= budget:
-                try:
-                    r = subprocess.run([sys.executable, __file__, "--aoti", name, str(b)], capture_output=True, text=True, timeout=180)
-                    found = [l for l in r.stdout.splitlines() if l.startswith("AOTI_SECONDS")]
-                    if found:
-                        row["aoti"] = float(found[0].split()[1])
-                    else:
-                        row["aoti_failed"] = f"exit {r.returncode}"
-                        print(f"aoti {name} {b}: exit {r.returncode}: {r.stderr.strip().splitlines()[-1:] }", flush=True)
-                except subprocess.TimeoutExpired:
-                    row["aoti_failed"] = "timeout"
-            rows.append(row)
-            print(row, flush=True)
-    print(f"{'model':<12} {'batch':>5} {'eager (us)':>11} {'compile (us)':>13} {'max-autotune (us)':>18} {'AOTInductor (us)':>17}")
-    fmt = lambda v: f"{v * 1e6:.1f}" if v is not None else "skipped"
+            rows.append({"model": name, "batch": b, "fn": model, "x": x, "ref": ref, "compiled": {}})
+    aoti_ok = []
+
+    def compile_aoti():
+        for r in rows:
+            key = (r["model"], r["batch"])
+            if left() < 30:
+                r["aoti_failed"] = "skipped (budget)"
+                continue
+            try:
+                c = subprocess.run([sys.executable, __file__, "--aoti-compile", *map(str, key)], capture_output=True, text=True,
+                                   timeout=max(30, left()))
+                if "AOTI_COMPILED" in c.stdout:
+                    aoti_ok.append(r)
+                else:
+                    r["aoti_failed"] = f"exit {c.returncode}"
+                    print(f"aoti {key}: exit {c.returncode}: {c.stderr.strip().splitlines()[-1:]}", flush=True)
+            except subprocess.TimeoutExpired:
+                r["aoti_failed"] = "timeout"
+
+    aoti_thread = threading.Thread(target=compile_aoti) if "aoti" in modes else None
+    if aoti_thread:
+        aoti_thread.start()
+    for mode in ("default", "max-autotune"):
+        key = "compile" if mode == "default" else "max-autotune"
+        if key not in modes:
+            continue
+        for r in rows:
+            if left() < 20:
+                r["compiled"][key] = "skipped (budget)"
+                continue
+            t0 = time.perf_counter()
+            try:
+                c = torch.compile(r["fn"], mode=mode, dynamic=False)
+                with torch.inference_mode():
+                    got = c(r["x"])
+                    assert (got - r["ref"]).abs().max().item() < 1e-3, f"{r['model']} {mode}: wrong output"
+                r["compiled"][key] = c
+                print(f"compiled {key} {r['model']} {r['batch']} in {time.perf_counter() - t0:.0f} s", flush=True)
+            except Exception as e:  # (reported, not hidden)
+                r["compiled"][key] = f"{type(e).__name__}"
+                print(f"{mode} {r['model']} {r['batch']}: {type(e).__name__}: {e}", flush=True)
+    if aoti_thread:
+        aoti_thread.join()
+    print(f"(phase 1, compiling, took {time.perf_counter() - start:.0f} s)", flush=True)
+    if go:
+        open(go + ".compiled", "w").close()
+        while not os.path.exists(go):
+            time.sleep(0.2)
+    t1 = time.perf_counter()
     for r in rows:
-        aoti = fmt(r["aoti"]) if r["aoti"] is not None else r.get("aoti_failed", "skipped")
-        print(f"{r['model']:<12} {r['batch']:>5} {fmt(r['eager']):>11} {fmt(r['compile']):>13} {fmt(r['max-autotune']):>18} {aoti:>17}")
+        x = r["x"]
+        with torch.inference_mode():
+            r["eager"] = time_calls(lambda: r["fn"](x))
+            for key, c in r["compiled"].items():
+                r[key] = time_calls(lambda: c(x)) if callable(c) else c
+    if aoti_ok:
+        pending = [f"{r['model']}:{r['batch']}" for r in aoti_ok]
+        times = {}
+        while pending:  # (a package that crashes loses its own row only)
+            try:
+                c = subprocess.run([sys.executable, __file__, "--aoti-time", *pending], capture_output=True, text=True, timeout=90)
+                out, rc, err = c.stdout, c.returncode, c.stderr
+            except subprocess.TimeoutExpired as e:
+                out, rc, err = (e.stdout or b"").decode(), "timeout", ""
+            for line in out.splitlines():
+                if line.startswith("AOTI_SECONDS"):
+                    _, item, t = line.split()
+                    times[item] = float(t)
+            done = [p for p in pending if p in times]
+            if len(done) < len(pending):
+                crashed = pending[len(done)]
+                times[crashed] = f"exit {rc}"
+                print(f"aoti {crashed}: exit {rc}: {err.strip().splitlines()[-1:]}", flush=True)
+            pending = [p for p in pending if p not in times]
+        for r in aoti_ok:
+            r["aoti"] = times[f"{r['model']}:{r['batch']}"]
+    fmt = lambda v: f"{v * 1e6:.1f}" if isinstance(v, float) else (v or "skipped")
+    print(f"{'model':<12} {'batch':>5} {'eager (us)':>11} {'compile (us)':>13} {'max-autotune (us)':>18} {'AOTInductor (us)':>17}")
+    for r in rows:
+        aoti = r.get("aoti", r.get("aoti_failed"))
+        print(f"{r['model']:<12} {r['batch']:>5} {fmt(r['eager']):>11} {fmt(r.get('compile')):>13} {fmt(r.get('max-autotune')):>18} {fmt(aoti):>17}")
     if "train" in modes:
         train_rows()
-    print(f"(peers took {time.perf_counter() - start:.0f} s)")
+    print(f"(phase 2, timing, took {time.perf_counter() - t1:.0f} s; the peers {time.perf_counter() - start:.0f} s in all)")
 
 
 if __name__ == "__main__":
