@@ -6,7 +6,8 @@
 // attention against its math path, and the CNN's conv2d by typex's kernel against cuDNN (forward and
 // training step). A plain executable printing five tables (benchmarks/README.md, "CUDA"); peers_cuda.py measures PyTorch eager, torch.compile and AOTInductor on the same GPU, and
 // run_cuda.sh runs both (scripts/gpu-check.sh on a lent GPU). Built where typex::cuda is; without a
-// GPU it prints the device_error and exits 77.
+// GPU it prints the device_error and exits 77. Arguments name the tables to print (models, training,
+// precision, conv, attention; all without any), an unknown name exits 2.
 //
 // A row's time is the median over 7 rounds of the mean time per call (each round at least 0.2 s of
 // calls after a warm-up): one call is what a user's call costs (the input staged into its slot, the
@@ -241,9 +242,17 @@ BOOST_HANA_ADAPT_STRUCT(bench::classify<bench::mlp_model>, net);
 BOOST_HANA_ADAPT_STRUCT(bench::classify<bench::cnn_model>, net);
 BOOST_HANA_ADAPT_STRUCT(bench::regress<bench::transformer_model>, net);
 
-int main() {
+int main(int argc, char** argv) {
   using namespace bench;
   using namespace typex;
+  const std::vector<std::string> tables(argv + 1, argv + argc);
+  for (const std::string& t : tables) {
+    if (t != "models" && t != "training" && t != "precision" && t != "conv" && t != "attention") {
+      std::fprintf(stderr, "typex_models_cuda: no table '%s' (models, training, precision, conv, attention)\n", t.c_str());
+      return 2;
+    }
+  }
+  const auto want = [&](const char* t) { return tables.empty() || std::find(tables.begin(), tables.end(), t) != tables.end(); };
   std::shared_ptr<cuda::device_runtime> gpu;
   try {
     gpu = cuda::make_native_device(0);
@@ -252,25 +261,26 @@ int main() {
     return 77;
   }
   std::printf("device: %s\n", gpu->info().name.c_str());
+  mlp_model mlp;
+  fill(mlp);
+  cnn_model cnn;
+  fill(cnn);
+  transformer_model tf;
+  fill(tf);
+  if (want("models")) {
   std::vector<row> rows;
   {
     one_relu m;  // (the call path's floor)
     rows.push_back(measure("floor (relu of 1)", m, tensor_spec<f32, shape<fix<1>>>(), {1}, 0, gpu));
   }
-  mlp_model mlp;
-  fill(mlp);
   for (long b : {1L, 32L, 256L}) {
     using xs = shape<batch, fix<784>>;
     rows.push_back(measure("mlp", mlp, tensor_spec<f32, xs>(xs(batch(b), {})), {b, 784}, mlp_flops(b), gpu));
   }
-  cnn_model cnn;
-  fill(cnn);
   for (long b : {1L, 32L, 256L}) {
     using xs = shape<batch, fix<1>, fix<28>, fix<28>>;
     rows.push_back(measure("cnn", cnn, tensor_spec<f32, xs>(xs(batch(b), {}, {}, {})), {b, 1, 28, 28}, cnn_flops(b), gpu));
   }
-  transformer_model tf;
-  fill(tf);
   for (long b : {1L, 8L}) {
     using xs = shape<batch, fix<tf_seq>, fix<tf_d>>;
     rows.push_back(measure("transformer", tf, tensor_spec<f32, xs>(xs(batch(b), {}, {})), {b, tf_seq, tf_d}, transformer_flops(b), gpu));
@@ -279,6 +289,8 @@ int main() {
   for (const row& r : rows)
     std::printf("%-20s %6ld %14.1f %14.1f %12.1f\n", r.model.c_str(), r.batch, r.us_graphs, r.us_plain,
                 r.flops > 0 ? r.flops / (std::min(r.us_graphs, r.us_plain) * 1e-6) / 1e9 : 0.0);
+  }
+  if (want("training")) {
   // one training step of each: forward, backward (the joint program) and SGD on the device
   std::vector<train_row> steps;
   {
@@ -307,6 +319,8 @@ int main() {
   for (const train_row& r : steps)
     std::printf("%-20s %6ld %14.1f %14.1f %12.1f %10.5f\n", r.model.c_str(), r.batch, r.us_graphs, r.us_plain,
                 r.flops / (std::min(r.us_graphs, r.us_plain) * 1e-6) / 1e9, static_cast<double>(r.loss));
+  }
+  if (want("precision")) {
   // the GEMM-bound rows at each matmul_precision (graphs on): the products on tensor cores
   {
     using P = cuda::matmul_precision;
@@ -325,9 +339,11 @@ int main() {
       precision_row("transformer", 8, export_program(tf, input<"x">(tensor_spec<f32, xs>(xs(batch(8), {}, {})))), filled({8, tf_seq, tf_d}));
     }
   }
+  }
   // conv2d by typex's implicit GEMM against cuDNN (exact f32: FMA kernels only; then TF32 allowed,
   // matmul_precision tf32, which also puts the linear layers on tensor cores), graphs on
-  if (cuda::has_cudnn()) {
+  if (!want("conv")) {
+  } else if (cuda::has_cudnn()) {
     using E = cuda::conv_engine;
     std::printf("\n%-24s %6s %12s %12s %12s   (us per call, graphs on)\n", "conv2d engine (cnn)", "batch", "typex", "cudnn", "cudnn tf32");
     for (long b : {1L, 32L, 256L}) {
@@ -351,6 +367,7 @@ int main() {
   } else {
     std::printf("\nconv2d engine: this build has no cuDNN (TYPEX_CUDNN is OFF): typex's implicit GEMM only\n");
   }
+  if (want("attention")) {
   // scaled_dot_product_attention: the fused kernel against the math path (its decomposition: two
   // batched products, the scale, the mask, softmax), f32, graphs on
   {
@@ -373,6 +390,7 @@ int main() {
     attention_row.template operator()<8, 8, 512>(false);
     attention_row.template operator()<8, 8, 512>(true);
     attention_row.template operator()<1, 8, 2048>(true);
+  }
   }
   return 0;
 }

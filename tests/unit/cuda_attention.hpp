@@ -131,6 +131,11 @@ inline std::vector<attention_case> attention_cases() {
                                   input<"k">(tensor_spec<f32, shape<fix<2>, fix<70>, fix<128>>>()),
                                   input<"v">(tensor_spec<f32, shape<fix<2>, fix<70>, fix<128>>>())),
                    {pattern({2, 33, 128}, 17), pattern({2, 70, 128}, 18), pattern({2, 70, 128}, 19)}});
+  cases.push_back({"E = 37, Ev = 72, causal: padded groups of the keys, four value columns per lane, 18 keys in the last tile",
+                   export_program(causal{}, input<"q">(tensor_spec<f32, shape<fix<2>, fix<35>, fix<37>>>()),
+                                  input<"k">(tensor_spec<f32, shape<fix<2>, fix<50>, fix<37>>>()),
+                                  input<"v">(tensor_spec<f32, shape<fix<2>, fix<50>, fix<72>>>())),
+                   {pattern({2, 35, 37}, 30), pattern({2, 50, 37}, 31), pattern({2, 50, 72}, 32)}});
   cases.push_back({"E = 136: the math path",
                    export_program(scaled{}, input<"q">(tensor_spec<f32, shape<fix<2>, fix<9>, fix<136>>>()),
                                   input<"k">(tensor_spec<f32, shape<fix<2>, fix<11>, fix<136>>>()),

@@ -18,6 +18,19 @@ TEST_CASE("cuda attention: partial tiles, broadcast batch dims, causal and boole
   CHECK(cuda::attention_shared_bytes(128, 128) == 48 * 1024);  // (the largest head dim: no opt-in)
 }
 
+TEST_CASE("cuda attention: the shared tiles' rows (queries to a multiple of 4, keys to a power of two of at least 32, values 64 or 128)") {
+  const auto same = [](cuda::attention_layout a, int q, int k, int v) { return a.q_stride == q && a.k_stride == k && a.v_stride == v; };
+  CHECK(same(cuda::attention_tiles(20, 24), 20, 32, 64));
+  CHECK(same(cuda::attention_tiles(37, 72), 40, 64, 128));
+  CHECK(same(cuda::attention_tiles(64, 64), 64, 64, 64));
+  CHECK(same(cuda::attention_tiles(65, 65), 68, 128, 128));
+  CHECK(same(cuda::attention_tiles(128, 128), 128, 128, 128));
+  CHECK(same(cuda::attention_tiles(0, 1), 0, 32, 64));
+  CHECK(cuda::attention_value_columns(64) == 2);
+  CHECK(cuda::attention_value_columns(65) == 4);
+  CHECK(cuda::attention_shared_bytes(64, 64) == 24 * 1024);
+}
+
 TEST_CASE("cuda attention: the launch record refuses what the kernel is not written for") {
   cuda::attention_params p{};
   float x = 0;

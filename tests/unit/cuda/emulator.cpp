@@ -42,6 +42,15 @@ TYPEX_GLOBAL void read_shared_first(float* out) {
   out[thread_idx().x] = s[thread_idx().x];  // (before any write: the poison)
 }
 
+// Thread t reads 4 floats at in + 4 t + offset and 2 at in + 2 t + offset (load_vec4 / load_vec2),
+// and writes their sum.
+TYPEX_GLOBAL void vector_reads(const float* in, float* out, int offset) {
+  const int t = static_cast<int>(thread_idx().x);
+  const vec4 a = load_vec4(in + 4 * t + offset);
+  const vec2 b = load_vec2(in + 2 * t + offset);
+  out[t] = a.x + 2 * a.y + 4 * a.z + 8 * a.w + 16 * b.x + 32 * b.y;
+}
+
 TYPEX_GLOBAL void atomics(float* sum, int* imax, float* fmax_, unsigned* shared_total) {
   unsigned* s = TYPEX_SHARED(unsigned);
   if (thread_idx().x == 0) s[0] = 0;
@@ -147,6 +156,27 @@ TEST_CASE("cuda emulator: shared memory is poisoned at block start (reads before
   std::vector<float> out(64, 0.0f);
   TYPEX_LAUNCH(read_shared_first, (launch_dims{1}), (launch_dims{64}), 64 * sizeof(float), 0)(out.data());
   for (float v : out) CHECK(std::isnan(v));
+}
+
+TEST_CASE("cuda emulator: vector reads give consecutive floats, and a misaligned one fails as on a GPU") {
+  alignas(16) float in[4 * 32 + 8];
+  for (int i = 0; i < 4 * 32 + 8; ++i) in[i] = static_cast<float>(i);
+  std::vector<float> out(32, 0.0f);
+  TYPEX_LAUNCH(vector_reads, (launch_dims{1}), (launch_dims{32}), 0, 0)(static_cast<const float*>(in), out.data(), 0);
+  for (int t = 0; t < 32; ++t) {
+    const float a = static_cast<float>(4 * t), b = static_cast<float>(2 * t);
+    CHECK(out[t] == a + 2 * (a + 1) + 4 * (a + 2) + 8 * (a + 3) + 16 * b + 32 * (b + 1));
+  }
+  // 8 bytes past a 16-byte boundary: load_vec2 would do, load_vec4 does not
+  const std::string m = message_of([&] {
+    TYPEX_LAUNCH(vector_reads, (launch_dims{1}), (launch_dims{32}), 0, 0)(static_cast<const float*>(in), out.data(), 2);
+  });
+  CHECK(m.find("vector_reads") != std::string::npos);
+  CHECK(m.find("load_vec4 at a misaligned address (8 bytes past a multiple of 16)") != std::string::npos);
+  // 4 bytes past: load_vec4 first, the same failure
+  CHECK(message_of([&] {
+          TYPEX_LAUNCH(vector_reads, (launch_dims{1}), (launch_dims{32}), 0, 0)(static_cast<const float*>(in), out.data(), 1);
+        }).find("misaligned") != std::string::npos);
 }
 
 TEST_CASE("cuda emulator: the block order is shuffled by the seed") {

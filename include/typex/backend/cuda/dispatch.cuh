@@ -74,7 +74,10 @@ void dispatch(const kernel_launch& k, Stream stream) {
     }
     case kernel_kind::attention: {
       const attention_params& p = detail::launch_params<attention_params>(k);
-      TYPEX_LAUNCH(kernels::attention_kernel<float>, k.grid, k.block, k.shared_bytes, stream)(p);
+      if (attention_value_columns(p.ev) == 2)
+        TYPEX_LAUNCH((kernels::attention_kernel<float, 2>), k.grid, k.block, k.shared_bytes, stream)(p);
+      else
+        TYPEX_LAUNCH((kernels::attention_kernel<float, 4>), k.grid, k.block, k.shared_bytes, stream)(p);
       return;
     }
     case kernel_kind::optim: {

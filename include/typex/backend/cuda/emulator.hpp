@@ -621,4 +621,12 @@ T atomic_exch(T* p, T v) {
 }
 inline void thread_fence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
+// A vector access (load_vec4 / load_vec2) at an address that is not a multiple of its size: a GPU
+// faults ("misaligned address"); the emulator fails the launch naming the access.
+inline void check_aligned(const void* p, std::size_t bytes, const char* access) {
+  if (reinterpret_cast<std::uintptr_t>(p) % bytes != 0)
+    detail::context().block->fail_here(std::string(access) + " at a misaligned address (" + std::to_string(reinterpret_cast<std::uintptr_t>(p) % bytes) +
+                               " bytes past a multiple of " + std::to_string(bytes) + ")");
+}
+
 }  // namespace typex::cuda::emu

@@ -24,6 +24,9 @@
 //   double overloads; the GPU's versions differ from libm by a few ulp: tests state tolerances)
 //   math::mul_rn, add_rn   a product / a sum rounded on its own, never contracted into an FMA (what
 //                          the host computes: code that must equal a host loop bit for bit)
+//   vec4, vec2, load_vec4(p), load_vec2(p)   4 / 2 consecutive floats (.x .y .z .w) read in one
+//                          access (float4 / float2: LDS.128 / LDS.64 from shared memory); p must be
+//                          16- / 8-byte aligned, as a GPU requires (the emulator checks it)
 // And the host side:
 //   TYPEX_LAUNCH(kernel, grid, block, shared_bytes, stream)(args...)   grid / block: anything with
 //                      unsigned x, y, z (launch_dims); natively kernel<<<...>>>(args...) on `stream`,
@@ -72,6 +75,11 @@ TYPEX_DEVICE uint3 block_idx() { return blockIdx; }
 TYPEX_DEVICE dim3 block_dim() { return blockDim; }
 TYPEX_DEVICE dim3 grid_dim() { return gridDim; }
 TYPEX_DEVICE unsigned linear_thread() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
+
+using vec4 = float4;
+using vec2 = float2;
+TYPEX_DEVICE vec4 load_vec4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+TYPEX_DEVICE vec2 load_vec2(const float* p) { return *reinterpret_cast<const float2*>(p); }
 
 TYPEX_DEVICE void sync_threads() { __syncthreads(); }
 TYPEX_DEVICE void sync_warp(std::uint32_t mask) { __syncwarp(mask); }
@@ -185,6 +193,7 @@ void set_max_dynamic_shared(void (*kernel)(P...), std::size_t bytes, const char*
 #include <typex/backend/cuda/emulator.hpp>
 
 #include <cmath>
+#include <cstring>
 
 #define TYPEX_GLOBAL
 #define TYPEX_CUDA_ABI emulated  // (see the native branch)
@@ -215,6 +224,25 @@ using emu::atomic_add;
 using emu::atomic_max;
 using emu::thread_fence;
 using emu::set_max_dynamic_shared;
+
+struct vec4 {
+  float x, y, z, w;
+};
+struct vec2 {
+  float x, y;
+};
+inline vec4 load_vec4(const float* p) {
+  emu::check_aligned(p, sizeof(vec4), "load_vec4");
+  vec4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline vec2 load_vec2(const float* p) {
+  emu::check_aligned(p, sizeof(vec2), "load_vec2");
+  vec2 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
 
 namespace math {
 inline float exp(float x) { return std::exp(x); }

@@ -744,15 +744,28 @@ inline kernel_launch optim_launch(const optim_params& p) {
 
 // Fused attention's tiles: attention_tile rows of queries per block of 128 threads (4 warps of 8
 // rows each), the keys attention_tile at a time (a warp's lane is a key of the tile); the query
-// tile, the key tile (its rows padded to a multiple of 32, at least 32, and swizzled; then the tile's
-// weights) and the value tile in
-// shared memory. Head dims up to attention_max_head (48 KiB of shared memory at 128: no opt-in).
+// tile (rows padded to a multiple of 4), the key tile (rows padded to a power of two, at least 32,
+// and swizzled in groups of 4; then the tile's weights) and the value tile (rows of 64 or 128: 2 or
+// 4 columns per lane) in shared memory. Head dims up to attention_max_head (48 KiB of shared memory
+// at 128: no opt-in).
 inline constexpr unsigned attention_tile = 32, attention_threads = 128;
 inline constexpr std::int64_t attention_max_head = 128;
 
+// The value columns a lane owns (the kernel's template argument): 2 up to head dim 64, else 4.
+constexpr int attention_value_columns(std::int64_t ev) { return ev <= 64 ? 2 : 4; }
+
+struct attention_layout {
+  int q_stride = 0, k_stride = 0, v_stride = 0;  // floats per row of each shared tile
+};
+constexpr attention_layout attention_tiles(std::int64_t e, std::int64_t ev) {
+  int k_stride = 32;  // (at least 32: the weights of a tile, [32][32], reuse it)
+  while (k_stride < e) k_stride *= 2;
+  return {static_cast<int>((e + 3) / 4 * 4), k_stride, 32 * attention_value_columns(ev)};
+}
+
 inline std::uint32_t attention_shared_bytes(std::int64_t e, std::int64_t ev) {
-  const std::int64_t padded = e > 32 ? (e + 31) / 32 * 32 : 32;  // (at least 32: the weights of a tile reuse it)
-  return static_cast<std::uint32_t>(attention_tile * (e + padded + ev) * sizeof(float));
+  const attention_layout t = attention_tiles(e, ev);
+  return static_cast<std::uint32_t>(attention_tile * (t.q_stride + t.k_stride + t.v_stride) * sizeof(float));
 }
 
 inline kernel_launch attention_launch(const attention_params& p) {

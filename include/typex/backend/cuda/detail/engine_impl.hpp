@@ -456,6 +456,15 @@ struct weight_uploads {
   }
 };
 
+// conv_engine::cudnn runs through cuDNN the convolutions whose kernel window is no larger than their
+// output (the forward's, the input gradient's), and typex's split-K kernel the others: a weight
+// gradient, which the derivative writes as a convolution whose kernel is the output gradient (a
+// reduction over whole images into a kernel-sized output), is slow in cuDNN's forward algorithms:
+// on an H100 the reference CNN's training step with every convolution through cuDNN took 2.7x
+// (batch 32) and 5.4x (batch 256) the time of typex's kernel, though cuDNN's forward convolutions
+// were the faster ones (docs/cuda_backend.md).
+constexpr bool cudnn_suits(const conv_params& cp) noexcept { return cp.kh * cp.kw <= cp.oh * cp.ow; }
+
 // conv_engine::cudnn in a build without cuDNN: refused when the engine is made (planned or run
 // node by node), before anything is uploaded.
 inline void check_conv_engine([[maybe_unused]] const compile_options& o) {
@@ -954,7 +963,7 @@ class planned_engine final : public kit::engine, private plan::target {
     }
     if (cp.n * cp.oh * cp.ow == 0 || cp.oc == 0) return;  // (an empty result: nothing to write)
 #if defined(TYPEX_CUDNN)
-    if (options_.convolutions == conv_engine::cudnn) return lower_conv_cudnn(cp, x, w, b, &y, std::move(what));
+    if (options_.convolutions == conv_engine::cudnn && cudnn_suits(cp)) return lower_conv_cudnn(cp, x, w, b, &y, std::move(what));
 #endif
     // (few output tiles over a long reduction: K split over more blocks, launch.hpp's conv_k_splits)
     cp.k_splits = conv_k_splits(cp);
