@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command (README, .ci/run): installs what is missing, then three stages, built by Ninja.
 #   1. g++ 12, Release: the whole suite (unit, robustness, concurrency, static, compile-fail pairs,
-#      headers, layering, install consumers, docs); the libraries, examples and benchmarks at -O3,
-#      the test units at -O0 (TYPEX_TEST_OPT).                                 build/gcc
+#      headers, layering, install consumers, docs); the libraries and examples at -O3, the test
+#      units and the benchmarks (built, not run) at -O0 (TYPEX_TEST_OPT, TYPEX_BENCHMARK_OPT), the
+#      headers syntax only.                                                    build/gcc
 #   2. clang 16 with AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer included): unit,
 #      robustness, concurrency, the bounded libFuzzer run, and clang's compile-fail diagnostics
 #      (TYPEX_TEST_SCOPE=runtime); -O0, the Eigen kernels -O1 (TYPEX_EIGEN_OPT). build/clang
@@ -62,7 +63,8 @@ run_suite() {  # name compiler [cmake args...]
 # (the test units at -O0: a heavy unit's compile time is mostly code generation (nn/modules.cpp:
 # -O0 31 s, -O3 81 s), a small one's mostly parsing: the 76 units took 1,328 CPU-s at -O0 against
 # 1,602 at -O1; the libraries, examples and benchmarks at the build type's -O3: the code users run)
-run_suite gcc g++ -DTYPEX_SANITIZE= -DTYPEX_TEST_SCOPE=all -DTYPEX_TEST_OPT=-O0
+# (the benchmarks at -O0 too: built here only to keep them compiling, TYPEX_BENCHMARK_OPT)
+run_suite gcc g++ -DTYPEX_SANITIZE= -DTYPEX_TEST_SCOPE=all -DTYPEX_TEST_OPT=-O0 -DTYPEX_BENCHMARK_OPT=-O0
 if [ "$with_clang" = 1 ]; then
   # (halt on the first report, symbolized; the fuzz run's length is TYPEX_FUZZ_RUNS)
   # (allocator_may_return_null: a huge allocation throws std::bad_alloc as it does without ASan)
