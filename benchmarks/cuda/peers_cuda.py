@@ -156,10 +156,13 @@ def main():
     if len(sys.argv) >= 2 and sys.argv[1] == "--aoti-time":
         aoti_time_child(sys.argv[2:])
         return
+    import signal
     import subprocess
     import threading
     import warnings
     warnings.filterwarnings("ignore")
+    # (stopped by the caller: unwind, so that subprocess.run kills an AOTInductor child it waits on)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     budget = float(os.environ.get("PEERS_BUDGET", "300"))
     modes = os.environ.get("PEERS_MODES", "eager,compile,max-autotune,aoti,train").split(",")
     go = os.environ.get("PEERS_GO")
@@ -204,7 +207,7 @@ def main():
             except subprocess.TimeoutExpired:
                 r["aoti_failed"] = "timeout"
 
-    aoti_thread = threading.Thread(target=compile_aoti) if "aoti" in modes else None
+    aoti_thread = threading.Thread(target=compile_aoti, daemon=True) if "aoti" in modes else None
     if aoti_thread:
         aoti_thread.start()
     for mode in ("default", "max-autotune"):
@@ -240,6 +243,8 @@ def main():
             r["eager"] = time_calls(lambda: r["fn"](x))
             for key, c in r["compiled"].items():
                 r[key] = time_calls(lambda: c(x)) if callable(c) else c
+        # (each row as soon as it is timed: a caller that stops the script keeps what was measured)
+        print("timed", r["model"], r["batch"], {k: r.get(k) for k in ("eager", "compile", "max-autotune")}, flush=True)
     if aoti_ok:
         pending = [f"{r['model']}:{r['batch']}" for r in aoti_ok]
         times = {}

@@ -70,9 +70,11 @@ struct matmul_args {
 
 // Which code runs conv2d (compile_options::convolutions).
 //   typex  typex's own implicit GEMM (kernels/conv.cuh): every build, every test
-//   cudnn  cuDNN's forward convolution, the algorithm timed once per shape (dnn.hpp); needs a build
-//          with TYPEX_CUDNN (cuda::has_cudnn()). The bias and the activation after it run as one
-//          kernel on its result.
+//   cudnn  cuDNN's forward convolution, the algorithm timed once per shape (dnn.hpp), for every
+//          conv2d whose kernel window is no larger than its output (kh kw <= oh ow); the others
+//          (weight gradients: a kernel the size of the output gradient) run typex's kernel. Needs a
+//          build with TYPEX_CUDNN (cuda::has_cudnn()). The bias and the activation after it run as
+//          one kernel on its result.
 enum class conv_engine : std::uint8_t { typex, cudnn };
 
 constexpr std::string_view name(conv_engine e) noexcept { return e == conv_engine::cudnn ? "cudnn" : "typex"; }

@@ -469,6 +469,8 @@ void run_grid(std::string_view kernel, const void* kernel_address, dim3 grid, di
     if (shared_bytes > 0) {
       // exactly the launch's bytes (an overrun is outside the allocation), poisoned: 0xFF bytes
       // read as NaN floats and as -1 integers, so a read before the write shows in the result
+      // (16-byte aligned, as a GPU's dynamic shared memory is: vector accesses check it)
+      static_assert(__STDCPP_DEFAULT_NEW_ALIGNMENT__ >= 16, "typex::cuda emulator: shared memory must be 16-byte aligned");
       b.shared.reset(new std::byte[shared_bytes]);
       std::memset(b.shared.get(), 0xFF, shared_bytes);
     }

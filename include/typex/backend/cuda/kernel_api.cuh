@@ -225,10 +225,10 @@ using emu::atomic_max;
 using emu::thread_fence;
 using emu::set_max_dynamic_shared;
 
-struct vec4 {
+struct alignas(16) vec4 {  // (aligned as float4 / float2 are)
   float x, y, z, w;
 };
-struct vec2 {
+struct alignas(8) vec2 {
   float x, y;
 };
 inline vec4 load_vec4(const float* p) {

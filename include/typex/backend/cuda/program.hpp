@@ -70,7 +70,8 @@ struct compile_options {
   // 128) takes it in the products it decomposes into.
   cuda::matmul_precision matmul_precision = cuda::matmul_precision::f32;
   // Which code runs conv2d (device.hpp): typex's own implicit GEMM, or cuDNN's forward convolution
-  // (the algorithm timed once per shape; a build with TYPEX_CUDNN, has_cudnn()). Under cuDNN a
+  // (the algorithm timed once per shape; a build with TYPEX_CUDNN, has_cudnn()) for the convolutions
+  // whose kernel window fits their output, typex's kernel for the weight gradients. Under cuDNN a
   // matmul_precision other than f32 lets the convolutions read their f32 operands as TF32.
   cuda::conv_engine convolutions = cuda::conv_engine::typex;
 };

@@ -54,6 +54,8 @@ TYPEX_GLOBAL void attention_kernel(const TYPEX_GRID_CONSTANT attention_params p)
   }
   const int e = static_cast<int>(p.e), ev = static_cast<int>(p.ev);
   const attention_layout at = attention_tiles(p.e, p.ev);
+  // (vs = 32 CW: attention_tiles, which sized the block's shared memory, and the dispatch's choice of
+  // CW both follow attention_value_columns(ev))
   const int qs = at.q_stride, ks = at.k_stride, vs = at.v_stride, groups = qs / 4, swizzle = ks / 4 - 1;
   float* q_tile = TYPEX_SHARED(float);    // [BR][qs], zero past e
   float* k_tile = q_tile + BR * qs;        // [BC][ks]: key c's group of 4 elements g (x = 4g .. 4g + 3) at
