@@ -281,7 +281,15 @@ TEST_CASE("cuda launch geometry: the helpers fix blocks, grids and shared memory
   const kernel_launch kr = reduce_launch(r);
   CHECK(kr.grid == launch_dims{7, 1, 1});
   CHECK(kr.block == launch_dims{256, 1, 1});
-  CHECK(kr.shared_bytes == 8 * (sizeof(float) + sizeof(std::int64_t)));  // (a float and argmax's index per warp)
+  CHECK(kr.shared_bytes == 8 * (sizeof(double) + sizeof(std::int64_t)));  // (a partial of 8 bytes and argmax's index per warp)
+  r.type = reduce_type::i32;
+  r.kind = reduce_kind::mean;
+  CHECK_THROWS_AS(reduce_launch(r), typex::argument_error);  // (integers: sum, amax, amin, argmax)
+  r.type = reduce_type::b8;
+  r.kind = reduce_kind::amax;
+  CHECK_THROWS_AS(reduce_launch(r), typex::argument_error);  // (bool: sum)
+  r.kind = reduce_kind::sum;
+  CHECK_NOTHROW((void)reduce_launch(r));
 
   copy_params p;
   p.itemsize = 3;

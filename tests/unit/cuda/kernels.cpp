@@ -393,3 +393,131 @@ TEST_CASE("cuda reduce kernel: row sum, mean, softmax and log_softmax at edge sh
   CHECK(std::isnan(out[0]));
   emu::set_seed(0x5eed);
 }
+
+TEST_CASE("cuda reduce kernel: integer and bool rows reduce exactly in int64, f64 rows in f64, strided, at edge values") {
+  constexpr std::int64_t lo = std::numeric_limits<std::int64_t>::lowest(), hi = std::numeric_limits<std::int64_t>::max();
+  // [3, 300] i32 rows summed past int32's range (exact only in int64), amax / amin / argmax of each
+  // row; a run of equal maxima (the first index wins)
+  const int rows = 3, cols = 300;
+  std::vector<std::int32_t> x32(static_cast<std::size_t>(rows * cols));
+  for (int i = 0; i < rows * cols; ++i) x32[static_cast<std::size_t>(i)] = (i % 7 - 3) * 20000000 + i;
+  for (int c = 100; c < 110; ++c) x32[static_cast<std::size_t>(cols + c)] = std::numeric_limits<std::int32_t>::max();
+  for (const std::uint64_t seed : seeds) {
+    emu::set_seed(seed);
+    std::vector<std::int64_t> sums(rows + 1, -9), index(rows + 1, -9);
+    std::vector<std::int32_t> maxes(rows + 1, -9), mins(rows + 1, -9);
+    reduce_params p;
+    p.type = reduce_type::i32;
+    p.in = x32.data();
+    p.rows = rows;
+    p.cols = cols;
+    p.kind = reduce_kind::sum;
+    p.out = sums.data();
+    dispatch(reduce_launch(p), 0);
+    p.kind = reduce_kind::amax;
+    p.out = maxes.data();
+    dispatch(reduce_launch(p), 0);
+    p.kind = reduce_kind::amin;
+    p.out = mins.data();
+    dispatch(reduce_launch(p), 0);
+    p.kind = reduce_kind::argmax;
+    p.out = nullptr;
+    p.index_out = index.data();
+    dispatch(reduce_launch(p), 0);
+    for (int r = 0; r < rows; ++r) {
+      std::int64_t s = 0, m = lo, n = hi, at = 0;
+      for (int c = 0; c < cols; ++c) {
+        const std::int64_t v = x32[static_cast<std::size_t>(r * cols + c)];
+        s += v;
+        if (v > m) m = v, at = c;
+        n = std::min(n, v);
+      }
+      CAPTURE(r);
+      CHECK(sums[static_cast<std::size_t>(r)] == s);
+      CHECK(maxes[static_cast<std::size_t>(r)] == m);
+      CHECK(mins[static_cast<std::size_t>(r)] == n);
+      CHECK(index[static_cast<std::size_t>(r)] == at);
+    }
+    CHECK(index[1] == 100);
+    CHECK((sums[rows] == -9 && maxes[rows] == -9 && mins[rows] == -9 && index[rows] == -9));
+  }
+  // i64 at its limits, reduced over the leading dim of a [2, 3] matrix (strided rows): amax / amin
+  // reach lowest and max (no negation: -lowest overflows), argmax of a column of lowest is its first
+  {
+    const std::vector<std::int64_t> x = {lo, hi, 5, lo, lo + 1, 5};
+    std::vector<std::int64_t> maxes(3, -9), mins(3, -9), index(3, -9), sums(3, -9);
+    reduce_params p;
+    p.type = reduce_type::i64;
+    p.in = x.data();
+    p.rows = 3;
+    p.cols = 2;
+    p.rank_kept = 1, p.kept_extent[0] = 3, p.kept_stride[0] = 1;
+    p.rank_red = 1, p.red_extent[0] = 2, p.red_stride[0] = 3;
+    p.kind = reduce_kind::amax, p.out = maxes.data();
+    dispatch(reduce_launch(p), 0);
+    p.kind = reduce_kind::amin, p.out = mins.data();
+    dispatch(reduce_launch(p), 0);
+    p.kind = reduce_kind::sum, p.out = sums.data();
+    dispatch(reduce_launch(p), 0);
+    p.kind = reduce_kind::argmax, p.out = nullptr, p.index_out = index.data();
+    dispatch(reduce_launch(p), 0);
+    CHECK(maxes == std::vector<std::int64_t>{lo, hi, 5});
+    CHECK(mins == std::vector<std::int64_t>{lo, lo + 1, 5});
+    // (lo + lo wraps, as torch's int64 sum does)
+    CHECK(sums == std::vector<std::int64_t>{static_cast<std::int64_t>(static_cast<std::uint64_t>(lo) * 2u), hi + (lo + 1), 10});
+    CHECK(index == std::vector<std::int64_t>{0, 0, 0});
+  }
+  // bool rows: the count of true
+  {
+    const bool b[] = {true, false, true, true, false, false, false, false};
+    std::vector<std::int64_t> count(2, -9);
+    reduce_params p;
+    p.type = reduce_type::b8;
+    p.in = b;
+    p.out = count.data();
+    p.rows = 2;
+    p.cols = 4;
+    dispatch(reduce_launch(p), 0);
+    CHECK(count == std::vector<std::int64_t>{3, 0});
+  }
+  // f64 rows: sum, mean, var (correction 1), std, softmax and logsumexp against double references,
+  // to a relative 1e-13: values that f32 would round away (1 + 1e-12 steps)
+  {
+    const int n = 257;
+    std::vector<double> x(static_cast<std::size_t>(2 * n));
+    for (int i = 0; i < 2 * n; ++i) x[static_cast<std::size_t>(i)] = 1.0 + 1e-12 * i + (i % 2 == 0 ? 0.0 : 3.0);
+    for (const reduce_kind kind : {reduce_kind::sum, reduce_kind::mean, reduce_kind::var, reduce_kind::std, reduce_kind::logsumexp,
+                                   reduce_kind::softmax}) {
+      CAPTURE(static_cast<int>(kind));
+      const bool rowwise = kind != reduce_kind::softmax;
+      std::vector<double> out(rowwise ? 2 : x.size(), -9.0);
+      reduce_params p;
+      p.type = reduce_type::f64;
+      p.kind = kind;
+      p.in = x.data();
+      p.out = out.data();
+      p.rows = 2;
+      p.cols = n;
+      dispatch(reduce_launch(p), 0);
+      for (int r = 0; r < 2; ++r) {
+        const double* row = x.data() + r * n;
+        double s = 0, m = -INFINITY;
+        for (int c = 0; c < n; ++c) s += row[c], m = std::max(m, row[c]);
+        const double mean = s / n;
+        double q = 0, e = 0;
+        for (int c = 0; c < n; ++c) q += (row[c] - mean) * (row[c] - mean), e += std::exp(row[c] - m);
+        const double want = kind == reduce_kind::sum    ? s
+                            : kind == reduce_kind::mean ? mean
+                            : kind == reduce_kind::var  ? q / (n - 1)
+                            : kind == reduce_kind::std  ? std::sqrt(q / (n - 1))
+                                                        : m + std::log(e);
+        if (rowwise) {
+          CHECK(close(out[static_cast<std::size_t>(r)], want, 0.0, 1e-13));
+        } else {
+          for (int c = 0; c < n; ++c) CHECK(close(out[static_cast<std::size_t>(r * n + c)], std::exp(row[c] - m) / e, 0.0, 1e-13));
+        }
+      }
+    }
+  }
+  emu::set_seed(0x5eed);
+}

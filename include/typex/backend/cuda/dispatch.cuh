@@ -59,8 +59,18 @@ void dispatch(const kernel_launch& k, Stream stream) {
     }
     case kernel_kind::reduce: {
       const reduce_params& p = detail::launch_params<reduce_params>(k);
-      TYPEX_LAUNCH(kernels::row_reduce_kernel<float>, k.grid, k.block, k.shared_bytes, stream)(p);
-      return;
+      switch (p.type) {
+        case reduce_type::f32: TYPEX_LAUNCH((kernels::row_reduce_kernel<float, float>), k.grid, k.block, k.shared_bytes, stream)(p); return;
+        case reduce_type::f64: TYPEX_LAUNCH((kernels::row_reduce_kernel<double, double>), k.grid, k.block, k.shared_bytes, stream)(p); return;
+        case reduce_type::i64:
+          TYPEX_LAUNCH((kernels::row_reduce_kernel<std::int64_t, std::int64_t>), k.grid, k.block, k.shared_bytes, stream)(p);
+          return;
+        case reduce_type::i32:
+          TYPEX_LAUNCH((kernels::row_reduce_kernel<std::int32_t, std::int64_t>), k.grid, k.block, k.shared_bytes, stream)(p);
+          return;
+        case reduce_type::b8: TYPEX_LAUNCH((kernels::row_reduce_kernel<bool, std::int64_t>), k.grid, k.block, k.shared_bytes, stream)(p); return;
+      }
+      typex::detail::raise_message<device_error>("typex::cuda::dispatch: a reduction of an unknown element type");
     }
     case kernel_kind::norm: {
       const norm_params& p = detail::launch_params<norm_params>(k);

@@ -143,10 +143,15 @@ enum class reduce_kind : std::uint8_t { sum, mean, softmax, log_softmax, amax, a
 // argmax writes int64 indices (index_out; the flat index over the reduced dims, the first maximum,
 // a NaN counting as the maximum, as torch); var divides by max(cols - correction, 0), std is its root;
 // logsumexp is max + log(sum(exp(x - max))) (an infinite max is the result).
+// The input's dtype (`type`): f32 and f64, every kind, computed in that type; i64, i32 and b8
+// (integers: sum, amax, amin, argmax; b8 sum only), computed in int64, exactly. The output: sum of
+// an integer type is int64 (torch's promotion), amax / amin keep the input's type, the other kinds
+// the input's (f32 / f64).
+enum class reduce_type : std::uint8_t { f32, f64, i64, i32, b8 };
 struct reduce_params {
   reduce_kind kind = reduce_kind::sum;
-  const float* in = nullptr;
-  float* out = nullptr;
+  const void* in = nullptr;
+  void* out = nullptr;
   std::int64_t rows = 0;
   std::int64_t cols = 0;
   std::int64_t* index_out = nullptr;
@@ -157,6 +162,7 @@ struct reduce_params {
   std::int64_t kept_stride[max_rank] = {};
   std::int64_t red_extent[max_rank] = {};
   std::int64_t red_stride[max_rank] = {};
+  reduce_type type = reduce_type::f32;
 };
 static_assert(std::is_trivially_copyable_v<reduce_params>);
 
@@ -565,11 +571,16 @@ inline kernel_launch reduce_launch(const reduce_params& p) {
     detail::check_extents("reduce", p.rank_kept, p.kept_extent, p.rows);
     detail::check_extents("reduce", p.rank_red, p.red_extent, p.cols);
   }
-  // (a float per warp; argmax also an int64 per warp)
+  const bool integer = p.type == reduce_type::i64 || p.type == reduce_type::i32 || p.type == reduce_type::b8;
+  const bool integer_kind = p.kind == reduce_kind::sum || p.kind == reduce_kind::amax || p.kind == reduce_kind::amin || p.kind == reduce_kind::argmax;
+  if (integer && (!integer_kind || (p.type == reduce_type::b8 && p.kind != reduce_kind::sum)))
+    typex::detail::raise_message<argument_error>("typex::cuda::reduce_launch: an integer or bool input reduces by sum, amax, amin or argmax "
+                                                 "(bool: sum)");
+  // (per warp: a partial of 8 bytes, the f32 kernel's too, and argmax's int64 index)
   return {kernel_kind::reduce,
           {static_cast<unsigned>(p.rows < 1 ? 1 : p.rows), 1, 1},
           {row_threads, 1, 1},
-          static_cast<std::uint32_t>(row_threads / 32 * (sizeof(float) + sizeof(std::int64_t))),
+          static_cast<std::uint32_t>(row_threads / 32 * (sizeof(double) + sizeof(std::int64_t))),
           p};
 }
 

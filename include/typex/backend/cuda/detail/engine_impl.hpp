@@ -114,6 +114,28 @@ inline std::optional<reduction_call> reduction(const ir::node& node, std::size_t
   return r;
 }
 
+// The reduction kernel's element type for a tensor's dtype (kernels/reduce.cuh), none for the others.
+inline std::optional<reduce_type> reduce_type_of(dtype t) {
+  switch (t) {
+    case dtype::f32: return reduce_type::f32;
+    case dtype::f64: return reduce_type::f64;
+    case dtype::i64: return reduce_type::i64;
+    case dtype::i32: return reduce_type::i32;
+    case dtype::b8: return reduce_type::b8;
+    default: return std::nullopt;
+  }
+}
+// Whether the kernel computes reduction `kind` of an `in` tensor into an `out` one as torch does:
+// f32 and f64 every kind in their own type (argmax: int64 indices); i64 and i32 sum (into int64),
+// amax and amin (in their own type) and argmax; bool sum (into int64).
+inline bool reduction_runs(reduce_kind kind, dtype in, dtype out) {
+  if (kind == reduce_kind::argmax) return out == dtype::i64 && in != dtype::b8;
+  if (in == dtype::f32 || in == dtype::f64) return out == in;
+  if (kind == reduce_kind::sum) return out == dtype::i64;
+  if (kind == reduce_kind::amax || kind == reduce_kind::amin) return in != dtype::b8 && out == in;
+  return false;
+}
+
 // The ops lowered to the strided copy besides transpose / permute: slices, selections, expansions,
 // a squeezed dim, concatenation, and aten.copy without a dtype change.
 inline bool is_gather_op(op_id op) {
@@ -366,9 +388,10 @@ TYPEX_CUDA_API bool supports(const ir::graph& g, const ir::node& node) {
   if (detail::is_index_op(op)) return detail::index_runs(g, node);
   if (detail::is_loss_op(op)) return detail::loss_runs(g, node);
   const ir::tensor_meta* x = node.args.empty() ? nullptr : meta_of(node.args[0]);
-  if (op == op_id_of<aten::argmax>) {  // (f32 in, int64 out)
-    return x != nullptr && x->scalar_type == dtype::f32 && x->rank() <= static_cast<std::size_t>(max_rank) &&
-           detail::reduction(node, x->rank(), nullptr).has_value();
+  if (detail::is_reduction_op(op)) {
+    if (x == nullptr || x->rank() > static_cast<std::size_t>(max_rank) || !detail::reduce_type_of(x->scalar_type)) return false;
+    const std::optional<detail::reduction_call> r = detail::reduction(node, x->rank(), nullptr);
+    return r.has_value() && detail::reduction_runs(r->kind, x->scalar_type, out.scalar_type);
   }
   if (op == op_id_of<scaled_dot_product_attention_op>) return detail::attention_runs(g, node);
   // (the other kernels compute in f32: every tensor read and the result; bits of another dtype
@@ -379,8 +402,6 @@ TYPEX_CUDA_API bool supports(const ir::graph& g, const ir::node& node) {
     if (std::holds_alternative<std::vector<ir::value_ref>>(a)) return false;
   }
   if (op == op_id_of<linear_op>) return true;
-  if (detail::is_reduction_op(op))
-    return x != nullptr && x->rank() <= static_cast<std::size_t>(max_rank) && detail::reduction(node, x->rank(), nullptr).has_value();
   if (detail::is_matmul_op(op)) {
     const ir::tensor_meta* y = node.args.size() < 2 ? nullptr : meta_of(node.args[1]);
     return x != nullptr && y != nullptr && x->rank() >= 1 && y->rank() >= 1 && out.rank() <= static_cast<std::size_t>(max_rank);
@@ -846,6 +867,7 @@ class planned_engine final : public kit::engine, private plan::target {
     const std::vector<index_t> strides = plan::contiguous_strides(e);
     reduce_params r{};
     r.kind = rc.kind;
+    r.type = *detail::reduce_type_of(x->dt);  // (supports() accepted the dtype)
     r.correction = rc.correction;
     r.rows = 1;
     r.cols = 1;
@@ -867,9 +889,9 @@ class planned_engine final : public kit::engine, private plan::target {
     if (trailing) r.rank_kept = r.rank_red = 0;  // (the contiguous matrix)
     const std::string what = name_of(node);
     pending_.push_back([this, x, yv = &y, r, what]() mutable {
-      r.in = reinterpret_cast<const float*>(address(x->at));
+      r.in = address(x->at);
       if (r.kind == reduce_kind::argmax) r.index_out = reinterpret_cast<std::int64_t*>(address(yv->at));
-      else r.out = reinterpret_cast<float*>(address(yv->at));
+      else r.out = address(yv->at);
       return kernel_record(reduce_launch(r), what, address(yv->at), yv->bytes());
     });
   }

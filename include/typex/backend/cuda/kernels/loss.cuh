@@ -25,8 +25,8 @@ TYPEX_GLOBAL void loss_kernel(const TYPEX_GRID_CONSTANT loss_params p) {
   if (p.kind == loss_kind::finish) {  // (one block: the partial sums, then out[0])
     float l = 0.0f, w = 0.0f;
     for (std::int64_t r = first; r < p.rows; r += step) l += p.partial[2 * r], w += p.partial[2 * r + 1];
-    l = detail::block_reduce(l, shared, detail::sum_fn{});
-    w = detail::block_reduce(w, shared, detail::sum_fn{});
+    l = detail::block_reduce(l, shared, detail::sum_fn<float>{});
+    w = detail::block_reduce(w, shared, detail::sum_fn<float>{});
     if (thread_idx().x == 0) p.out[0] = p.reduction == loss_reduction::sum ? l : l / w;
     return;
   }
@@ -39,7 +39,7 @@ TYPEX_GLOBAL void loss_kernel(const TYPEX_GRID_CONSTANT loss_params p) {
       else s += d * d;
     }
     if (p.reduction == loss_reduction::none) return;
-    s = detail::block_reduce(s, shared, detail::sum_fn{});
+    s = detail::block_reduce(s, shared, detail::sum_fn<float>{});
     if (thread_idx().x == 0) {
       p.partial[2 * b] = s;
       p.partial[2 * b + 1] = b == 0 ? static_cast<float>(p.rows) : 0.0f;  // (mean: over the element count)
@@ -54,12 +54,12 @@ TYPEX_GLOBAL void loss_kernel(const TYPEX_GRID_CONSTANT loss_params p) {
   const float* x = p.in + b * p.cols;
   float logp = 0.0f;
   if (p.kind == loss_kind::cross_entropy) {  // (the row's log-softmax at t: every thread takes part in the reductions)
-    float m = detail::max_fn::identity;
-    for (std::int64_t c = first; c < p.cols; c += step) m = detail::max_fn{}(m, x[c]);
-    m = detail::block_reduce(m, shared, detail::max_fn{});
+    float m = detail::max_fn<float>::identity;
+    for (std::int64_t c = first; c < p.cols; c += step) m = detail::max_fn<float>{}(m, x[c]);
+    m = detail::block_reduce(m, shared, detail::max_fn<float>{});
     float s = 0.0f;
     for (std::int64_t c = first; c < p.cols; c += step) s += math::exp(x[c] - m);
-    s = detail::block_reduce(s, shared, detail::sum_fn{});
+    s = detail::block_reduce(s, shared, detail::sum_fn<float>{});
     if (!ignored && !bad) logp = x[t] - m - math::log(s);
   } else if (!ignored && !bad) {
     logp = x[t];

@@ -32,13 +32,13 @@ TYPEX_GLOBAL void layer_norm_kernel(const TYPEX_GRID_CONSTANT norm_params p) {
   } else {
     float s = 0.0f;
     for (std::int64_t c = first; c < p.cols; c += step) s += x[c];
-    mean = detail::block_reduce(s, shared, detail::sum_fn{}) / static_cast<float>(p.cols);
+    mean = detail::block_reduce(s, shared, detail::sum_fn<float>{}) / static_cast<float>(p.cols);
     float q = 0.0f;
     for (std::int64_t c = first; c < p.cols; c += step) {
       const float d = x[c] - mean;
       q += d * d;
     }
-    const float var = detail::block_reduce(q, shared, detail::sum_fn{}) / static_cast<float>(p.cols);
+    const float var = detail::block_reduce(q, shared, detail::sum_fn<float>{}) / static_cast<float>(p.cols);
     rstd = math::rsqrt(var + static_cast<float>(p.eps));
   }
   for (std::int64_t c = first; c < p.cols; c += step) {

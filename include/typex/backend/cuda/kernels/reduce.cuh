@@ -1,6 +1,7 @@
 // typex/backend/cuda/kernels/reduce.cuh — reductions (sum, mean, var, amax, amin, argmax) and
-// softmax / log_softmax over any dims of an f32 tensor: one block per output row, its elements
-// addressed through strides (launch.hpp: reduce_params).
+// softmax / log_softmax over any dims of an f32 or f64 tensor, and sum, amax, amin, argmax of an
+// integer one (sum of a bool one): one block per output row, its elements addressed through strides
+// (launch.hpp: reduce_params).
 //
 // The classic shape of a block reduction: each thread accumulates a grid-stride slice of the row,
 // each warp reduces with a shfl_down tree, lane 0 of each warp leaves its partial in shared memory,
@@ -19,20 +20,53 @@ namespace typex::cuda::kernels {
 inline namespace TYPEX_CUDA_ABI {  // (kernel_api.cuh: native or emulated)
 
 namespace detail {
+// The accumulators: float and double (f32 / f64 rows), int64 (integer and bool rows).
+template <class A>
+TYPEX_HOST_DEVICE constexpr A lowest_value() {
+  if constexpr (std::is_floating_point_v<A>) return -std::numeric_limits<A>::infinity();
+  else return std::numeric_limits<A>::lowest();
+}
+template <class A>
+TYPEX_HOST_DEVICE constexpr A highest_value() {
+  if constexpr (std::is_floating_point_v<A>) return std::numeric_limits<A>::infinity();
+  else return std::numeric_limits<A>::max();
+}
+// (int64 sums wrap on overflow, as torch's do: added as unsigned, which C++ defines, and converted
+// back, which C++20 defines as the same bits)
+template <class A>
+TYPEX_DEVICE A add(A a, A b) {
+  if constexpr (std::is_integral_v<A>) return static_cast<A>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+  else return a + b;
+}
+template <class A>
 struct sum_fn {
-  TYPEX_DEVICE float operator()(float a, float b) const { return a + b; }
-  static constexpr float identity = 0.0f;
+  TYPEX_DEVICE A operator()(A a, A b) const { return add(a, b); }
+  static constexpr A identity = A(0);
 };
-// (a NaN anywhere in the row makes the max NaN, as torch's)
+// (a NaN anywhere in the row makes the max / min NaN, as torch's)
+template <class A>
 struct max_fn {
-  TYPEX_DEVICE float operator()(float a, float b) const { return a != a || b != b ? a + b : (a < b ? b : a); }
-  static constexpr float identity = -std::numeric_limits<float>::infinity();
+  TYPEX_DEVICE A operator()(A a, A b) const {
+    if constexpr (std::is_floating_point_v<A>)
+      if (a != a || b != b) return a + b;
+    return a < b ? b : a;
+  }
+  static constexpr A identity = lowest_value<A>();
+};
+template <class A>
+struct min_fn {
+  TYPEX_DEVICE A operator()(A a, A b) const {
+    if constexpr (std::is_floating_point_v<A>)
+      if (a != a || b != b) return a + b;
+    return b < a ? b : a;
+  }
+  static constexpr A identity = highest_value<A>();
 };
 
-// The reduction of v over the block (blockDim.x a multiple of 32; `shared`: one float per warp),
+// The reduction of v over the block (blockDim.x a multiple of 32; `shared`: one A per warp),
 // returned to every thread. Every thread of the block must call it (it has barriers).
-template <class F>
-TYPEX_DEVICE float block_reduce(float v, float* shared, F f) {
+template <class A, class F>
+TYPEX_DEVICE A block_reduce(A v, A* shared, F f) {
   TYPEX_DEVICE_UNROLL
   for (unsigned offset = warp_size / 2; offset > 0; offset /= 2) v = f(v, shfl_down_sync(full_mask, v, offset));
   const unsigned warps = block_dim().x / warp_size;
@@ -45,7 +79,7 @@ TYPEX_DEVICE float block_reduce(float v, float* shared, F f) {
     if (lane_id() == 0) shared[0] = v;
   }
   sync_threads();
-  const float total = shared[0];
+  const A total = shared[0];
   sync_threads();  // (the next reduction writes shared[] again)
   return total;
 }
@@ -65,93 +99,116 @@ TYPEX_DEVICE std::int64_t strided_offset(std::int64_t i, int rank, const std::in
 }
 
 // (value, index) of the first maximum, a NaN counting above every number (torch's argmax)
+template <class A>
 struct arg_best {
-  float v;
+  A v;
   std::int64_t i;
 };
-TYPEX_DEVICE bool better(const arg_best& a, const arg_best& b) {  // whether a wins over b
-  const bool an = a.v != a.v, bn = b.v != b.v;
-  if (an || bn) return an && (!bn || a.i < b.i);
+template <class A>
+TYPEX_DEVICE bool better(const arg_best<A>& a, const arg_best<A>& b) {  // whether a wins over b
+  if constexpr (std::is_floating_point_v<A>) {
+    const bool an = a.v != a.v, bn = b.v != b.v;
+    if (an || bn) return an && (!bn || a.i < b.i);
+  }
   return a.v > b.v || (a.v == b.v && a.i < b.i);
 }
-TYPEX_DEVICE arg_best block_argmax(arg_best v, float* shared_v, std::int64_t* shared_i) {
+template <class A>
+TYPEX_DEVICE arg_best<A> block_argmax(arg_best<A> v, A* shared_v, std::int64_t* shared_i) {
   TYPEX_DEVICE_UNROLL
   for (unsigned offset = warp_size / 2; offset > 0; offset /= 2) {
-    const arg_best o{shfl_down_sync(full_mask, v.v, offset), shfl_down_sync(full_mask, v.i, offset)};
+    const arg_best<A> o{shfl_down_sync(full_mask, v.v, offset), shfl_down_sync(full_mask, v.i, offset)};
     if (o.i >= 0 && (v.i < 0 || better(o, v))) v = o;  // (i < 0: a lane that saw no element)
   }
   const unsigned warps = block_dim().x / warp_size;
   if (lane_id() == 0) shared_v[warp_id()] = v.v, shared_i[warp_id()] = v.i;
   sync_threads();
   if (warp_id() == 0) {
-    v = lane_id() < warps ? arg_best{shared_v[lane_id()], shared_i[lane_id()]} : arg_best{-std::numeric_limits<float>::infinity(), -1};
+    v = lane_id() < warps ? arg_best<A>{shared_v[lane_id()], shared_i[lane_id()]} : arg_best<A>{lowest_value<A>(), -1};
     TYPEX_DEVICE_UNROLL
     for (unsigned offset = warp_size / 2; offset > 0; offset /= 2) {
-      const arg_best o{shfl_down_sync(full_mask, v.v, offset), shfl_down_sync(full_mask, v.i, offset)};
+      const arg_best<A> o{shfl_down_sync(full_mask, v.v, offset), shfl_down_sync(full_mask, v.i, offset)};
       if (o.i >= 0 && (v.i < 0 || better(o, v))) v = o;
     }
     if (lane_id() == 0) shared_v[0] = v.v, shared_i[0] = v.i;
   }
   sync_threads();
-  const arg_best total{shared_v[0], shared_i[0]};
+  const arg_best<A> total{shared_v[0], shared_i[0]};
   sync_threads();
   return total;
 }
 }  // namespace detail
 
-// Launch geometry: reduce_launch (a block per row, row_threads threads, a float and an int64 per
-// warp of shared memory). Every kind reads the row in the same grid-stride order.
-// (A template, as every kernel here, so that a header defines it in many units; f32 only for now.)
-template <class T>
+// Launch geometry: reduce_launch (a block per row, row_threads threads, 8 bytes of partial and an
+// int64 index per warp of shared memory). Every kind reads the row in the same grid-stride order.
+// In: the row's element type (float, double, int64, int32, bool); A: what it is reduced in (float,
+// double; int64 for the integers and bool, exact). The dispatch instantiates the five pairs
+// (reduce_params::type); the kinds an integer type does not have are refused by reduce_launch.
+template <class In, class A>
 TYPEX_GLOBAL void row_reduce_kernel(const TYPEX_GRID_CONSTANT reduce_params p) {
-  static_assert(std::is_same_v<T, float>, "typex::cuda: row_reduce_kernel reduces f32 rows");
+  static_assert(std::is_same_v<In, A> || (std::is_integral_v<In> && std::is_same_v<A, std::int64_t>),
+                "typex::cuda: row_reduce_kernel reduces f32 and f64 rows in their own type, integer and bool rows in int64");
   const std::int64_t row = block_idx().x;
   if (row >= p.rows) return;  // (the whole block: an empty matrix still launches one block)
-  float* shared = TYPEX_SHARED(float);
-  std::int64_t* shared_i = reinterpret_cast<std::int64_t*>(shared + row_threads / warp_size);
+  unsigned char* scratch = TYPEX_SHARED(unsigned char);
+  A* shared = reinterpret_cast<A*>(scratch);
+  std::int64_t* shared_i = reinterpret_cast<std::int64_t*>(scratch + row_threads / warp_size * sizeof(double));
   const bool strided = p.rank_red > 0;
   const std::int64_t base = strided ? detail::strided_offset(row, p.rank_kept, p.kept_extent, p.kept_stride) : row * p.cols;
-  const float* x = p.in + base;
+  const In* x = static_cast<const In*>(p.in) + base;
   const auto at = [&](std::int64_t c) { return strided ? detail::strided_offset(c, p.rank_red, p.red_extent, p.red_stride) : c; };
+  const auto load = [&](std::int64_t c) { return static_cast<A>(x[at(c)]); };
   const std::int64_t first = thread_idx().x, step = block_dim().x;
-  const float cols = static_cast<float>(p.cols);
+  A* out = static_cast<A*>(p.out);
   switch (p.kind) {
     case reduce_kind::sum:
     case reduce_kind::mean:
     case reduce_kind::var:
     case reduce_kind::std: {
-      float s = 0.0f;
-      for (std::int64_t c = first; c < p.cols; c += step) s += x[at(c)];
-      s = detail::block_reduce(s, shared, detail::sum_fn{});
-      if (p.kind == reduce_kind::var || p.kind == reduce_kind::std) {  // (two passes: the squares of the deviations from the mean)
-        const float mean = s / cols;
-        float q = 0.0f;
-        for (std::int64_t c = first; c < p.cols; c += step) {
-          const float d = x[at(c)] - mean;
-          q += d * d;
+      A s = 0;
+      for (std::int64_t c = first; c < p.cols; c += step) s = detail::add(s, load(c));
+      s = detail::block_reduce(s, shared, detail::sum_fn<A>{});
+      if constexpr (std::is_floating_point_v<A>) {
+        const A cols = static_cast<A>(p.cols);
+        if (p.kind == reduce_kind::var || p.kind == reduce_kind::std) {  // (two passes: the squares of the deviations from the mean)
+          const A mean = s / cols;
+          A q = 0;
+          for (std::int64_t c = first; c < p.cols; c += step) {
+            const A d = load(c) - mean;
+            q += d * d;
+          }
+          q = detail::block_reduce(q, shared, detail::sum_fn<A>{});
+          const double dof = static_cast<double>(p.cols) - p.correction;
+          const A v = static_cast<A>(q / (dof > 0 ? dof : 0.0));  // (torch divides by max(N - correction, 0))
+          if (thread_idx().x == 0) out[row] = p.kind == reduce_kind::std ? math::sqrt(v) : v;
+          return;
         }
-        q = detail::block_reduce(q, shared, detail::sum_fn{});
-        const double dof = static_cast<double>(p.cols) - p.correction;
-        const float v = static_cast<float>(q / (dof > 0 ? dof : 0.0));  // (torch divides by max(N - correction, 0))
-        if (thread_idx().x == 0) p.out[row] = p.kind == reduce_kind::std ? math::sqrt(v) : v;
-        return;
+        if (thread_idx().x == 0) out[row] = p.kind == reduce_kind::mean ? s / cols : s;
+      } else {
+        if (thread_idx().x == 0) out[row] = s;  // (integers: sum only, reduce_launch)
       }
-      if (thread_idx().x == 0) p.out[row] = p.kind == reduce_kind::mean ? s / cols : s;
       return;
     }
     case reduce_kind::amax:
     case reduce_kind::amin: {
-      const bool mx = p.kind == reduce_kind::amax;
-      float m = detail::max_fn::identity;
-      for (std::int64_t c = first; c < p.cols; c += step) m = detail::max_fn{}(m, mx ? x[at(c)] : -x[at(c)]);
-      m = detail::block_reduce(m, shared, detail::max_fn{});
-      if (thread_idx().x == 0) p.out[row] = mx ? m : -m;
+      // (the result in the input's type: for the integers, int64 back to In exactly)
+      In* y = static_cast<In*>(p.out);
+      if (p.kind == reduce_kind::amax) {
+        A m = detail::max_fn<A>::identity;
+        for (std::int64_t c = first; c < p.cols; c += step) m = detail::max_fn<A>{}(m, load(c));
+        m = detail::block_reduce(m, shared, detail::max_fn<A>{});
+        if (thread_idx().x == 0) y[row] = static_cast<In>(m);
+      } else {
+        A m = detail::min_fn<A>::identity;
+        for (std::int64_t c = first; c < p.cols; c += step) m = detail::min_fn<A>{}(m, load(c));
+        m = detail::block_reduce(m, shared, detail::min_fn<A>{});
+        if (thread_idx().x == 0) y[row] = static_cast<In>(m);
+      }
       return;
     }
     case reduce_kind::argmax: {
-      detail::arg_best b{-std::numeric_limits<float>::infinity(), -1};
+      detail::arg_best<A> b{detail::lowest_value<A>(), -1};
       for (std::int64_t c = first; c < p.cols; c += step) {
-        const detail::arg_best o{x[at(c)], c};
+        const detail::arg_best<A> o{load(c), c};
         if (b.i < 0 || detail::better(o, b)) b = o;
       }
       b = detail::block_argmax(b, shared, shared_i);
@@ -162,23 +219,26 @@ TYPEX_GLOBAL void row_reduce_kernel(const TYPEX_GRID_CONSTANT reduce_params p) {
     case reduce_kind::log_softmax:
     case reduce_kind::logsumexp: break;
   }
-  float m = detail::max_fn::identity;
-  for (std::int64_t c = first; c < p.cols; c += step) m = detail::max_fn{}(m, x[at(c)]);
-  m = detail::block_reduce(m, shared, detail::max_fn{});
-  float s = 0.0f;
-  for (std::int64_t c = first; c < p.cols; c += step) s += math::exp(x[at(c)] - m);
-  s = detail::block_reduce(s, shared, detail::sum_fn{});
-  if (p.kind == reduce_kind::logsumexp) {
-    if (thread_idx().x == 0) p.out[row] = m == m && (m == std::numeric_limits<float>::infinity() || m == -std::numeric_limits<float>::infinity()) ? m : m + math::log(s);
-    return;
-  }
-  float* y = p.out + base;  // (softmax's output: laid out as its input)
-  if (p.kind == reduce_kind::softmax) {
-    const float inv = 1.0f / s;
-    for (std::int64_t c = first; c < p.cols; c += step) y[at(c)] = math::exp(x[at(c)] - m) * inv;
-  } else {
-    const float log_s = math::log(s);
-    for (std::int64_t c = first; c < p.cols; c += step) y[at(c)] = x[at(c)] - m - log_s;
+  if constexpr (std::is_floating_point_v<A>) {
+    constexpr A inf = std::numeric_limits<A>::infinity();
+    A m = detail::max_fn<A>::identity;
+    for (std::int64_t c = first; c < p.cols; c += step) m = detail::max_fn<A>{}(m, load(c));
+    m = detail::block_reduce(m, shared, detail::max_fn<A>{});
+    A s = 0;
+    for (std::int64_t c = first; c < p.cols; c += step) s += math::exp(load(c) - m);
+    s = detail::block_reduce(s, shared, detail::sum_fn<A>{});
+    if (p.kind == reduce_kind::logsumexp) {
+      if (thread_idx().x == 0) out[row] = m == m && (m == inf || m == -inf) ? m : m + math::log(s);
+      return;
+    }
+    A* y = out + base;  // (softmax's output: laid out as its input)
+    if (p.kind == reduce_kind::softmax) {
+      const A inv = A(1) / s;
+      for (std::int64_t c = first; c < p.cols; c += step) y[at(c)] = math::exp(load(c) - m) * inv;
+    } else {
+      const A log_s = math::log(s);
+      for (std::int64_t c = first; c < p.cols; c += step) y[at(c)] = load(c) - m - log_s;
+    }
   }
 }
 
