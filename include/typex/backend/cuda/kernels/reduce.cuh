@@ -43,25 +43,20 @@ struct sum_fn {
   TYPEX_DEVICE A operator()(A a, A b) const { return add(a, b); }
   static constexpr A identity = A(0);
 };
-// (a NaN anywhere in the row makes the max / min NaN, as torch's)
-template <class A>
-struct max_fn {
+// The larger (Max) or smaller of two; a NaN anywhere in the row makes the max / min NaN, as torch's.
+template <class A, bool Max>
+struct extreme_fn {
   TYPEX_DEVICE A operator()(A a, A b) const {
     if constexpr (std::is_floating_point_v<A>)
       if (a != a || b != b) return a + b;
-    return a < b ? b : a;
+    return (Max ? a < b : b < a) ? b : a;
   }
-  static constexpr A identity = lowest_value<A>();
+  static constexpr A identity = Max ? lowest_value<A>() : highest_value<A>();
 };
 template <class A>
-struct min_fn {
-  TYPEX_DEVICE A operator()(A a, A b) const {
-    if constexpr (std::is_floating_point_v<A>)
-      if (a != a || b != b) return a + b;
-    return b < a ? b : a;
-  }
-  static constexpr A identity = highest_value<A>();
-};
+using max_fn = extreme_fn<A, true>;
+template <class A>
+using min_fn = extreme_fn<A, false>;
 
 // The reduction of v over the block (blockDim.x a multiple of 32; `shared`: one A per warp),
 // returned to every thread. Every thread of the block must call it (it has barriers).
