@@ -50,7 +50,8 @@ struct normed {
   nn::Linear<4, 4> fc;
   template <class X>
   auto operator()(const X& x) const {
-    return relu(to<i64>(fc(x)));  // (relu of integers: the pointwise chain is f32 / f64)
+    const auto h = to<f64>(fc(x));
+    return matmul(h, transpose<0, 1>(h));  // (f64 products: cuBLASLt runs f32 ones only here)
   }
 };
 }  // namespace
@@ -231,7 +232,7 @@ TEST_CASE("cuda program: an op the CUDA backend does not run is an unsupported_e
   const auto gpu = cuda::make_emulated_device();
   auto* emu = static_cast<cuda::emulated_device*>(gpu.get());
   CHECK_THROWS_WITH_AS((program_module<cuda_backend>(ep, {.device = gpu})),
-                       doctest::Contains("the program uses aten.relu.default (node 'relu'), which the CUDA backend does not run"),
+                       doctest::Contains("the program uses aten.matmul.default (node 'matmul'), which the CUDA backend does not run"),
                        unsupported_error);
   CHECK(emu->bytes_in_use() == 0);
 }
@@ -340,8 +341,18 @@ TEST_CASE("cuda eager: ops on device tensors run on their device and equal the E
   CHECK(max_difference(cuda::to_host(dt).erase(), transpose<0, 1>(a).erase()) == 0.0);
   // a host tensor and a device tensor in one call
   CHECK_THROWS_WITH_AS((void)(da + b), doctest::Contains("got tensors on two devices, cuda:0 and cpu"), device_error);
-  // an op the CUDA backend does not run (relu of integers): named; a sum of integers runs, exactly
-  CHECK_THROWS_WITH_AS((void)relu(to<i64>(da)), doctest::Contains("which the CUDA backend does not run"), unsupported_error);
+  // an op the CUDA backend does not run (a product of f64 tensors): named; a sum of integers and
+  // relu of integers run, exactly
+  CHECK_THROWS_WITH_AS((void)matmul(to<f64>(da), to<f64>(transpose<0, 1>(da))), doctest::Contains("which the CUDA backend does not run"),
+                       unsupported_error);
+  const any_tensor got_relu = cuda::to_host(relu(to<i64>(da * 100.0f))).erase(), want_relu = relu(to<i64>(a * 100.0f)).erase();
+  REQUIRE(got_relu.numel() == want_relu.numel());
+  bool some_negative = false;
+  for (index_t i = 0; i < want_relu.numel(); ++i) {
+    CHECK(got_relu.data<std::int64_t>()[i] == want_relu.data<std::int64_t>()[i]);
+    some_negative = some_negative || to<i64>(a * 100.0f).erase().data<std::int64_t>()[i] < 0;
+  }
+  CHECK(some_negative);  // (relu had something to clamp)
   const auto dsum = sum(to<i64>(da * 100.0f));
   CHECK(cuda::to_host(dsum).erase().data<std::int64_t>()[0] == sum(to<i64>(a * 100.0f)).erase().data<std::int64_t>()[0]);
   // a reduction over every dim runs (one block reads the whole tensor)

@@ -237,6 +237,15 @@ inline std::optional<map_op> map_op_of(op_id op) {
 
 inline bool map_readable(dtype t) { return t != dtype::f16 && t != dtype::bf16; }
 
+// The map kernel's op for a node: map_op_of's, or relu of an integer tensor as a clamp below at 0
+// (the pointwise chain, which runs relu of f32 / f64, has no integer type).
+inline std::optional<map_op> map_op_for(const ir::node& node) {
+  if (std::optional<map_op> m = map_op_of(node.target)) return m;
+  const dtype out = node.vals.front().scalar_type;
+  if (node.target == op_id_of<relu_op> && !is_floating_point(out) && out != dtype::b8) return map_op::clamp;
+  return std::nullopt;
+}
+
 // The pointwise chain runs the node (f32 / f64, every tensor of the result's dtype): it fuses.
 inline bool chain_runs(const ir::graph& g, const ir::node& node) {
   const dtype out = node.vals.front().scalar_type;
@@ -264,7 +273,7 @@ inline bool chain_runs(const ir::graph& g, const ir::node& node) {
 // dtypes it reads (not f16 / bf16), and it has at most 3 operands (a conversion names no layout,
 // device or memory format).
 inline bool map_runs(const ir::graph& g, const ir::node& node) {
-  std::optional<map_op> m = map_op_of(node.target);
+  std::optional<map_op> m = map_op_for(node);
   if (!m && is_floating_point(node.vals.front().scalar_type) && !node.args.empty() && std::holds_alternative<ir::value_ref>(node.args[0]) &&
       encode_unary(node.target, call_of(node, nullptr).args))
     m = map_op::unary;  // (a unary op with math of a float result, on an operand of another dtype)
@@ -1681,7 +1690,7 @@ class planned_engine final : public kit::engine, private plan::target {
     const plan::value& y = p.at(s.node);
     const detail::call_of c(node, &p.symbols());
     map_params mp{};
-    const std::optional<map_op> known = detail::map_op_of(node.target);
+    const std::optional<map_op> known = detail::map_op_for(node);
     mp.op = known ? *known : map_op::unary;
     if (mp.op == map_op::unary) mp.link = *encode_unary(node.target, c.args);
     mp.out_dt = static_cast<map_dtype>(y.dt);
@@ -1737,7 +1746,9 @@ class planned_engine final : public kit::engine, private plan::target {
       mp.a = prob >= 1 ? 0.0 : 1.0 / (1.0 - prob);
       draw = draws_++;
     }
-    if (mp.op == map_op::clamp) {
+    if (mp.op == map_op::clamp && node.target == op_id_of<relu_op>) {
+      mp.has_lo = true, mp.has_hi = false, mp.a = 0.0, mp.b = 0.0;  // (relu of integers: max(x, 0))
+    } else if (mp.op == map_op::clamp) {
       mp.has_lo = c.args.has(1), mp.has_hi = c.args.has(2);
       mp.a = mp.has_lo ? detail::number_arg(c.args, 1) : 0.0;
       mp.b = mp.has_hi ? detail::number_arg(c.args, 2) : 0.0;
