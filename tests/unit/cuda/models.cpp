@@ -28,6 +28,25 @@ namespace {
 
 using typex_test::pattern;
 
+// The largest difference of two f32 or f64 tensors of one dtype and shape; infinite where one holds
+// a NaN and the other does not.
+double worst_difference(const any_tensor& got, const any_tensor& want) {
+  REQUIRE(got.scalar_type() == want.scalar_type());
+  REQUIRE(got.extents() == want.extents());
+  REQUIRE((want.scalar_type() == dtype::f32 || want.scalar_type() == dtype::f64));
+  double worst = 0;
+  for (index_t k = 0; k < want.numel(); ++k) {
+    const double a = want.scalar_type() == dtype::f64 ? got.data<double>()[k] : got.data<float>()[k];
+    const double b = want.scalar_type() == dtype::f64 ? want.data<double>()[k] : want.data<float>()[k];
+    if (std::isnan(a) || std::isnan(b)) {
+      if (std::isnan(a) != std::isnan(b)) return std::numeric_limits<double>::infinity();
+      continue;
+    }
+    worst = std::max(worst, a == b ? 0.0 : std::abs(a - b));
+  }
+  return worst;
+}
+
 // Runs `ep` on the Eigen backend and on the CUDA backend (emulated device); returns the largest
 // difference over every output, checking dtypes and extents agree.
 double cuda_vs_eigen(const exported_program& ep, const std::vector<any_tensor>& inputs, bool fuse = true) {
@@ -47,7 +66,7 @@ double cuda_vs_eigen(const exported_program& ep, const std::vector<any_tensor>& 
     if (h.scalar_type() == dtype::i64) {
       for (index_t k = 0; k < h.numel(); ++k) worst = std::max(worst, std::abs(double(h.data<std::int64_t>()[k] - want[i].data<std::int64_t>()[k])));
     } else {
-      worst = std::max(worst, typex_test::worst_abs_error(h, want[i]));
+      worst = std::max(worst, worst_difference(h, want[i]));
     }
   }
   return worst;
@@ -340,5 +359,127 @@ TEST_CASE("cuda models: a convolution with few output tiles over a long reductio
   for (const bool fuse : {true, false}) {
     INFO("fuse " << fuse);
     CHECK(cuda_vs_eigen(ep, in, fuse) <= 2e-5);
+  }
+}
+
+namespace {
+// One call of `target` over `args` (placeholders for the tensors of `g`, numbers as given) on the
+// Eigen backend and on the CUDA backend (emulated device): the largest difference of the output.
+double eigen_vs_cuda_call(ir::graph& g, std::string_view target, std::vector<ir::argument> args, const std::vector<any_tensor>& tensors) {
+  const op_id op = find_op(target);
+  std::vector<ir::tensor_meta> vals = ir::infer_meta(g, op, args);
+  const ir::node_id n = g.add_call({.target = op, .args = std::move(args), .vals = std::move(vals)});
+  g.set_output({ir::value_ref{n}});
+  const auto want = typex_test::eigen_backend_under_test().run(g, tensors);
+  const auto cuda = typex_test::cuda_backend_under_test("cuda (emulated device)", cuda::make_emulated_device());
+  REQUIRE(cuda.runs(g));
+  const auto got = cuda.run(g, tensors);
+  REQUIRE(got.size() == 1);
+  return worst_difference(got[0], want[0]);
+}
+ir::value_ref placeholder(ir::graph& g, const any_tensor& t) {
+  return ir::value_ref{g.add_placeholder("arg", {t.scalar_type(), std::vector<ir::sym_expr>(t.extents().begin(), t.extents().end())})};
+}
+any_tensor f64_of(const any_tensor& t) {  // (an f32 tensor's values as f64)
+  any_tensor out(dtype::f64, t.extents());
+  for (index_t k = 0; k < t.numel(); ++k) out.data<double>()[k] = t.data<float>()[k];
+  return out;
+}
+any_tensor indices(std::vector<index_t> extents, std::vector<std::int64_t> v) {
+  any_tensor t(dtype::i64, std::move(extents));
+  std::copy(v.begin(), v.end(), t.data<std::int64_t>());
+  return t;
+}
+}  // namespace
+
+TEST_CASE("cuda models: spatial cross entropy, embedding gradients by frequency and a cat of mixed dtypes equal the Eigen backend") {
+  // cross entropy over [N, C, H, W] scores and an [N, H, W] target: class weights, ignored
+  // positions, every reduction (a row per (image, pixel), its scores H W apart)
+  const any_tensor scores = pattern({2, 4, 3, 5}, 31);
+  std::vector<std::int64_t> t(30);
+  for (std::size_t k = 0; k < t.size(); ++k) t[k] = k % 7 == 3 ? -100 : static_cast<std::int64_t>((k * 5 + 1) % 4);
+  const any_tensor target = indices({2, 3, 5}, t), weight = values({4}, {0.5f, 1.0f, 2.0f, 0.25f});
+  for (const std::int64_t reduction : {0, 1, 2}) {
+    INFO("reduction " << reduction);
+    ir::graph g;
+    const ir::value_ref s = placeholder(g, scores), tg = placeholder(g, target), w = placeholder(g, weight);
+    CHECK(eigen_vs_cuda_call(g, "aten.cross_entropy_loss.default", {s, tg, w, reduction, std::int64_t{-100}, 0.0},
+                             {scores, target, weight}) <= 1e-5);
+  }
+  // embedding's backward scaled by each index's frequency (index 1 three times, 4 twice), with and
+  // without a padding index, f32 and f64
+  const any_tensor idx = indices({2, 4}, {1, 2, 1, 4, 0, 1, 4, 3});
+  for (const dtype dt : {dtype::f32, dtype::f64}) {
+    for (const std::int64_t pad : {std::int64_t{-1}, std::int64_t{2}}) {
+      INFO(name(dt) << ", padding_idx " << pad);
+      const any_tensor grad = dt == dtype::f64 ? f64_of(pattern({2, 4, 3}, 32)) : pattern({2, 4, 3}, 32);
+      ir::graph g;
+      const ir::value_ref gr = placeholder(g, grad), ix = placeholder(g, idx);
+      CHECK(eigen_vs_cuda_call(g, "aten.embedding_dense_backward.default", {gr, ix, std::int64_t{6}, pad, true}, {grad, idx}) <=
+            (dt == dtype::f64 ? 1e-12 : 1e-6));
+    }
+  }
+  // cat of f32, int64 and bool tensors: promoted to f32 (the map kernel converts, then copies)
+  {
+    any_tensor b(dtype::b8, {2, 1});
+    b.data<bool>()[0] = true, b.data<bool>()[1] = false;
+    const any_tensor f = pattern({2, 3}, 33), i = indices({2, 2}, {-3, 7, 0, 12});
+    ir::graph g;
+    const ir::value_ref pf = placeholder(g, f), pi = placeholder(g, i), pb = placeholder(g, b);
+    CHECK(eigen_vs_cuda_call(g, "aten.cat.default", {std::vector<ir::value_ref>{pf, pi, pb, pf}, std::int64_t{1}}, {f, i, b}) == 0.0);
+  }
+}
+
+TEST_CASE("cuda models: f64 convolutions (split K and not), products and pooling gradients equal the Eigen backend") {
+  cuda_model_tests::long_reduction f;
+  using X = shape<fix<2>, fix<120>, fix<5>, fix<5>>;
+  using W = shape<fix<6>, fix<60>, fix<3>, fix<3>>;
+  const exported_program ep = export_program(f, input<"x">(tensor_spec<f64, X>()), input<"w">(tensor_spec<f64, W>()),
+                                             input<"b">(tensor_spec<f64, shape<fix<6>>>()));
+  const std::vector<any_tensor> in{f64_of(pattern({2, 120, 5, 5}, 21)), f64_of(pattern({6, 60, 3, 3}, 22)),
+                                   f64_of(pattern({6}, 23))};
+  for (const bool fuse : {true, false}) {
+    INFO("fuse " << fuse);
+    CHECK(cuda_vs_eigen(ep, in, fuse) <= 1e-12);
+  }
+  // a convolution of one output tile a group (no split), then a linear layer and a batched product
+  const any_tensor x = f64_of(pattern({3, 4, 6, 6}, 24)), w = f64_of(pattern({6, 2, 3, 3}, 25));
+  {
+    ir::graph g;
+    const ir::value_ref px = placeholder(g, x), pw = placeholder(g, w);
+    CHECK(eigen_vs_cuda_call(g, "aten.conv2d.default", {px, pw, ir::none_t{}, std::vector<std::int64_t>{2, 1},
+                                                        std::vector<std::int64_t>{1, 0}, std::vector<std::int64_t>{1, 2}, std::int64_t{2}},
+                             {x, w}) <= 1e-12);
+  }
+  {
+    const any_tensor a = f64_of(pattern({5, 7}, 26)), lw = f64_of(pattern({3, 7}, 27)),
+                     lb = f64_of(pattern({3}, 28));
+    ir::graph g;
+    const ir::value_ref pa = placeholder(g, a), pw = placeholder(g, lw), pb = placeholder(g, lb);
+    CHECK(eigen_vs_cuda_call(g, "aten.linear.default", {pa, pw, pb}, {a, lw, lb}) <= 1e-12);
+  }
+  {
+    const any_tensor a = f64_of(pattern({2, 5, 7}, 29)), b = f64_of(pattern({2, 7, 3}, 30));
+    ir::graph g;
+    const ir::value_ref pa = placeholder(g, a), pb = placeholder(g, b);
+    CHECK(eigen_vs_cuda_call(g, "aten.bmm.default", {pa, pb}, {a, b}) <= 1e-12);
+  }
+  // pooling gradients of f64 planes: max (stride 1: overlapping windows), average with padding
+  const any_tensor img = f64_of(pattern({2, 3, 6, 5}, 34));
+  {
+    const any_tensor go = f64_of(pattern({2, 3, 5, 4}, 35));
+    ir::graph g;
+    const ir::value_ref pg = placeholder(g, go), pi = placeholder(g, img);
+    CHECK(eigen_vs_cuda_call(g, "typex.max_pool2d_backward.default",
+                             {pg, pi, std::vector<std::int64_t>{2, 2}, std::vector<std::int64_t>{1, 1}}, {go, img}) <= 1e-12);
+  }
+  {
+    const any_tensor go = f64_of(pattern({2, 3, 4, 3}, 36));
+    ir::graph g;
+    const ir::value_ref pg = placeholder(g, go), pi = placeholder(g, img);
+    CHECK(eigen_vs_cuda_call(g, "aten.avg_pool2d_backward.default",
+                             {pg, pi, std::vector<std::int64_t>{2, 2}, std::vector<std::int64_t>{2, 2}, std::vector<std::int64_t>{1, 1},
+                              false, true, ir::none_t{}},
+                             {go, img}) <= 1e-12);
   }
 }

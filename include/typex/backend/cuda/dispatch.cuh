@@ -79,7 +79,8 @@ void dispatch(const kernel_launch& k, Stream stream) {
     }
     case kernel_kind::conv: {
       const conv_params& p = detail::launch_params<conv_params>(k);
-      TYPEX_LAUNCH(kernels::conv2d_kernel<float>, k.grid, k.block, k.shared_bytes, stream)(p);
+      if (p.f64) TYPEX_LAUNCH(kernels::conv2d_kernel<double>, k.grid, k.block, k.shared_bytes, stream)(p);
+      else TYPEX_LAUNCH(kernels::conv2d_kernel<float>, k.grid, k.block, k.shared_bytes, stream)(p);
       return;
     }
     case kernel_kind::attention: {
@@ -116,6 +117,10 @@ void dispatch(const kernel_launch& k, Stream stream) {
     }
     case kernel_kind::index: {
       const index_params& p = detail::launch_params<index_params>(k);
+      if (p.kind == index_kind::count) {
+        TYPEX_LAUNCH(kernels::index_kernel<double>, k.grid, k.block, k.shared_bytes, stream)(p);
+        return;
+      }
       if (p.kind == index_kind::add) {
         if (p.itemsize == 4) TYPEX_LAUNCH(kernels::index_kernel<float>, k.grid, k.block, k.shared_bytes, stream)(p);
         else TYPEX_LAUNCH(kernels::index_kernel<double>, k.grid, k.block, k.shared_bytes, stream)(p);
@@ -135,7 +140,8 @@ void dispatch(const kernel_launch& k, Stream stream) {
     }
     case kernel_kind::pool: {
       const pool_params& p = detail::launch_params<pool_params>(k);
-      TYPEX_LAUNCH(kernels::pool2d_kernel<float>, k.grid, k.block, k.shared_bytes, stream)(p);
+      if (p.f64) TYPEX_LAUNCH(kernels::pool2d_kernel<double>, k.grid, k.block, k.shared_bytes, stream)(p);
+      else TYPEX_LAUNCH(kernels::pool2d_kernel<float>, k.grid, k.block, k.shared_bytes, stream)(p);
       return;
     }
   }

@@ -203,10 +203,11 @@ static_assert(std::is_trivially_copyable_v<norm_params>);
 // ow], + bias[oc] (may be null), then the activation `act` where has_act: an implicit GEMM
 // (M = n oh ow output pixels, N = oc / groups channels per group, K = c / groups kh kw).
 struct conv_params {
-  const float* in = nullptr;
-  const float* weight = nullptr;
-  const float* bias = nullptr;
-  float* out = nullptr;
+  bool f64 = false;  // (the element type of every tensor: double, else float)
+  const void* in = nullptr;
+  const void* weight = nullptr;
+  const void* bias = nullptr;
+  void* out = nullptr;
   std::int64_t n = 0, c = 0, h = 0, w = 0;
   std::int64_t oc = 0, kh = 0, kw = 0, oh = 0, ow = 0, groups = 1;
   std::int64_t stride[2] = {1, 1}, pad[2] = {0, 0}, dil[2] = {1, 1};
@@ -219,7 +220,7 @@ struct conv_params {
   // order (deterministic), then the bias and the activation.
   int k_splits = 1;
   bool finish = false;
-  float* partial = nullptr;
+  void* partial = nullptr;
 };
 static_assert(std::is_trivially_copyable_v<conv_params>);
 
@@ -227,7 +228,7 @@ static_assert(std::is_trivially_copyable_v<conv_params>);
 
 enum class pool_kind : std::uint8_t { max, avg, adaptive_avg, max_backward, avg_backward, adaptive_avg_backward };
 
-// Over `planes` f32 planes [h, w] into [oh, ow] each: max (NaN propagates; padding never wins),
+// Over `planes` f32 (or f64, where f64) planes [h, w] into [oh, ow] each: max (NaN propagates; padding never wins),
 // avg (count_include_pad, divisor: divisor_override or 0), adaptive avg (torch's windows
 // [floor(i h / oh), ceil((i + 1) h / oh))). The backward kinds write the gradient of the input
 // (out: planes x [h, w]) from the output's (grad: planes x [oh, ow]), one thread per input element
@@ -235,9 +236,10 @@ enum class pool_kind : std::uint8_t { max, avg, adaptive_avg, max_backward, avg_
 // first maximum, recomputed from the input (in), as torch's.
 struct pool_params {
   pool_kind kind = pool_kind::max;
-  const float* in = nullptr;
-  const float* grad = nullptr;
-  float* out = nullptr;
+  bool f64 = false;                // (the element type of in, grad and out: double, else float)
+  const void* in = nullptr;
+  const void* grad = nullptr;
+  void* out = nullptr;
   std::int64_t planes = 0, h = 0, w = 0, oh = 0, ow = 0;
   std::int64_t k[2] = {1, 1}, stride[2] = {1, 1}, pad[2] = {0, 0}, dil[2] = {1, 1};
   bool include_pad = true;
@@ -297,13 +299,15 @@ static_assert(sizeof(map_params) < 4096 && std::is_trivially_copyable_v<map_para
 
 // ---- indexing (kernels/index.cuh)
 
-enum class index_kind : std::uint8_t { take, add };
+enum class index_kind : std::uint8_t { take, add, count };
 
 // Over the n elements of an iteration shape (`rank` dims, `extent`), each with coordinates c:
 //   take: out[c . out_stride] = src[c . src_stride with c[dim] replaced by idx]  (index_select,
 //         embedding, gather: bits of `itemsize` bytes);
 //   add:  out[c . out_stride with c[dim] replaced by idx] += alpha src[c . src_stride]  (index_add,
 //         scatter_add, embedding's backward: f32 or f64 (`itemsize` 4 or 8), atomically).
+//   count: counts[idx] += 1 (doubles, atomically: exact to 2^53), for embedding's backward with
+//         scale_grad_by_freq, whose add then scales each term by 1 / counts[idx] (as torch's);
 // idx = index[c . index_stride] (int64, or int32 where index32); an idx outside [0, dim_size) is
 // skipped (take writes 0) and sets *error to `code` where that is larger (the engine reads it after
 // the call and throws naming the node); idx == skip_index is skipped silently (embedding's
@@ -323,6 +327,7 @@ struct index_params {
   std::int64_t dim_size = 0;
   std::int64_t skip_index = -1;
   double alpha = 1.0;
+  double* counts = nullptr;  // (count: written; add: each term divided by counts[idx] where given)
   std::int64_t extent[max_rank] = {};
   std::int64_t src_stride[max_rank] = {};
   std::int64_t out_stride[max_rank] = {};
@@ -400,6 +405,9 @@ struct loss_params {
   int code = 1;
   std::int64_t rows = 0, cols = 0;
   std::int64_t ignore_index = -100;
+  // (nll / cross_entropy over spatial scores [N, C, d...]: the product of d..., each row (n, p)
+  // reading its C scores at in[(n C) inner + c inner + p]; 1 for [N, C] and [C])
+  std::int64_t inner = 1;
 };
 static_assert(std::is_trivially_copyable_v<loss_params>);
 
@@ -589,7 +597,7 @@ inline kernel_launch norm_launch(const norm_params& p) {
                      (p.kind == norm_kind::group && p.groups >= 1 && p.channels_per_group >= 1 && p.inner >= 1 &&
                       p.channels_per_group * p.inner == p.cols) ||
                      (p.kind == norm_kind::batch_eval && p.channels >= 1 && p.running_mean != nullptr && p.running_var != nullptr);
-  if (p.rows < 0 || p.cols < 0 || p.rows > 2147483647 || !(p.eps >= 0) || !shape)
+  if (p.rows < 0 || p.cols < 0 || p.inner < 1 || p.rows > 2147483647 || !(p.eps >= 0) || !shape)
     typex::detail::raise_message<argument_error>(std::string("typex::cuda::norm_launch: ") + std::to_string(p.rows) + " rows of " +
                                                  std::to_string(p.cols) + " (at most 2^31 - 1 rows; eps not negative; a group norm's rows of channels_per_group x inner, a batch norm's running statistics)");
   return {kernel_kind::norm,
@@ -644,7 +652,7 @@ inline kernel_launch conv_launch(const conv_params& p) {
           {static_cast<unsigned>(tiles_m < 1 ? 1 : tiles_m), static_cast<unsigned>(tiles_n), static_cast<unsigned>(p.groups * p.k_splits)},
           {256, 1, 1},
           // (the A and B slabs, then two slabs' k offsets (int64) and window offsets (2 int))
-          static_cast<std::uint32_t>(conv_tile_k * (conv_tile_m + conv_tile_n) * sizeof(float) +
+          static_cast<std::uint32_t>(conv_tile_k * (conv_tile_m + conv_tile_n) * (p.f64 ? sizeof(double) : sizeof(float)) +
                                      2 * conv_tile_k * (sizeof(std::int64_t) + 2 * sizeof(int))),
           p};
 }
@@ -663,8 +671,9 @@ inline kernel_launch map_launch(const map_params& p) {
 
 inline kernel_launch index_launch(const index_params& p) {
   detail::check_extents("index", p.rank, p.extent, p.n);
-  const bool sizes = p.kind == index_kind::take ? (p.itemsize == 1 || p.itemsize == 2 || p.itemsize == 4 || p.itemsize == 8)
-                                                : (p.itemsize == 4 || p.itemsize == 8);
+  const bool sizes = p.kind == index_kind::take    ? (p.itemsize == 1 || p.itemsize == 2 || p.itemsize == 4 || p.itemsize == 8)
+                     : p.kind == index_kind::count ? p.counts != nullptr
+                                                   : (p.itemsize == 4 || p.itemsize == 8);
   if (!sizes || p.dim < 0 || p.dim >= (p.rank < 1 ? 1 : p.rank) || p.error == nullptr || p.code < 1)
     typex::detail::raise_message<argument_error>(
         "typex::cuda::index_launch: items of 1, 2, 4 or 8 bytes (4 or 8 to add), a dim of the iteration, and an error word");
@@ -719,7 +728,7 @@ inline std::int64_t loss_blocks(const loss_params& p) {
   return b < 1 ? 1 : b > 1024 ? 1024 : b;
 }
 inline kernel_launch loss_launch(const loss_params& p) {
-  if (p.rows < 0 || p.cols < 0 || p.rows > 2147483647 || (p.kind != loss_kind::mse && p.kind != loss_kind::finish && p.error == nullptr) ||
+  if (p.rows < 0 || p.cols < 0 || p.inner < 1 || p.rows > 2147483647 || (p.kind != loss_kind::mse && p.kind != loss_kind::finish && p.error == nullptr) ||
       (p.reduction != loss_reduction::none && p.kind != loss_kind::finish && p.partial == nullptr))
     typex::detail::raise_message<argument_error>(
         "typex::cuda::loss_launch: rows past 2^31 - 1, a class loss without its error word, or a reduction without its partial sums");

@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <list>
 #include <map>
 #include <memory>
@@ -176,15 +177,11 @@ inline bool index_runs(const ir::graph& g, const ir::node& node) {
       if (t.scalar_type != out.scalar_type && t.scalar_type != dtype::i64 && t.scalar_type != dtype::i32) return false;
     }
   }
-  if (op == op_id_of<aten::embedding_dense_backward>) {
-    const call_of c(node, nullptr);
-    if (c.args.has(4) && c.args.flag(4)) return false;  // (scale_grad_by_freq: counts per index, not here)
-  }
   return true;
 }
 
-// The losses the loss kernel runs (kernels/loss.cuh): nll_loss and cross_entropy over [N, C] or [C]
-// scores with class-index targets (cross_entropy without label smoothing), mse_loss of two tensors
+// The losses the loss kernel runs (kernels/loss.cuh): nll_loss and cross_entropy over [N, C], [C]
+// or spatial [N, C, d...] scores with class-index targets (cross_entropy without label smoothing), mse_loss of two tensors
 // of one rank; f32, reductions none / mean / sum.
 inline bool is_loss_op(op_id op) {
   return op == op_id_of<aten::nll_loss> || op == op_id_of<aten::cross_entropy_loss> || op == op_id_of<aten::mse_loss>;
@@ -202,7 +199,10 @@ inline bool loss_runs(const ir::graph& g, const ir::node& node) {
   const std::int64_t reduction = c.args.has(reduction_at) ? c.args.integer(reduction_at) : 1;
   if (x.scalar_type != dtype::f32 || reduction < 0 || reduction > 2) return false;
   if (op == op_id_of<aten::mse_loss>) return t.scalar_type == dtype::f32 && t.shape == x.shape && x.rank() <= static_cast<std::size_t>(max_rank);
-  if ((x.rank() != 1 && x.rank() != 2) || t.rank() + 1 != x.rank() || (t.scalar_type != dtype::i64 && t.scalar_type != dtype::i32)) return false;
+  // ([C] scores with a 0-d target, [N, C] with [N], spatial [N, C, d...] with [N, d...])
+  if (x.rank() < 1 || x.rank() > static_cast<std::size_t>(max_rank) || t.rank() + 1 != x.rank() ||
+      (t.scalar_type != dtype::i64 && t.scalar_type != dtype::i32))
+    return false;
   if (node.args.size() > 2) {
     if (const auto* wr = std::get_if<ir::value_ref>(&node.args[2]); wr != nullptr && g[wr->node].vals.front().scalar_type != dtype::f32) return false;
   }
@@ -363,8 +363,14 @@ TYPEX_CUDA_API bool supports(const ir::graph& g, const ir::node& node) {
     if (op == op_id_of<aten::cat> || op == op_id_of<aten::stack>) {
       const auto* list = node.args.empty() ? nullptr : std::get_if<std::vector<ir::value_ref>>(&node.args[0]);
       if (list == nullptr) return false;
-      for (const ir::value_ref& r : *list)
-        if (g[r.node].vals.front().scalar_type != out.scalar_type || g[r.node].vals.front().rank() > static_cast<std::size_t>(max_rank)) return false;
+      // (cat promotes: an input of another dtype is converted first, by the map kernel)
+      for (const ir::value_ref& r : *list) {
+        const ir::tensor_meta& m = g[r.node].vals.front();
+        if (m.rank() > static_cast<std::size_t>(max_rank)) return false;
+        if (m.scalar_type != out.scalar_type &&
+            (op != op_id_of<aten::cat> || !detail::map_readable(m.scalar_type) || !detail::map_readable(out.scalar_type)))
+          return false;
+      }
       return true;
     }
     for (std::size_t k = 0; k < node.args.size(); ++k) {
@@ -403,6 +409,29 @@ TYPEX_CUDA_API bool supports(const ir::graph& g, const ir::node& node) {
     return r.has_value() && detail::reduction_runs(r->kind, x->scalar_type, out.scalar_type);
   }
   if (op == op_id_of<scaled_dot_product_attention_op>) return detail::attention_runs(g, node);
+  if (detail::is_pool_op(op)) {  // (f32 or f64: the result and every tensor read of one dtype)
+    if ((out.scalar_type != dtype::f32 && out.scalar_type != dtype::f64) || x == nullptr || (x->rank() != 3 && x->rank() != 4)) return false;
+    for (const ir::argument& a : node.args) {
+      if (const ir::tensor_meta* m = meta_of(a); m != nullptr && m->scalar_type != out.scalar_type) return false;
+      if (std::holds_alternative<std::vector<ir::value_ref>>(a)) return false;
+    }
+    return true;
+  }
+  if (op == op_id_of<linear_op> || detail::is_matmul_op(op) || op == op_id_of<aten::conv2d>) {
+    // (the products and convolutions: f32 or f64, the result and every tensor read of one dtype)
+    if (out.scalar_type != dtype::f32 && out.scalar_type != dtype::f64) return false;
+    for (const ir::argument& a : node.args) {
+      if (const ir::tensor_meta* m = meta_of(a); m != nullptr && m->scalar_type != out.scalar_type) return false;
+      if (std::holds_alternative<std::vector<ir::value_ref>>(a)) return false;
+    }
+    if (op == op_id_of<linear_op>) return true;
+    if (op == op_id_of<aten::conv2d>) {
+      const ir::tensor_meta* w = node.args.size() < 2 ? nullptr : meta_of(node.args[1]);
+      return x != nullptr && w != nullptr && (x->rank() == 3 || x->rank() == 4) && w->rank() == 4;
+    }
+    const ir::tensor_meta* y = node.args.size() < 2 ? nullptr : meta_of(node.args[1]);
+    return x != nullptr && y != nullptr && x->rank() >= 1 && y->rank() >= 1 && out.rank() <= static_cast<std::size_t>(max_rank);
+  }
   // (the other kernels compute in f32: every tensor read and the result; bits of another dtype
   // read as f32 would be wrong numbers, a bool read as f32 four times its bytes)
   if (out.scalar_type != dtype::f32) return false;
@@ -410,22 +439,12 @@ TYPEX_CUDA_API bool supports(const ir::graph& g, const ir::node& node) {
     if (const ir::tensor_meta* m = meta_of(a); m != nullptr && m->scalar_type != dtype::f32) return false;
     if (std::holds_alternative<std::vector<ir::value_ref>>(a)) return false;
   }
-  if (op == op_id_of<linear_op>) return true;
-  if (detail::is_matmul_op(op)) {
-    const ir::tensor_meta* y = node.args.size() < 2 ? nullptr : meta_of(node.args[1]);
-    return x != nullptr && y != nullptr && x->rank() >= 1 && y->rank() >= 1 && out.rank() <= static_cast<std::size_t>(max_rank);
-  }
   if (op == op_id_of<layer_norm_op>) return x != nullptr;
   if (op == op_id_of<aten::group_norm>) return x != nullptr && x->rank() >= 2;
   if (op == op_id_of<batch_norm_op>) {  // (evaluation mode, with running statistics: training mode writes buffers)
     const detail::call_of c(node, nullptr);
     return x != nullptr && x->rank() >= 2 && c.args.has(3) && c.args.has(4) && !c.args.flag(5);
   }
-  if (op == op_id_of<aten::conv2d>) {
-    const ir::tensor_meta* w = node.args.size() < 2 ? nullptr : meta_of(node.args[1]);
-    return x != nullptr && w != nullptr && (x->rank() == 3 || x->rank() == 4) && w->rank() == 4;
-  }
-  if (detail::is_pool_op(op)) return x != nullptr && (x->rank() == 3 || x->rank() == 4);
   return false;  // (pointwise ops: chain_runs and map_runs above)
 }
 
@@ -493,7 +512,7 @@ struct weight_uploads {
 // on an H100 the reference CNN's training step with every convolution through cuDNN took 2.7x
 // (batch 32) and 5.4x (batch 256) the time of typex's kernel, though cuDNN's forward convolutions
 // were the faster ones (docs/cuda_backend.md).
-constexpr bool cudnn_suits(const conv_params& cp) noexcept { return cp.kh * cp.kw <= cp.oh * cp.ow; }
+constexpr bool cudnn_suits(const conv_params& cp) noexcept { return !cp.f64 && cp.kh * cp.kw <= cp.oh * cp.ow; }
 
 // conv_engine::cudnn in a build without cuDNN: refused when the engine is made (planned or run
 // node by node), before anything is uploaded.
@@ -616,6 +635,7 @@ class planned_engine final : public kit::engine, private plan::target {
     auto p = std::make_unique<cuda_plan>();
     building_ = p.get();
     pending_.clear();
+    converted_.clear();
     // slots for the inputs (each at a 256-byte boundary), allocated before the plan's arena
     std::size_t at = 0;
     for (const any_tensor& t : inputs) {
@@ -646,6 +666,7 @@ class planned_engine final : public kit::engine, private plan::target {
     // addresses are known now: every record's operands, then the outputs
     for (auto& make : pending_) p->records.push_back(make());
     pending_.clear();
+    converted_.clear();
     for (ir::node_id o : planner_.outputs()) {
       const plan::value& v = planner_.at(o);
       p->outputs.push_back({v.dt, v.extents, address(v.at)});
@@ -774,22 +795,24 @@ class planned_engine final : public kit::engine, private plan::target {
     index_t m = 1;
     for (std::size_t d = 0; d + 1 < x->extents.size(); ++d) m *= x->extents[d];
     const bool gemm = k > 0 && m > 0 && n > 0;
-    const bool bias_in_epilogue = b != nullptr && b->numel() == n && gemm;
+    // (f64 products take no epilogue: the bias and the activation run as a chain after them)
+    const bool f64 = y.dt == dtype::f64;
+    const bool bias_in_epilogue = b != nullptr && b->numel() == n && gemm && !f64;
     epilogue e = epilogue::none;
     std::optional<chain_link> act;
     if (s.epilogue != plan::no_node) {
       const ir::node& an = p.graph()[s.epilogue];
       const detail::call_of c(an, &p.symbols());
       const bool tanh_gelu = an.target == op_id_of<gelu_op> && c.args.has("approximate") && c.args.text("approximate") == "tanh";
-      if (gemm && (b == nullptr || bias_in_epilogue) && an.target == op_id_of<relu_op>) e = epilogue::relu;
-      else if (gemm && (b == nullptr || bias_in_epilogue) && tanh_gelu) e = epilogue::gelu_tanh;
+      if (gemm && !f64 && (b == nullptr || bias_in_epilogue) && an.target == op_id_of<relu_op>) e = epilogue::relu;
+      else if (gemm && !f64 && (b == nullptr || bias_in_epilogue) && tanh_gelu) e = epilogue::gelu_tanh;
       else act = encode_unary(an.target, c.args);
     }
     const std::string what = name_of(node);
     const plan::value* yv = &y;
     if (gemm) {
       cuda_plan& cp = *building_;
-      cp.products.push_back(make_linear(m, n, k, e, bias_in_epilogue, dtype::f32, options_.matmul_precision));
+      cp.products.push_back(make_linear(m, n, k, e, bias_in_epilogue, y.dt, options_.matmul_precision));
       const std::size_t product = cp.product_at.size();
       cp.product_at.push_back(&cp.products.back());
       pending_.push_back([this, x, wt, b, yv, product, what, bias_in_epilogue] {
@@ -822,8 +845,9 @@ class planned_engine final : public kit::engine, private plan::target {
     const bool bias_after = b != nullptr && !bias_in_epilogue;
     if (!bias_after && !act) return;
     const std::string after_name = act ? name_of(p.graph()[s.epilogue]) : what;
-    pending_.push_back([this, yv, b, bias_after, act, m, n, after_name] {
+    pending_.push_back([this, yv, b, bias_after, act, m, n, f64, after_name] {
       chain_params c{};
+      c.dtype = f64 ? chain_dtype::f64 : chain_dtype::f32;
       c.out = address(yv->at);
       set_extents(c, {m, n});
       add_operand(c, address(yv->at), {n, 1});
@@ -970,6 +994,7 @@ class planned_engine final : public kit::engine, private plan::target {
     const detail::call_of c(node, &p.symbols());
     const bool batched = x->extents.size() == 4;
     conv_params cp{};
+    cp.f64 = y.dt == dtype::f64;
     cp.n = batched ? x->extents[0] : 1;
     cp.c = x->extents[batched ? 1 : 0];
     cp.h = x->extents[batched ? 2 : 1];
@@ -999,17 +1024,17 @@ class planned_engine final : public kit::engine, private plan::target {
     // (few output tiles over a long reduction: K split over more blocks, launch.hpp's conv_k_splits)
     cp.k_splits = conv_k_splits(cp);
     const plan::location partial =
-        cp.k_splits > 1 ? p.scratch(static_cast<std::size_t>(cp.k_splits) * static_cast<std::size_t>(y.numel()) * sizeof(float), s.node)
+        cp.k_splits > 1 ? p.scratch(static_cast<std::size_t>(cp.k_splits) * static_cast<std::size_t>(y.numel()) * itemsize(y.dt), s.node)
                         : plan::location{};
     // (one record, or with split K two: the stretches into `partial`, then the finish into y)
     for (const bool finish : {false, true}) {
       if (finish && cp.k_splits == 1) break;
       pending_.push_back([this, x, w, b, yv = &y, cp, partial, what, finish]() mutable {
-        cp.in = reinterpret_cast<const float*>(address(x->at));
-        cp.weight = reinterpret_cast<const float*>(address(w->at));
-        cp.bias = b != nullptr ? reinterpret_cast<const float*>(address(b->at)) : nullptr;
-        cp.out = reinterpret_cast<float*>(address(yv->at));
-        if (cp.k_splits > 1) cp.partial = reinterpret_cast<float*>(address(partial));
+        cp.in = address(x->at);
+        cp.weight = address(w->at);
+        cp.bias = b != nullptr ? address(b->at) : nullptr;
+        cp.out = address(yv->at);
+        if (cp.k_splits > 1) cp.partial = address(partial);
         cp.finish = finish;
         const bool to_partial = cp.k_splits > 1 && !finish;
         return kernel_record(conv_launch(cp), what, to_partial ? address(partial) : address(yv->at),
@@ -1051,9 +1076,9 @@ class planned_engine final : public kit::engine, private plan::target {
     cp.k_splits = 1;
     cp.finish = true;
     pending_.push_back([this, b, yv, cp, what]() mutable {
-      cp.out = reinterpret_cast<float*>(address(yv->at));
+      cp.out = address(yv->at);
       cp.partial = cp.out;  // (in place: each element read, then written, by one thread)
-      cp.bias = b != nullptr ? reinterpret_cast<const float*>(address(b->at)) : nullptr;
+      cp.bias = b != nullptr ? address(b->at) : nullptr;
       return kernel_record(conv_launch(cp), what + " (its bias and activation)", address(yv->at), yv->bytes());
     });
   }
@@ -1131,6 +1156,7 @@ class planned_engine final : public kit::engine, private plan::target {
     const detail::call_of c(node, &p.symbols());
     const std::size_t r = x->extents.size(), at = backward ? 1 : 0;  // (at: the pool's arguments start after grad_output)
     pool_params pp{};
+    pp.f64 = y.dt == dtype::f64;
     pp.h = x->extents[r - 2];
     pp.w = x->extents[r - 1];
     pp.oh = small.extents[r - 2];
@@ -1167,9 +1193,9 @@ class planned_engine final : public kit::engine, private plan::target {
     }
     const std::string what = name_of(node);
     pending_.push_back([this, x, g, yv = &y, pp, what]() mutable {
-      pp.in = reinterpret_cast<const float*>(address(x->at));
-      pp.grad = g != nullptr ? reinterpret_cast<const float*>(address(g->at)) : nullptr;
-      pp.out = reinterpret_cast<float*>(address(yv->at));
+      pp.in = address(x->at);
+      pp.grad = g != nullptr ? address(g->at) : nullptr;
+      pp.out = address(yv->at);
       return kernel_record(pool_launch(pp), what, address(yv->at), yv->bytes());
     });
   }
@@ -1209,6 +1235,34 @@ class planned_engine final : public kit::engine, private plan::target {
     }
   }
 
+  // `v` converted to `dt` (the map kernel's convert) into scratch of node n, as a value of the plan
+  // being made (kept in converted_ until its records are made).
+  const plan::value& converted(plan::planner& p, ir::node_id n, const plan::value& v, dtype dt, const std::string& what) {
+    plan::value& c = converted_.emplace_back();
+    c.dt = dt;
+    c.extents = v.extents;
+    c.at = p.scratch(std::max<std::size_t>(c.bytes(), 1), n);
+    map_params mp{};
+    mp.op = map_op::convert;
+    mp.compute = dt == dtype::f64 ? map_compute::f64 : is_floating_point(dt) ? map_compute::f32 : map_compute::i64;
+    mp.out_dt = static_cast<map_dtype>(dt);
+    mp.rank = static_cast<std::int32_t>(v.extents.size());
+    mp.n = v.numel();
+    mp.n_operands = 1;
+    for (std::size_t d = 0; d < v.extents.size(); ++d) mp.extent[d] = v.extents[d];
+    if (mp.n == 0) return c;
+    pending_.push_back([this, mp, from = &v, to = &c, what]() mutable {
+      map_operand& o = mp.operands[0];
+      o.data = address(from->at);
+      o.dt = static_cast<map_dtype>(from->dt);
+      const std::vector<index_t> st = plan::contiguous_strides(from->extents);
+      for (std::size_t d = 0; d < st.size(); ++d) o.stride[d] = st[d];
+      mp.out = address(to->at);
+      return kernel_record(map_launch(mp), what, address(to->at), to->bytes());
+    });
+    return c;
+  }
+
   // slice, select, expand, squeeze, cat, copy: strided copies of the input into the result.
   void lower_gather(plan::planner& p, plan::step_plan& s) {
     const ir::node& node = p.graph()[s.node];
@@ -1237,10 +1291,11 @@ class planned_engine final : public kit::engine, private plan::target {
       const std::vector<index_t> ys = plan::contiguous_strides(y.extents);
       index_t at = 0;
       for (const ir::value_ref& r : refs) {
-        const plan::value& v = p.at(r.node);
-        if (v.extents.size() != rank) continue;  // (torch's legacy empty [0] tensor: contributes nothing)
-        pieces.push_back({&v, 0, v.extents, plan::contiguous_strides(v.extents), at * ys[dim], ys});
-        at += v.extents[dim];
+        const plan::value* v = &p.at(r.node);
+        if (v->extents.size() != rank) continue;  // (torch's legacy empty [0] tensor: contributes nothing)
+        if (v->dt != y.dt) v = &converted(p, s.node, *v, y.dt, name_of(node));  // (a mixed cat: promoted first)
+        pieces.push_back({v, 0, v->extents, plan::contiguous_strides(v->extents), at * ys[dim], ys});
+        at += v->extents[dim];
       }
     } else if (op == op_id_of<aten::select_scatter> || op == op_id_of<aten::slice_scatter>) {
       // the input, then the source into its slice
@@ -1361,7 +1416,7 @@ class planned_engine final : public kit::engine, private plan::target {
     cs.push_back(sr), cs.push_back(sc);
     index_t count = 1;
     for (index_t e : ce) count *= e;
-    const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(float);
+    const std::size_t bytes = static_cast<std::size_t>(count) * itemsize(v.dt);
     const plan::location scratch = p.scratch(bytes, n);
     push_copies({copy_piece{&v, 0, ce, cs, 0, {}}}, v.dt, scratch, bytes, what);
     g.at = scratch;
@@ -1441,14 +1496,15 @@ class planned_engine final : public kit::engine, private plan::target {
     g.stride_b = batches > 1 ? gb.batch_stride : 0;
     g.stride_c = batches > 1 ? m * n : 0;
     cuda_plan& cp = *building_;
-    cp.products.push_back(make_matmul(g, epilogue::none, dtype::f32, options_.matmul_precision));
+    cp.products.push_back(make_matmul(g, epilogue::none, y.dt, options_.matmul_precision));
     const std::size_t product = cp.product_at.size();
     cp.product_at.push_back(&cp.products.back());
-    pending_.push_back([this, ga, gb, yv = &y, product, what] {
+    const std::int64_t item = static_cast<std::int64_t>(itemsize(y.dt));
+    pending_.push_back([this, ga, gb, yv = &y, product, item, what] {
       record r;
       record::gemm gm;
       gm.product = product;
-      gm.args = row_major_operands(address(ga.at) + ga.offset * 4, address(gb.at) + gb.offset * 4, address(yv->at));
+      gm.args = row_major_operands(address(ga.at) + ga.offset * item, address(gb.at) + gb.offset * item, address(yv->at));
       gm.args.workspace = building_->workspace.data();
       gm.args.workspace_bytes = building_->workspace.bytes();
       r.what = gm;
@@ -1472,6 +1528,7 @@ class planned_engine final : public kit::engine, private plan::target {
     ip.itemsize = static_cast<std::int32_t>(itemsize(y.dt));
     const plan::value* src = nullptr;
     const plan::value* index = nullptr;
+    std::optional<plan::location> counts;  // (embedding's backward with scale_grad_by_freq)
     std::vector<index_t> iter;
     std::vector<index_t> src_st, out_st, idx_st;
     const auto take_along = [&](const plan::value* from, const plan::value* idx, std::size_t dim) {
@@ -1504,6 +1561,8 @@ class planned_engine final : public kit::engine, private plan::target {
         ip.dim_size = y.extents.front();
         const std::int64_t pad = c.args.integer(3);
         ip.skip_index = pad >= 0 ? pad : -1;
+        if (c.args.has(4) && c.args.flag(4) && ip.dim_size > 0)
+          counts = p.scratch(static_cast<std::size_t>(ip.dim_size) * sizeof(double), s.node);
         pending_.push_back([this, yv = &y, what] {
           record r;
           r.what = record::zero{address(yv->at), yv->bytes()};
@@ -1560,7 +1619,32 @@ class planned_engine final : public kit::engine, private plan::target {
     if (ip.n == 0) return;
     error_names_.push_back(index_fault(what));
     ip.code = static_cast<int>(error_names_.size());
-    pending_.push_back([this, yv = &y, ip, src, index, what]() mutable {
+    if (counts) {  // (each index's frequency, zeroed then counted over the index's elements)
+      const std::size_t bytes = static_cast<std::size_t>(ip.dim_size) * sizeof(double);
+      pending_.push_back([this, at = *counts, bytes, what] {
+        record r;
+        r.what = record::zero{address(at), bytes};
+        r.name = what;
+        r.out = address(at);
+        r.out_bytes = bytes;
+        return r;
+      });
+      pending_.push_back([this, ip, at = *counts, bytes, index, what]() mutable {
+        index_params cp = ip;
+        cp.kind = index_kind::count;
+        cp.rank = 1;
+        cp.dim = 0;
+        cp.n = index->numel();
+        cp.extent[0] = cp.n;
+        cp.index_stride[0] = 1;
+        cp.index = address(index->at);
+        cp.counts = reinterpret_cast<double*>(address(at));
+        cp.error = reinterpret_cast<int*>(building_->error_word.data());
+        return kernel_record(index_launch(cp), what, address(at), bytes);
+      });
+    }
+    pending_.push_back([this, yv = &y, ip, src, index, counts, what]() mutable {
+      if (counts) ip.counts = reinterpret_cast<double*>(address(*counts));
       ip.src = address(src->at);
       ip.index = address(index->at);
       ip.out = address(yv->at);
@@ -1647,8 +1731,12 @@ class planned_engine final : public kit::engine, private plan::target {
       lp.rows = x->numel();
       lp.cols = 1;
     } else {
-      lp.cols = x->extents.back();
-      lp.rows = x->extents.size() == 2 ? x->extents.front() : 1;
+      // ([C]; [N, C]; spatial [N, C, d...]: a row per (n, position), its scores `inner` apart)
+      lp.cols = x->extents.size() == 1 ? x->extents.front() : x->extents[1];
+      lp.rows = x->extents.size() == 1 ? 1 : x->extents.front();
+      for (std::size_t d = 2; d < x->extents.size(); ++d) lp.inner *= x->extents[d];
+      lp.rows *= lp.inner;
+      if (lp.inner == 0) lp.inner = 1;  // (an empty spatial dim: no rows)
       lp.ignore_index = c.args.has(4) ? c.args.integer(4) : -100;
       lp.target32 = t->dt == dtype::i32;
       error_names_.push_back(index_fault(what));
@@ -1922,6 +2010,7 @@ class planned_engine final : public kit::engine, private plan::target {
   std::vector<std::unique_ptr<cuda_plan>> plans_;         // most recently used first
   cuda_plan* building_ = nullptr;
   std::vector<std::function<record()>> pending_;          // (a plan's records, made once its arena exists)
+  std::deque<plan::value> converted_;                     // (values the records being made convert into: converted())
   std::vector<std::string> error_names_;                  // (the device checks of the plan being made: each code's fault)
   std::size_t draws_ = 0;                                 // (the random ops of the plan being made)
 };

@@ -1,4 +1,4 @@
-// typex/backend/cuda/kernels/conv.cuh — conv2d as an implicit GEMM: the im2col matrix is never
+// typex/backend/cuda/kernels/conv.cuh — conv2d (f32 or f64) as an implicit GEMM: the im2col matrix is never
 // written; each block gathers its tile of it straight from the input into shared memory.
 //
 // The product: out[pixel, channel] = sum_k A[pixel, k] B[k, channel] per group, where a pixel is
@@ -41,23 +41,26 @@ inline namespace TYPEX_CUDA_ABI {  // (kernel_api.cuh: native or emulated)
 // t % 16 (channels t / 16 + 16 j, j < 4: consecutive threads read consecutive weights).
 template <class T>
 TYPEX_GLOBAL void conv2d_kernel(const TYPEX_GRID_CONSTANT conv_params p) {
-  static_assert(std::is_same_v<T, float>, "typex::cuda: conv2d_kernel convolves f32 tensors");
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "typex::cuda: conv2d_kernel convolves f32 or f64 tensors");
   constexpr int TM = conv_tile_m, TN = conv_tile_n, TK = conv_tile_k;
+  const T* const bias = static_cast<const T*>(p.bias);
+  T* const out = static_cast<T*>(p.out);
+  T* const partial = static_cast<T*>(p.partial);
   if (p.finish) {  // (split K: the stretches' sums added in order, then the bias and the activation)
     const std::int64_t total = p.n * p.oc * p.oh * p.ow, planes = p.oh * p.ow;
     const std::int64_t step = static_cast<std::int64_t>(block_dim().x) * grid_dim().x;
     for (std::int64_t i = static_cast<std::int64_t>(block_idx().x) * block_dim().x + thread_idx().x; i < total; i += step) {
-      float v = 0.0f;
-      for (int sp = 0; sp < p.k_splits; ++sp) v += p.partial[sp * total + i];
-      if (p.bias != nullptr) v += p.bias[i / planes % p.oc];
-      if (p.has_act) v = detail::apply_unary<float>(chain_unary_ops{}, p.act.code, p.act.op, v);
-      p.out[i] = v;
+      T v = T(0);
+      for (int sp = 0; sp < p.k_splits; ++sp) v += partial[sp * total + i];
+      if (bias != nullptr) v += bias[i / planes % p.oc];
+      if (p.has_act) v = detail::apply_unary<T>(chain_unary_ops{}, p.act.code, p.act.op, v);
+      out[i] = v;
     }
     return;
   }
   static_assert(TM == 128 && TN == 64 && TK == 16, "typex::cuda: conv2d_kernel's thread mapping is written for 128 x 64 x 16 tiles");
-  float* a_tile = TYPEX_SHARED(float);  // [TK][TM]
-  float* b_tile = a_tile + TK * TM;     // [TK][TN]
+  T* a_tile = TYPEX_SHARED(T);      // [TK][TM]
+  T* b_tile = a_tile + TK * TM;     // [TK][TN]
   // each slab's k decomposition, computed once by TK threads rather than by every thread for each
   // element it stages: k's offset in the image's channels (ci h w + r dil w + s dil) and its window
   // offsets (r dil, s dil); k past the end: dy = -2^30 (never inside the image). Two buffers: the
@@ -84,11 +87,11 @@ TYPEX_GLOBAL void conv2d_kernel(const TYPEX_GRID_CONSTANT conv_params p) {
   const bool a_live = am < m_total;
   const std::int64_t a_img = a_live ? am / planes : 0, a_pix = a_live ? am % planes : 0;
   const std::int64_t y_top = a_pix / p.ow * p.stride[0] - p.pad[0], x_left = a_pix % p.ow * p.stride[1] - p.pad[1];
-  const float* a_base = p.in + (a_img * p.c + group * icg) * p.h * p.w;
+  const T* a_base = static_cast<const T*>(p.in) + (a_img * p.c + group * icg) * p.h * p.w;
   const std::int64_t a_corner = y_top * p.w + x_left;  // (the window's corner in the plane; may be outside it)
   // the weights this thread stages: row b_k of channels n0 + b_n + 16 j
   const int b_k = t % TK, b_n = t / TK;
-  const float* b_base = p.weight + (group * ocg + n0 + b_n) * k_total;
+  const T* b_base = static_cast<const T*>(p.weight) + (group * ocg + n0 + b_n) * k_total;
   const auto decompose = [&](int k0, int buffer) {  // (threads t < TK)
     const int k = k0 + t, at = buffer * TK + t;
     if (k < k_total) {
@@ -102,22 +105,22 @@ TYPEX_GLOBAL void conv2d_kernel(const TYPEX_GRID_CONSTANT conv_params p) {
   };
   // the slab's elements this thread stages, read from global memory into registers one slab ahead
   // (their latency hidden behind the current slab's products)
-  float a_next[8], b_next[4];
+  T a_next[8], b_next[4];
   const auto load = [&](int k0, int buffer) {
     TYPEX_DEVICE_UNROLL
     for (int j = 0; j < 8; ++j) {
       const int at = buffer * TK + a_row + 2 * j;
       const std::int64_t iy = y_top + k_dy[at], ix = x_left + k_dx[at];
-      a_next[j] = a_live && iy >= 0 && iy < p.h && ix >= 0 && ix < p.w ? a_base[a_corner + k_offset[at]] : 0.0f;
+      a_next[j] = a_live && iy >= 0 && iy < p.h && ix >= 0 && ix < p.w ? a_base[a_corner + k_offset[at]] : T(0);
     }
     TYPEX_DEVICE_UNROLL
     for (int j = 0; j < 4; ++j) {
       const int k = k0 + b_k;
       const std::int64_t ch = n0 + b_n + 16 * j;
-      b_next[j] = k < k_total && ch < ocg ? b_base[std::int64_t{16} * j * k_total + k] : 0.0f;
+      b_next[j] = k < k_total && ch < ocg ? b_base[std::int64_t{16} * j * k_total + k] : T(0);
     }
   };
-  float acc[8][4] = {};
+  T acc[8][4] = {};
   if (t < TK) decompose(k_begin, 0);
   sync_threads();
   load(k_begin, 0);
@@ -133,7 +136,7 @@ TYPEX_GLOBAL void conv2d_kernel(const TYPEX_GRID_CONSTANT conv_params p) {
     if (more) load(k0 + TK, buffer ^ 1);
     TYPEX_DEVICE_UNROLL
     for (int kk = 0; kk < TK; ++kk) {
-      float a[8], b[4];
+      T a[8], b[4];
       TYPEX_DEVICE_UNROLL
       for (int i = 0; i < 8; ++i) a[i] = a_tile[kk * TM + tx + 16 * i];
       TYPEX_DEVICE_UNROLL
@@ -158,12 +161,12 @@ TYPEX_GLOBAL void conv2d_kernel(const TYPEX_GRID_CONSTANT conv_params p) {
       if (ch >= ocg) continue;
       const std::int64_t o = group * ocg + ch;
       if (p.k_splits > 1) {  // (the raw sums: finish adds the bias and the activation)
-        p.partial[(split * p.n + img) * p.oc * planes + o * planes + pix] = acc[i][j];
+        partial[(split * p.n + img) * p.oc * planes + o * planes + pix] = acc[i][j];
         continue;
       }
-      float v = acc[i][j] + (p.bias != nullptr ? p.bias[o] : 0.0f);
-      if (p.has_act) v = detail::apply_unary<float>(chain_unary_ops{}, p.act.code, p.act.op, v);
-      p.out[(img * p.oc + o) * planes + pix] = v;
+      T v = acc[i][j] + (bias != nullptr ? bias[o] : T(0));
+      if (p.has_act) v = detail::apply_unary<T>(chain_unary_ops{}, p.act.code, p.act.op, v);
+      out[(img * p.oc + o) * planes + pix] = v;
     }
   }
 }

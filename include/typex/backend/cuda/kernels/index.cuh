@@ -1,5 +1,5 @@
 // typex/backend/cuda/kernels/index.cuh — indexing along one dim: take (index_select, embedding,
-// gather) and add (index_add, scatter_add, embedding's backward), one thread per element of the
+// gather), add (index_add, scatter_add, embedding's backward) and count (the index's frequencies), one thread per element of the
 // iteration shape (launch.hpp: index_params). An index out of range is never read or written
 // through: it raises the call's error word, which the engine reads after the call and reports as an
 // argument_error naming the node (a GPU cannot throw).
@@ -39,13 +39,17 @@ TYPEX_GLOBAL void index_kernel(const TYPEX_GRID_CONSTANT index_params p) {
     const bool skip = idx == p.skip_index && p.skip_index >= 0;
     const bool bad = !skip && (idx < 0 || idx >= p.dim_size);
     if (bad) atomic_max(p.error, p.code);
-    if (p.kind == index_kind::take) {
+    if (p.kind == index_kind::count) {
+      if (!skip && !bad) atomic_add(p.counts + idx, 1.0);
+    } else if (p.kind == index_kind::take) {
       const Item v = skip || bad ? Item{} : static_cast<const Item*>(p.src)[src + idx * p.src_stride[p.dim]];
       static_cast<Item*>(p.out)[out + along * p.out_stride[p.dim]] = v;
     } else if constexpr (std::is_floating_point_v<Item>) {
-      if (!skip && !bad)
+      if (!skip && !bad) {
+        const Item term = static_cast<Item>(p.alpha) * static_cast<const Item*>(p.src)[src + along * p.src_stride[p.dim]];
         atomic_add(static_cast<Item*>(p.out) + out + idx * p.out_stride[p.dim],
-                   static_cast<Item>(p.alpha) * static_cast<const Item*>(p.src)[src + along * p.src_stride[p.dim]]);
+                   p.counts != nullptr ? term / static_cast<Item>(p.counts[idx]) : term);
+      }
     }
   }
 }

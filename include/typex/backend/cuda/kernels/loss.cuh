@@ -1,5 +1,5 @@
 // typex/backend/cuda/kernels/loss.cuh — nll_loss, cross_entropy (the log-softmax and the NLL fused:
-// one block per row) and mse_loss, with torch's reductions (none, mean over the weights, sum) and
+// one block per row: a row of [N, C], or one position of spatial scores [N, C, d...]) and mse_loss, with torch's reductions (none, mean over the weights, sum) and
 // ignore_index; the reduced forms leave per-block partial sums that a one-block `finish` adds in a
 // fixed order (deterministic, no atomics).
 #pragma once
@@ -51,18 +51,19 @@ TYPEX_GLOBAL void loss_kernel(const TYPEX_GRID_CONSTANT loss_params p) {
   const bool ignored = t == p.ignore_index;
   const bool bad = !ignored && (t < 0 || t >= p.cols);
   if (bad && thread_idx().x == 0) atomic_max(p.error, p.code);
-  const float* x = p.in + b * p.cols;
+  const std::int64_t inner = p.inner;  // (spatial scores: a row's C scores are `inner` apart)
+  const float* x = p.in + (b / inner) * p.cols * inner + b % inner;
   float logp = 0.0f;
   if (p.kind == loss_kind::cross_entropy) {  // (the row's log-softmax at t: every thread takes part in the reductions)
     float m = detail::max_fn<float>::identity;
-    for (std::int64_t c = first; c < p.cols; c += step) m = detail::max_fn<float>{}(m, x[c]);
+    for (std::int64_t c = first; c < p.cols; c += step) m = detail::max_fn<float>{}(m, x[c * inner]);
     m = detail::block_reduce(m, shared, detail::max_fn<float>{});
     float s = 0.0f;
-    for (std::int64_t c = first; c < p.cols; c += step) s += math::exp(x[c] - m);
+    for (std::int64_t c = first; c < p.cols; c += step) s += math::exp(x[c * inner] - m);
     s = detail::block_reduce(s, shared, detail::sum_fn<float>{});
-    if (!ignored && !bad) logp = x[t] - m - math::log(s);
+    if (!ignored && !bad) logp = x[t * inner] - m - math::log(s);
   } else if (!ignored && !bad) {
-    logp = x[t];
+    logp = x[t * inner];
   }
   if (thread_idx().x != 0) return;
   const float w = ignored || bad ? 0.0f : (p.weight != nullptr ? p.weight[t] : 1.0f);
