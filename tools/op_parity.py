@@ -502,6 +502,56 @@ case("aten.softplus.default", [randn(2, 3, dtype=torch.float64) * 3], atol=1e-12
 case("aten.softplus.default", [randn(2, 3, dtype=torch.float64) * 3, 2.0, 1.0], atol=1e-12, rtol=1e-12)
 case("aten.softplus.default", [torch.tensor([nan, -200.0, 200.0])], atol=1e-30, rtol=0)
 
+# ---- attention's backward ops (typex's own; appended last, so that the cases above keep their draws)
+def att_scores(q, k, m, causal, scale):
+    s = q.double() @ k.double().transpose(-2, -1) * scale
+    if causal:
+        s = s.masked_fill(torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool).tril().logical_not(), float("-inf"))
+    if m is not None:
+        s = s.masked_fill(m.logical_not(), float("-inf")) if m.dtype == torch.bool else s + m.double()
+    return s
+
+
+def att_stats(q, k, g, o, m, causal, scale):
+    d = (g.double() * o.double()).sum(-1)
+    lse = torch.logsumexp(att_scores(q, k, m, causal, scale), -1).expand_as(d)
+    return torch.stack([lse, d], -1).to(q.dtype)
+
+
+def att_grad(g, q, k, v, st, m, causal, scale, which):
+    p = torch.exp(att_scores(q, k, m, causal, scale) - st[..., 0:1].double())
+    if which == 2:
+        return (p.transpose(-2, -1) @ g.double()).to(q.dtype)
+    ds = p * (g.double() @ v.double().transpose(-2, -1) - st[..., 1:2].double())
+    r = ds @ k.double() if which == 0 else ds.transpose(-2, -1) @ q.double()
+    return (r * scale).to(q.dtype)
+
+
+def att_case(q, k, v, m, causal, scale, tol):
+    # the forward through torch's autograd: its gradients check the formulas above
+    qa, ka, va = (t.clone().double().requires_grad_() for t in (q, k, v))
+    s = att_scores(qa, ka, m, causal, scale)
+    out = torch.softmax(s, -1) @ va
+    g = randn(*out.shape, dtype=q.dtype)
+    out.backward(g.double())
+    o = out.detach().to(q.dtype)
+    case("typex.attention_stats.default", [q, k, g, o, m, causal, scale], fn=att_stats, atol=tol, rtol=tol)
+    st = att_stats(q, k, g, o, m, causal, scale)
+    for which, want in enumerate((qa.grad, ka.grad, va.grad)):
+        got = att_grad(g, q, k, v, st, m, causal, scale, which)
+        if got.shape == want.shape:
+            assert torch.allclose(got.double(), want, atol=1e-4), (which, (got.double() - want).abs().max())
+        case("typex.scaled_dot_product_attention_backward.default", [g, q, k, v, st, m, causal, scale, which], fn=att_grad,
+             atol=tol, rtol=tol)
+
+
+att_case(randn(2, 3, 5, 4), randn(2, 3, 6, 4), randn(2, 3, 6, 7), None, False, 0.5, 1e-5)
+att_case(randn(2, 5, 4, dtype=torch.float64), randn(2, 5, 4, dtype=torch.float64), randn(2, 5, 3, dtype=torch.float64), None, True,
+         0.5, 1e-12)
+att_case(randn(1, 2, 4, 8), randn(1, 2, 4, 8), randn(1, 2, 4, 8), randn(4, 4) > -0.5, False, 0.25, 1e-5)
+att_case(randn(3, 4, 8), randn(3, 6, 8), randn(3, 6, 2), randn(3, 1, 6), False, 1 / math.sqrt(8), 1e-5)
+att_case(randn(2, 4, 3), randn(6, 3), randn(6, 5), None, False, 0.75, 1e-5)  # key and value broadcast over the batch
+
 path = os.path.join("tests", "data", "parity", "ops.txt")
 os.makedirs(os.path.dirname(path), exist_ok=True)
 with open(path, "w") as f:

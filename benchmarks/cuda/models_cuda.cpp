@@ -391,6 +391,66 @@ int main(int argc, char** argv) {
     attention_row.template operator()<8, 8, 512>(true);
     attention_row.template operator()<1, 8, 2048>(true);
   }
+  // attention's backward (typex.attention_stats and the three gradients): the fused kernels against
+  // the math path (the ops' decompositions, the copies of the scores merged, as a backend without
+  // the kernels runs them), f32, graphs on; one call computes dq, dk and dv
+  {
+    std::printf("\n%-32s %14s %14s %10s\n", "attention backward", "fused (us)", "math (us)", "math/fused");
+    const auto backward_row = [&](index_t b, index_t h, index_t l, bool causal) {
+      const std::vector<index_t> ext{b, h, l, 64};
+      ir::graph g;
+      const auto placeholder = [&](const char* name) {
+        return ir::value_ref{g.add_placeholder(name, {dtype::f32, std::vector<ir::sym_expr>(ext.begin(), ext.end())})};
+      };
+      const auto call = [&](op_id op, std::vector<ir::argument> args) {
+        std::vector<ir::tensor_meta> vals = ir::infer_meta(g, op, args);
+        return ir::value_ref{g.add_call({.target = op, .args = std::move(args), .vals = std::move(vals)})};
+      };
+      const ir::value_ref dy = placeholder("grad"), q = placeholder("q"), k = placeholder("k"), v = placeholder("v"), o = placeholder("out");
+      const double scale = 0.125;
+      const ir::value_ref st = call(op_id_of<attention_stats_op>, {q, k, dy, o, ir::none_t{}, causal, scale});
+      std::vector<ir::value_ref> outs;
+      for (std::int64_t which = 0; which < 3; ++which) outs.push_back(call(op_id_of<attention_backward_op>, {dy, q, k, v, st, ir::none_t{}, causal, scale, which}));
+      g.set_output(outs);
+      passes::decomposition_table ops;
+      ops.add(op_id_of<attention_stats_op>);
+      ops.add(op_id_of<attention_backward_op>);
+      ir::graph math = passes::decompose(g, ops);
+      passes::eliminate_common_subexpressions(math);
+      passes::eliminate_dead_code(math);
+      const auto engine = [&](const ir::graph& graph) {
+        program_binding bind;
+        bind.graph = std::make_shared<const ir::graph>(graph);
+        bind.inputs = graph.placeholders();
+        bind.user_inputs = bind.inputs.size();
+        bind.check = [](const symbol_table&) {};
+        return cuda_backend::compile(std::move(bind), {.device = gpu});
+      };
+      std::vector<any_tensor> dev;
+      for (int i = 0; i < 5; ++i) dev.push_back(cuda::to_device(filled(ext), gpu));
+      const auto fused = engine(g), plain = engine(math);
+      std::vector<any_tensor> got, want;
+      fused->run(dev, symbol_table{}, got);
+      plain->run(dev, symbol_table{}, want);
+      double worst = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, worst_difference(got[i], cuda::to_host(want[i])));
+      if (!(worst <= 1e-3)) {
+        std::fprintf(stderr, "attention backward: the fused gradients differ from the math path's by %g\n", worst);
+        std::exit(1);
+      }
+      std::vector<any_tensor> out;
+      const double f = time_calls([&] { fused->run(dev, symbol_table{}, out); }) * 1e6;
+      const double m = time_calls([&] { plain->run(dev, symbol_table{}, out); }) * 1e6;
+      char name[64];
+      std::snprintf(name, sizeof name, "[%ld, %ld, %ld, 64]%s", static_cast<long>(b), static_cast<long>(h), static_cast<long>(l),
+                    causal ? " causal" : "");
+      std::printf("%-32s %14.1f %14.1f %10.2f\n", name, f, m, m / f);
+    };
+    backward_row(8, 8, 128, false);
+    backward_row(8, 8, 512, false);
+    backward_row(8, 8, 512, true);
+    backward_row(1, 8, 2048, true);
+  }
   }
   return 0;
 }

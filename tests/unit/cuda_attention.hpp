@@ -4,6 +4,7 @@
 // backend (the math path) and on a CUDA device, NaN exactly where the Eigen backend has NaN.
 #pragma once
 
+#include "cuda_axis.hpp"
 #include "cuda_patterns.hpp"
 #include "support.hpp"
 
@@ -186,4 +187,67 @@ inline void check_attention_cases(const std::shared_ptr<cuda::device_runtime>& g
   }
 }
 
+
+// attention's backward ops (typex.attention_stats, then typex.scaled_dot_product_attention_backward
+// for the query, the key and the value) at every case's shapes, masks and scale, with the output
+// the Eigen backend computes and an output gradient: on the CUDA device (the fused kernels where
+// the head dims are at most 64, the math path past it) against the Eigen backend's kernels, NaN
+// exactly where it has NaN (rows whose every key is masked out).
+inline void check_attention_backward_cases(const std::shared_ptr<cuda::device_runtime>& gpu) {
+  const typex_test::backend_under_test cpu = typex_test::eigen_backend_under_test();
+  const typex_test::backend_under_test dev = typex_test::cuda_backend_under_test("cuda", gpu);
+  for (const attention_case& c : attention_cases()) {
+    INFO(c.name);
+    const ir::node* att = nullptr;
+    for (const ir::node& n : c.ep.graph().nodes())
+      if (n.op == ir::node_op::call_function && n.target == op_id_of<scaled_dot_product_attention_op>) att = &n;
+    REQUIRE(att != nullptr);
+    const bool causal = att->args.size() > 5 && std::holds_alternative<bool>(att->args[5]) && std::get<bool>(att->args[5]);
+    const index_t e = c.inputs[0].extents().back(), ev = c.inputs[2].extents().back();
+    const double scale = att->args.size() > 6 && std::holds_alternative<double>(att->args[6]) ? std::get<double>(att->args[6])
+                                                                                             : 1.0 / std::sqrt(static_cast<double>(e));
+    const bool masked = c.inputs.size() > 3;
+    const any_tensor out = program_module<eigen_backend>(c.ep)(c.inputs)[0];
+    const any_tensor g = pattern(out.extents(), 40, 1.5);
+    ir::graph gr;
+    const auto placeholder = [&](const any_tensor& t) {
+      return ir::value_ref{gr.add_placeholder("arg", {t.scalar_type(), std::vector<ir::sym_expr>(t.extents().begin(), t.extents().end())})};
+    };
+    const auto call = [&](op_id op, std::vector<ir::argument> args) {
+      std::vector<ir::tensor_meta> vals = ir::infer_meta(gr, op, args);
+      return ir::value_ref{gr.add_call({.target = op, .args = std::move(args), .vals = std::move(vals)})};
+    };
+    const ir::value_ref pg = placeholder(g), pq = placeholder(c.inputs[0]), pk = placeholder(c.inputs[1]), pv = placeholder(c.inputs[2]),
+                        po = placeholder(out);
+    const ir::argument mask = masked ? ir::argument(placeholder(c.inputs[3])) : ir::argument(ir::none_t{});
+    const ir::value_ref st = call(op_id_of<attention_stats_op>, {pq, pk, pg, po, mask, causal, scale});
+    std::vector<ir::value_ref> outs{st};
+    for (std::int64_t which = 0; which < 3; ++which) outs.push_back(call(op_id_of<attention_backward_op>, {pg, pq, pk, pv, st, mask, causal, scale, which}));
+    gr.set_output(outs);
+    std::vector<any_tensor> in{g, c.inputs[0], c.inputs[1], c.inputs[2], out};
+    if (masked) in.push_back(c.inputs[3]);
+    bool fused = true;
+    for (const ir::node& n : gr.nodes())
+      if (n.op == ir::node_op::call_function) fused = fused && cuda::supports(gr, n);
+    CHECK(fused == (c.fused && e <= cuda::attention_backward_max_head && ev <= cuda::attention_backward_max_head));
+    const std::vector<any_tensor> want = cpu.run(gr, in), got = dev.run(gr, in);
+    REQUIRE(got.size() == want.size());
+    for (std::size_t o = 0; o < want.size(); ++o) {
+      INFO((o == 0 ? "the statistics" : o == 1 ? "the query's gradient" : o == 2 ? "the key's gradient" : "the value's gradient"));
+      REQUIRE(got[o].extents() == want[o].extents());
+      double worst = 0;
+      bool nans_agree = true;
+      for (index_t i = 0; i < want[o].numel(); ++i) {
+        const double a = got[o].data<float>()[i], b = want[o].data<float>()[i];
+        if (std::isnan(a) || std::isnan(b) || std::isinf(b)) {
+          nans_agree = nans_agree && (std::isnan(a) == std::isnan(b)) && (std::isnan(b) || a == b);
+          continue;
+        }
+        worst = std::max(worst, std::abs(a - b) / (1.0 + std::abs(b)));
+      }
+      CHECK(nans_agree);
+      CHECK(worst <= 1e-5);
+    }
+  }
+}
 }  // namespace cuda_attention_tests

@@ -14,12 +14,20 @@
 #pragma once
 
 #include <typex/export/exported_program.hpp>
+#include <typex/passes/cse.hpp>
+#include <typex/passes/dce.hpp>
 #include <typex/passes/decompose.hpp>
 
 namespace typex {
 
 TYPEX_API exported_program run_decompositions(const exported_program& ep,
                                               const passes::decomposition_table& table = passes::decomposition_table::core());
+
+// run_decompositions, then the calls that compute one value merged (passes/cse.hpp, the output's
+// names kept) and what nothing reads dropped (passes/dce.hpp): for a backend that decomposes calls
+// whose decompositions share work (attention's backward ops: each recomputes the scores), which
+// then runs once. The source itself when the table decomposes nothing in it.
+TYPEX_API exported_program run_decompositions_merged(const exported_program& ep, const passes::decomposition_table& table);
 
 }  // namespace typex
 
@@ -56,6 +64,20 @@ TYPEX_API auto typex::run_decompositions(const exported_program& ep, const passe
   out.set_trusted_shapes(ep.trusted_shapes());
   if (core) out.set_dialect(ir::core_dialect);
   else if (ep.dialect() != ir::export_dialect) out.set_dialect(ep.dialect());
+  return out;
+}
+
+TYPEX_API auto typex::run_decompositions_merged(const exported_program& ep, const passes::decomposition_table& table) -> exported_program {
+  bool any = false;
+  for (const ir::node& n : ep.graph().nodes()) any = any || (n.op == ir::node_op::call_function && table.decomposes(n.target));
+  if (!any) return ep;
+  exported_program d = run_decompositions(ep, table);
+  ir::graph g = d.graph();
+  if (passes::eliminate_common_subexpressions(g, {.keep_output_names = true}) == 0) return d;
+  passes::eliminate_dead_code(g);
+  exported_program out(std::move(g), d.signature(), d.state_dict(), d.constants(), d.ranges(), d.module_call_graph(), d.example_inputs());
+  out.set_trusted_shapes(d.trusted_shapes());
+  out.set_dialect(d.dialect());
   return out;
 }
 #endif  // TYPEX_HEADER_DEFINITIONS

@@ -18,6 +18,7 @@
 #include <typex/core/rules/permute.hpp>
 #include <typex/ops/apply.hpp>
 #include <typex/ops/linear.hpp>
+#include <typex/ops/reduce.hpp>
 #include <typex/ops/tensor_like.hpp>
 
 #include <optional>
@@ -85,33 +86,16 @@ struct scaled_dot_product_attention_op {
     }
     r.result(q.scalar_type, detail::matmul_meta_shape(r, scores, v));
   }
-  // the attention recomputed (s = q k^T scale, masked; p = softmax(s)), then
-  // dv = p^T g, dp = g v^T, ds = p (dp - sum(dp p)), dq = ds k scale, dk = ds^T q scale
-  template <class C> static void vjp(C& c) {
-    if (c.args().real_or_default("dropout_p") != 0.0) c.unsupported("attention with dropout_p > 0 (its dropout mask is not kept)");
-    if (c.args().flag_or_default("enable_gqa")) c.unsupported("grouped-query attention (enable_gqa)");
-    const auto q = c.input("query");
-    const auto k = c.input("key");
-    const auto v = c.input("value");
-    const double scale = detail::attention_scale(c, q);
-    auto s = c.mul(c.matmul(q, c.mT(k)), scale);
-    if (c.args().flag_or_default("is_causal")) {
-      const auto above = c.triu(c.full({c.size(q, -2), c.size(k, -2)}, 1.0, dtype::b8), 1);
-      s = c.masked_fill(s, above, -std::numeric_limits<double>::infinity());
-    }
-    if (c.is_tensor("attn_mask")) {
-      const auto m = c.input("attn_mask");
-      s = c.scalar_type(m) == dtype::b8 ? c.masked_fill(s, c.logical_not(m), -std::numeric_limits<double>::infinity()) : c.add(s, m);
-    }
-    const auto p = c.softmax(s, -1);
-    const auto g = c.grad();
-    if (c.wants("value")) c.accumulate("value", c.matmul(c.mT(p), g));
-    const auto dp = c.matmul(g, c.mT(v));
-    const auto ds = c.mul(p, c.sub(dp, c.sum(c.mul(dp, p), {-1}, true)));
-    if (c.wants("attn_mask")) c.accumulate("attn_mask", ds);
-    if (c.wants("query")) c.accumulate("query", c.mul(c.matmul(ds, k), scale));
-    if (c.wants("key")) c.accumulate("key", c.mul(c.matmul(c.mT(ds), q), scale));
-  }
+  // The backward as typex's own ops, which a backend may fuse (the CUDA backend's kernels never
+  // store the [L, S] scores): typex.attention_stats (each query row's log-sum-exp of its scores and
+  // the dot product of its output gradient with its output), then one
+  // typex.scaled_dot_product_attention_backward per input that wants a gradient. Their
+  // decompositions are the math path below, node for node, so a backend that decomposes them and
+  // merges common subexpressions runs the same graph as before (the Eigen backend does).
+  // A float mask that wants a gradient takes the math path:
+  //   s = q k^T scale, masked; p = softmax(s);
+  //   dv = p^T g, dp = g v^T, ds = p (dp - sum(dp p)), dq = ds k scale, dk = ds^T q scale, dmask = ds
+  template <class C> static void vjp(C& c);
   static constexpr std::size_t attributes_at = 4;  // (query, key, value, attn_mask, dropout_p, is_causal, scale)
   attention_options options;
   constexpr bool draws() const noexcept { return options.dropout_p > 0; }  // (one draw: the weights' dropout)
@@ -239,6 +223,51 @@ struct dropout_mask_op {
   }
 };
 
+// The statistics attention's backward reads, for each query row i of each batch entry:
+// [..., i, 0] = logsumexp_j s_ij (the row's scores q_i . k_j scale, masked as the forward masks
+// them; -inf where every key is excluded) and [..., i, 1] = sum_c grad_ic out_ic (the output
+// gradient's dot product with the forward's output). [..., L, 2] over the output's batch dims.
+struct attention_stats_op {
+  static constexpr std::string_view target = "typex.attention_stats.default";
+  static constexpr std::string_view schema =
+      "typex::attention_stats(Tensor query, Tensor key, Tensor grad, Tensor out, Tensor? attn_mask=None, bool is_causal=False, float scale=1.0) -> Tensor";
+  static constexpr bool differentiable = false;  // (a value of the backward: no second derivative)
+  template <class R> static void infer(R& r) {
+    const auto& q = r.input("query");
+    const auto& g = r.input("grad");
+    if (!is_floating_point(q.scalar_type)) r.fail("the query must be floating-point");
+    if (g.rank() < 2 || r.input("out").shape != g.shape) r.fail("the gradient and the output must be the attention's output, [..., L, Ev]");
+    auto shape = g.shape;
+    shape.back() = ir::sym_expr(2);
+    r.result(q.scalar_type, shape);
+  }
+  template <class C> static void decompose(C& c);
+};
+
+// The gradient of one input of scaled_dot_product_attention (`input`: 0 the query, 1 the key, 2
+// the value), from the output gradient `grad`, the inputs and typex.attention_stats: with
+// p_ij = exp(s_ij - L_i) and ds_ij = p_ij (grad_i . v_j - D_i),
+//   query: sum_j ds_ij k_j scale;  key: sum_i ds_ij q_i scale;  value: sum_i p_ij grad_i.
+// Over the output's batch dims (a broadcast input's gradient is summed down by the caller).
+struct attention_backward_op {
+  static constexpr std::string_view target = "typex.scaled_dot_product_attention_backward.default";
+  static constexpr std::string_view schema =
+      "typex::scaled_dot_product_attention_backward(Tensor grad, Tensor query, Tensor key, Tensor value, Tensor stats, Tensor? attn_mask=None, bool is_causal=False, float scale=1.0, int input=0) -> Tensor";
+  static constexpr bool differentiable = false;
+  template <class R> static void infer(R& r) {
+    const auto& g = r.input("grad");
+    const std::int64_t which = r.args().integer("input");
+    if (which < 0 || which > 2) r.fail("input must be 0 (the query), 1 (the key) or 2 (the value)");
+    const auto& x = which == 0 ? r.input("query") : which == 1 ? r.input("key") : r.input("value");
+    if (g.rank() < 2 || x.rank() < 2) r.fail("the gradient and the inputs must be at least 2-d");
+    auto shape = g.shape;
+    shape[shape.size() - 2] = x.shape[x.shape.size() - 2];
+    shape.back() = x.shape.back();
+    r.result(r.input("query").scalar_type, shape);
+  }
+  template <class C> static void decompose(C& c);
+};
+
 namespace detail {
 // scaled_dot_product_attention's math path
 template <class C>
@@ -265,6 +294,82 @@ auto attention_math(C& c) {
 }
 }  // namespace detail
 
+namespace detail {
+// q k^T scale with the causal mask (-inf above the diagonal) and attn_mask (bool: -inf where false;
+// float: added) of the node's arguments: the derivative's and its ops' decompositions share it,
+// node for node, so that the copies merge
+template <class C, class V>
+V attention_masked_scores(C& c, V q, V k, double scale) {
+  auto s = c.mul(c.matmul(q, c.mT(k)), scale);
+  if (c.args().flag_or_default("is_causal")) {
+    const auto above = c.triu(c.full({c.size(q, -2), c.size(k, -2)}, 1.0, dtype::b8), 1);
+    s = c.masked_fill(s, above, -std::numeric_limits<double>::infinity());
+  }
+  if (c.is_tensor("attn_mask")) {
+    const auto m = c.input("attn_mask");
+    s = c.scalar_type(m) == dtype::b8 ? c.masked_fill(s, c.logical_not(m), -std::numeric_limits<double>::infinity()) : c.add(s, m);
+  }
+  return s;
+}
+// the math path's gradient of input `which` (0 query, 1 key, 2 value; 3: the float mask's)
+template <class C, class V>
+V attention_math_grad(C& c, V g, V q, V k, V v, double scale, int which) {
+  const auto p = c.softmax(attention_masked_scores(c, q, k, scale), -1);
+  if (which == 2) return c.matmul(c.mT(p), g);
+  const auto dp = c.matmul(g, c.mT(v));
+  const auto ds = c.mul(p, c.sub(dp, c.sum(c.mul(dp, p), {-1}, true)));
+  if (which == 3) return ds;
+  return which == 0 ? c.mul(c.matmul(ds, k), scale) : c.mul(c.matmul(c.mT(ds), q), scale);
+}
+}  // namespace detail
+
+template <class C>
+void scaled_dot_product_attention_op::vjp(C& c) {
+  if (c.args().real_or_default("dropout_p") != 0.0) c.unsupported("attention with dropout_p > 0 (its dropout mask is not kept)");
+  if (c.args().flag_or_default("enable_gqa")) c.unsupported("grouped-query attention (enable_gqa)");
+  const auto q = c.input("query");
+  const auto k = c.input("key");
+  const auto v = c.input("value");
+  const auto g = c.grad();
+  const double scale = detail::attention_scale(c, q);
+  if (c.wants("attn_mask")) {  // (a float mask that wants a gradient: the math path, every gradient)
+    if (c.wants("query")) c.accumulate("query", detail::attention_math_grad(c, g, q, k, v, scale, 0));
+    if (c.wants("key")) c.accumulate("key", detail::attention_math_grad(c, g, q, k, v, scale, 1));
+    if (c.wants("value")) c.accumulate("value", detail::attention_math_grad(c, g, q, k, v, scale, 2));
+    c.accumulate("attn_mask", detail::attention_math_grad(c, g, q, k, v, scale, 3));
+    return;
+  }
+  const bool causal = c.args().flag_or_default("is_causal");
+  const auto fused = [&](auto mask) {  // (the mask: a tensor, or None)
+    const auto stats = c.emit(op_id_of<attention_stats_op>, {q, k, g, c.result(), mask, causal, scale});
+    const auto grad_of = [&](std::int64_t which) {
+      return c.emit(op_id_of<attention_backward_op>, {g, q, k, v, stats, mask, causal, scale, which});
+    };
+    if (c.wants("query")) c.accumulate("query", grad_of(0));
+    if (c.wants("key")) c.accumulate("key", grad_of(1));
+    if (c.wants("value")) c.accumulate("value", grad_of(2));
+  };
+  if (c.is_tensor("attn_mask")) fused(c.input("attn_mask"));
+  else fused(C::none());
+}
+
+template <class C>
+void attention_stats_op::decompose(C& c) {
+  const auto q = c.input("query");
+  const auto g = c.input("grad");
+  const auto s = detail::attention_masked_scores(c, q, c.input("key"), c.args().real("scale"));
+  const auto d = c.sum(c.mul(g, c.input("out")), {-1});
+  auto l = c.emit(op_id_of<aten::logsumexp>, {s, std::vector<std::int64_t>{-1}, false});
+  l = c.expand(l, c.shape(d));
+  c.produce(c.cat({c.unsqueeze(l, -1), c.unsqueeze(d, -1)}, -1));
+}
+
+template <class C>
+void attention_backward_op::decompose(C& c) {
+  c.produce(detail::attention_math_grad(c, c.input("grad"), c.input("query"), c.input("key"), c.input("value"), c.args().real("scale"),
+                                        static_cast<int>(c.args().integer("input"))));
+}
+
 template <class C>
 void dropout_op::decompose(C& c) {
   const auto x = c.input("input");
@@ -284,6 +389,6 @@ auto dropout_mask(const X& x, double p, const std::source_location& loc = std::s
 }
 
 // This header's ops, for the registry (ops/all.hpp).
-using attention_ops = op_list<scaled_dot_product_attention_op, dropout_op, dropout_mask_op>;
+using attention_ops = op_list<scaled_dot_product_attention_op, dropout_op, dropout_mask_op, attention_stats_op, attention_backward_op>;
 
 }  // namespace typex

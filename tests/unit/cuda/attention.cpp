@@ -18,6 +18,10 @@ TEST_CASE("cuda attention: partial tiles, broadcast batch dims, causal and boole
   CHECK(cuda::attention_shared_bytes(128, 128) == 48 * 1024);  // (the largest head dim: no opt-in)
 }
 
+TEST_CASE("cuda attention: the backward's statistics and the query's, key's and value's gradients (fused up to head dim 64) equal the Eigen backend's") {
+  cuda_attention_tests::check_attention_backward_cases(cuda::make_emulated_device());
+}
+
 TEST_CASE("cuda attention: the shared tiles' rows (queries to a multiple of 4, keys to a power of two of at least 32, values 64 or 128)") {
   const auto same = [](cuda::attention_layout a, int q, int k, int v) { return a.q_stride == q && a.k_stride == k && a.v_stride == v; };
   CHECK(same(cuda::attention_tiles(20, 24), 20, 32, 64));

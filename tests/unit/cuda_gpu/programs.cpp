@@ -247,6 +247,10 @@ TEST_CASE("cuda gpu: fused attention (partial tiles, broadcast batch dims, causa
   cuda_attention_tests::check_attention_cases(cuda::make_native_device(), true);
 }
 
+TEST_CASE("cuda gpu: attention's fused backward (statistics, query, key and value gradients) equals the Eigen backend on the GPU") {
+  cuda_attention_tests::check_attention_backward_cases(cuda::make_native_device());
+}
+
 TEST_CASE("cuda gpu: matmul_precision tf32, bf16 and f16 on cuBLASLt within their bounds of f32") {
   cuda_precision_tests::check_precisions(cuda::make_native_device(), false);
 }

@@ -6,6 +6,7 @@
 
 #include <typex/backend/cuda/kernel_api.cuh>
 #include <typex/backend/cuda/kernels/attention.cuh>
+#include <typex/backend/cuda/kernels/attention_backward.cuh>
 #include <typex/backend/cuda/kernels/conv.cuh>
 #include <typex/backend/cuda/kernels/copy.cuh>
 #include <typex/backend/cuda/kernels/index.cuh>
@@ -85,6 +86,16 @@ void dispatch(const kernel_launch& k, Stream stream) {
     }
     case kernel_kind::attention: {
       const attention_params& p = detail::launch_params<attention_params>(k);
+      switch (p.pass) {
+        case attention_pass::grad_query: TYPEX_LAUNCH((kernels::attention_grad_query_kernel<float>), k.grid, k.block, k.shared_bytes, stream)(p); return;
+        case attention_pass::grad_key: TYPEX_LAUNCH((kernels::attention_grad_kv_kernel<float, true>), k.grid, k.block, k.shared_bytes, stream)(p); return;
+        case attention_pass::grad_value: TYPEX_LAUNCH((kernels::attention_grad_kv_kernel<float, false>), k.grid, k.block, k.shared_bytes, stream)(p); return;
+        case attention_pass::stats:
+          if (attention_value_columns(p.ev) == 2) TYPEX_LAUNCH((kernels::attention_kernel<float, 2, true>), k.grid, k.block, k.shared_bytes, stream)(p);
+          else TYPEX_LAUNCH((kernels::attention_kernel<float, 4, true>), k.grid, k.block, k.shared_bytes, stream)(p);
+          return;
+        case attention_pass::forward: break;
+      }
       if (attention_value_columns(p.ev) == 2)
         TYPEX_LAUNCH((kernels::attention_kernel<float, 2>), k.grid, k.block, k.shared_bytes, stream)(p);
       else

@@ -457,6 +457,11 @@ static_assert(std::is_trivially_copyable_v<optim_params>);
 // ---- fused attention (kernels/attention.cuh)
 
 enum class attention_mask : std::uint8_t { none, boolean, additive };
+// What an attention launch computes: the forward (out [b, l, ev]); the backward's statistics
+// (typex.attention_stats: out [b, l, 2], from grad and fwd_out); the query's, key's or value's
+// gradient (typex.scaled_dot_product_attention_backward: out [b, l, e], [b, s, e] or [b, s, ev],
+// from grad and stats; kernels/attention_backward.cuh).
+enum class attention_pass : std::uint8_t { forward, stats, grad_query, grad_key, grad_value };
 
 // scaled_dot_product_attention without dropout, the scores never stored: out[b, i, :] =
 // sum_j softmax_j(scale q[b, i] . k[b, j] + mask) v[b, j] for the `batches` batch entries of the
@@ -481,6 +486,10 @@ struct attention_params {
   std::int64_t q_batch_stride[max_rank] = {}, k_batch_stride[max_rank] = {}, v_batch_stride[max_rank] = {},
                mask_batch_stride[max_rank] = {};
   std::int64_t mask_row_stride = 0, mask_col_stride = 0;
+  attention_pass pass = attention_pass::forward;
+  const float* grad = nullptr;     // (stats, gradients: the output's gradient, [b, l, ev])
+  const float* fwd_out = nullptr;  // (stats: the forward's output, [b, l, ev])
+  const float* stats = nullptr;    // (gradients: [b, l, 2])
 };
 static_assert(std::is_trivially_copyable_v<attention_params>);
 
@@ -783,6 +792,14 @@ constexpr attention_layout attention_tiles(std::int64_t e, std::int64_t ev) {
   return {static_cast<int>((e + 3) / 4 * 4), k_stride, 32 * attention_value_columns(ev)};
 }
 
+// The backward's gradient kernels own 2 head columns per lane: head dims up to 64.
+inline constexpr std::int64_t attention_backward_max_head = 64;
+// Their shared memory: the block's rows (e and ev wide), the other side's tile (padded to odd
+// strides) and the tile's weights ([32][33]).
+inline std::uint32_t attention_backward_shared_bytes(std::int64_t e, std::int64_t ev) {
+  return static_cast<std::uint32_t>(attention_tile * ((e + ev) + (e + 1) + (ev + 1) + (attention_tile + 1)) * sizeof(float));
+}
+
 inline std::uint32_t attention_shared_bytes(std::int64_t e, std::int64_t ev) {
   const attention_layout t = attention_tiles(e, ev);
   return static_cast<std::uint32_t>(attention_tile * (t.q_stride + t.k_stride + t.v_stride) * sizeof(float));
@@ -799,11 +816,19 @@ inline kernel_launch attention_launch(const attention_params& p) {
                                                  std::to_string(p.ev) + " (queries and value dims at least 1, head dims at most " +
                                                  std::to_string(attention_max_head) + ")");
   detail::check_extents("attention", p.batch_rank, p.batch_extent, p.batches);
-  const std::int64_t tiles = (p.l + attention_tile - 1) / attention_tile;
+  const bool gradient = p.pass == attention_pass::grad_query || p.pass == attention_pass::grad_key || p.pass == attention_pass::grad_value;
+  if ((p.pass != attention_pass::forward && p.grad == nullptr) || (p.pass == attention_pass::stats && p.fwd_out == nullptr) ||
+      (gradient && (p.stats == nullptr || p.e > attention_backward_max_head || p.ev > attention_backward_max_head || p.s < 1)))
+    typex::detail::raise_message<argument_error>(
+        "typex::cuda::attention_launch: the backward's passes read the output's gradient (the statistics pass the output too, "
+        "the gradients the statistics), and the gradients take head dims up to 64 and at least one key");
+  // (the key's and value's gradients: a block per 32 keys; the others per 32 queries)
+  const std::int64_t rows = p.pass == attention_pass::grad_key || p.pass == attention_pass::grad_value ? p.s : p.l;
+  const std::int64_t tiles = (rows + attention_tile - 1) / attention_tile;
   if (tiles > 2147483647 / p.batches)
-    typex::detail::raise_message<argument_error>("typex::cuda::attention_launch: more query tiles than a grid holds (2^31 - 1)");
+    typex::detail::raise_message<argument_error>("typex::cuda::attention_launch: more tiles than a grid holds (2^31 - 1)");
   return {kernel_kind::attention, {static_cast<unsigned>(tiles * p.batches), 1, 1}, {attention_threads, 1, 1},
-          attention_shared_bytes(p.e, p.ev), p};
+          gradient ? attention_backward_shared_bytes(p.e, p.ev) : attention_shared_bytes(p.e, p.ev), p};
 }
 
 inline kernel_launch pool_launch(const pool_params& p) {

@@ -16,6 +16,7 @@
 
 #include <typex/backend/eigen/kernels.hpp>
 #include <typex/backend/eigen/plan.hpp>
+#include <typex/export/decompositions.hpp>
 #include <typex/export/program_module.hpp>
 
 #include <memory>
@@ -27,6 +28,16 @@ struct eigen_backend {
   using executor = eigen::detail::engine;
   static std::shared_ptr<executor> compile(program_binding binding, const options& o) {
     return eigen::detail::make_engine(std::move(binding), o);
+  }
+  // attention's backward ops (typex.attention_stats, typex.scaled_dot_product_attention_backward,
+  // which a derivative writes for backends that fuse them) as their decompositions, the copies of
+  // the scores they share merged: on the CPU the GEMMs of the math path run once, not once per
+  // input gradient. Every other program as it is.
+  static exported_program prepare(const exported_program& ep) {
+    passes::decomposition_table t;
+    t.add(op_id_of<attention_stats_op>);
+    t.add(op_id_of<attention_backward_op>);
+    return run_decompositions_merged(ep, t);
   }
 };
 

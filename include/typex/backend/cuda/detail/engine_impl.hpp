@@ -341,6 +341,40 @@ inline bool attention_runs(const ir::graph& g, const ir::node& node) {
 }
 }  // namespace detail
 
+namespace detail {
+// attention's backward ops as the fused kernels (attention.cuh's statistics pass,
+// attention_backward.cuh): f32 operands, static head dims of at most attention_max_head for the
+// statistics and attention_backward_max_head for the gradients (the value's at least 1), a bool or
+// f32 mask (or none), at most max_rank dims. What they do not cover runs as their decompositions
+// (the math path).
+inline bool attention_backward_runs(const ir::graph& g, const ir::node& node) {
+  const bool stats = node.target == op_id_of<attention_stats_op>;
+  if (node.vals.front().scalar_type != dtype::f32 || node.vals.front().rank() > static_cast<std::size_t>(max_rank)) return false;
+  const auto meta_of = [&](std::size_t i) -> const ir::tensor_meta* {
+    const auto* r = i < node.args.size() ? std::get_if<ir::value_ref>(&node.args[i]) : nullptr;
+    return r != nullptr ? &g[r->node].vals.front() : nullptr;
+  };
+  const std::int64_t widest = stats ? attention_max_head : attention_backward_max_head;
+  const auto head = [&](const ir::tensor_meta* m, std::int64_t least) {
+    if (m == nullptr || m->rank() < 2 || m->rank() > static_cast<std::size_t>(max_rank) || m->scalar_type != dtype::f32) return false;
+    const std::optional<index_t> d = m->shape.back().value();
+    return d.has_value() && *d >= least && *d <= widest;
+  };
+  // (stats: query, key, grad, out; the backward: grad, query, key, value, stats)
+  const std::size_t tensors = stats ? 4 : 5, mask_at = stats ? 4 : 5;
+  for (std::size_t i = 0; i < tensors; ++i) {
+    const bool least_one = stats ? i >= 2 : (i == 0 || i == 3);  // (the value's and the output's head dims)
+    if (!(stats || i != 4 ? head(meta_of(i), least_one ? 1 : 0) : meta_of(i) != nullptr && meta_of(i)->scalar_type == dtype::f32)) return false;
+  }
+  if (const ir::tensor_meta* mask = meta_of(mask_at); mask != nullptr) {
+    if ((mask->scalar_type != dtype::b8 && mask->scalar_type != dtype::f32) || mask->rank() > static_cast<std::size_t>(max_rank)) return false;
+  } else if (node.args.size() > mask_at && !std::holds_alternative<ir::none_t>(node.args[mask_at])) {
+    return false;
+  }
+  return true;
+}
+}  // namespace detail
+
 // Whether the backend runs call `node` of `g`: its op has a lowering here, and its result and every
 // tensor argument have the dtypes and ranks the kernels take (f32; at most max_rank dims for the
 // elementwise kernels). Asked of every node before anything is planned or allocated.
@@ -409,6 +443,7 @@ TYPEX_CUDA_API bool supports(const ir::graph& g, const ir::node& node) {
     return r.has_value() && detail::reduction_runs(r->kind, x->scalar_type, out.scalar_type);
   }
   if (op == op_id_of<scaled_dot_product_attention_op>) return detail::attention_runs(g, node);
+  if (op == op_id_of<attention_stats_op> || op == op_id_of<attention_backward_op>) return detail::attention_backward_runs(g, node);
   if (detail::is_pool_op(op)) {  // (f32 or f64: the result and every tensor read of one dtype)
     if ((out.scalar_type != dtype::f32 && out.scalar_type != dtype::f64) || x == nullptr || (x->rank() != 3 && x->rank() != 4)) return false;
     for (const ir::argument& a : node.args) {
@@ -752,7 +787,9 @@ class planned_engine final : public kit::engine, private plan::target {
     if (node.target == op_id_of<layer_norm_op> || node.target == op_id_of<aten::group_norm> || node.target == op_id_of<batch_norm_op>)
       return lower_norm(p, s), true;
     if (node.target == op_id_of<aten::conv2d>) return lower_conv(p, s), true;
-    if (node.target == op_id_of<scaled_dot_product_attention_op>) return lower_attention(p, s), true;
+    if (node.target == op_id_of<scaled_dot_product_attention_op> || node.target == op_id_of<attention_stats_op> ||
+        node.target == op_id_of<attention_backward_op>)
+      return lower_attention(p, s), true;
     if (detail::is_pool_op(node.target)) return lower_pool(p, s), true;
     if (detail::is_reduction_op(node.target)) {
       const plan::value* x = p.arg(node, 0);
@@ -1089,20 +1126,34 @@ class planned_engine final : public kit::engine, private plan::target {
   // mask's last two dims to [L, S].
   void lower_attention(plan::planner& p, plan::step_plan& s) {
     const ir::node& node = p.graph()[s.node];
-    const plan::value* q = p.arg(node, 0);
-    const plan::value* k = p.arg(node, 1);
-    const plan::value* v = p.arg(node, 2);
-    const plan::value* mask = node.args.size() > 3 ? p.arg(node, 3) : nullptr;
+    const op_id op = node.target;
+    const bool stats = op == op_id_of<attention_stats_op>, backward = op == op_id_of<attention_backward_op>;
+    // (the operands by the op's schema: sdpa (q, k, v, mask, ...); attention_stats (q, k, grad, out,
+    // mask, ...); the backward (grad, q, k, v, stats, mask, ...))
+    const std::size_t first = backward ? 1 : 0, mask_at = backward ? 5 : stats ? 4 : 3;
+    const plan::value* q = p.arg(node, first);
+    const plan::value* k = p.arg(node, first + 1);
+    const plan::value* v = stats ? k : p.arg(node, first + 2);  // (the statistics read no values)
+    const plan::value* grad = stats ? p.arg(node, 2) : backward ? p.arg(node, 0) : nullptr;
+    const plan::value* fwd_out = stats ? p.arg(node, 3) : nullptr;
+    const plan::value* st = backward ? p.arg(node, 4) : nullptr;
+    const plan::value* mask = node.args.size() > mask_at ? p.arg(node, mask_at) : nullptr;
     const plan::value& y = p.at(s.node);
     const detail::call_of c(node, &p.symbols());
     attention_params ap{};
-    const std::size_t rank = y.extents.size(), batch_rank = rank - 2;
+    if (stats) ap.pass = attention_pass::stats;
+    if (backward) {
+      const std::int64_t which = c.args.integer(8);
+      ap.pass = which == 0 ? attention_pass::grad_query : which == 1 ? attention_pass::grad_key : attention_pass::grad_value;
+    }
+    const std::vector<index_t>& shaped = grad != nullptr ? grad->extents : y.extents;  // (the output's shape)
+    const std::size_t rank = shaped.size(), batch_rank = rank - 2;
     ap.batch_rank = static_cast<int>(batch_rank);
-    ap.l = y.extents[rank - 2];
-    ap.ev = y.extents[rank - 1];
+    ap.l = shaped[rank - 2];
+    ap.ev = shaped[rank - 1];
     ap.s = k->extents[k->extents.size() - 2];
     ap.e = q->extents.back();
-    for (std::size_t d = 0; d < batch_rank; ++d) ap.batch_extent[d] = y.extents[d], ap.batches *= y.extents[d];
+    for (std::size_t d = 0; d < batch_rank; ++d) ap.batch_extent[d] = shaped[d], ap.batches *= shaped[d];
     // (an operand's batch stride along output batch dim d: 0 where it has no such dim or extent 1)
     const auto batch_strides = [&](const std::vector<index_t>& ext, std::int64_t* stride, std::size_t trailing) {
       std::int64_t step = 1;
@@ -1130,13 +1181,27 @@ class planned_engine final : public kit::engine, private plan::target {
     }
     ap.causal = c.args.flag_or_default("is_causal");
     ap.scale = static_cast<float>(c.args.has("scale") ? c.args.real("scale") : 1.0 / std::sqrt(static_cast<double>(ap.e)));
-    if (ap.l == 0 || ap.ev == 0 || ap.batches == 0) return;  // (an empty result: nothing to write)
     const std::string what = name_of(node);
-    pending_.push_back([this, q, k, v, mask, yv = &y, ap, what]() mutable {
+    if (y.numel() == 0) return;  // (an empty result: nothing to write)
+    if (ap.l == 0 || ap.s == 0) {  // (no queries or no keys: a gradient of zeros)
+      pending_.push_back([this, yv = &y, what] {
+        record r;
+        r.what = record::zero{address(yv->at), yv->bytes()};
+        r.name = what;
+        r.out = address(yv->at);
+        r.out_bytes = yv->bytes();
+        return r;
+      });
+      if (!stats || ap.l == 0) return;  // (statistics over no keys: -inf and grad . out, by the kernel)
+    }
+    pending_.push_back([this, q, k, v, mask, grad, fwd_out, st, yv = &y, ap, what]() mutable {
       ap.q = reinterpret_cast<const float*>(address(q->at));
       ap.k = reinterpret_cast<const float*>(address(k->at));
       ap.v = reinterpret_cast<const float*>(address(v->at));
       ap.mask = mask != nullptr ? static_cast<const void*>(address(mask->at)) : nullptr;
+      ap.grad = grad != nullptr ? reinterpret_cast<const float*>(address(grad->at)) : nullptr;
+      ap.fwd_out = fwd_out != nullptr ? reinterpret_cast<const float*>(address(fwd_out->at)) : nullptr;
+      ap.stats = st != nullptr ? reinterpret_cast<const float*>(address(st->at)) : nullptr;
       ap.out = reinterpret_cast<float*>(address(yv->at));
       return kernel_record(attention_launch(ap), what, address(yv->at), yv->bytes());
     });
@@ -2117,7 +2182,7 @@ TYPEX_CUDA_API exported_program with_fallback_decompositions(const exported_prog
   for (int round = 0; round < 8; ++round) {
     const passes::decomposition_table t = fallback_decompositions(out.graph());
     if (t.size() == 0) break;
-    out = run_decompositions(out, t);
+    out = run_decompositions_merged(out, t);  // (attention's backward ops share the scores: they merge)
   }
   return out;
 }

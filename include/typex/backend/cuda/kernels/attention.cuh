@@ -35,7 +35,9 @@ inline namespace TYPEX_CUDA_ABI {  // (kernel_api.cuh: native or emulated)
 // Launch geometry: attention_launch (block x: batch entry x query tile; 128 threads; shared memory
 // for the query, key and value tiles, attention_shared_bytes). CW: the value columns each lane owns
 // (attention_value_columns: 2 up to head dim 64, 4 up to 128), contiguous, lane t's at t CW.
-template <class T, int CW>
+// Stats: the statistics pass of the backward (typex.attention_stats) instead: the same walk over
+// the keys without the values, then out[b, i] = (m_i + log l_i, grad_i . fwd_out_i) ([.., L, 2]).
+template <class T, int CW, bool Stats = false>
 TYPEX_GLOBAL void attention_kernel(const TYPEX_GRID_CONSTANT attention_params p) {
   static_assert(std::is_same_v<T, float>, "typex::cuda: attention_kernel attends over f32 tensors");
   constexpr int BR = static_cast<int>(attention_tile), BC = static_cast<int>(attention_tile), RW = BR / 4;
@@ -86,10 +88,12 @@ TYPEX_GLOBAL void attention_kernel(const TYPEX_GRID_CONSTANT attention_params p)
       const std::int64_t j = j0 + c;
       k_tile[c * ks + (((col >> 2) ^ (c & swizzle)) << 2) + (col & 3)] = j < p.s && col < e ? p.k[ko + j * e + col] : 0.0f;
     }
-    for (int x = t; x < BC * vs; x += static_cast<int>(attention_threads)) {
-      const int c = x / vs, col = x - c * vs;
-      const std::int64_t j = j0 + c;
-      v_tile[x] = j < p.s && col < ev ? p.v[vo + j * ev + col] : 0.0f;
+    if constexpr (!Stats) {
+      for (int x = t; x < BC * vs; x += static_cast<int>(attention_threads)) {
+        const int c = x / vs, col = x - c * vs;
+        const std::int64_t j = j0 + c;
+        v_tile[x] = j < p.s && col < ev ? p.v[vo + j * ev + col] : 0.0f;
+      }
     }
     sync_threads();
     // scores: lane = key; four elements of the key and of each query row per shared access (the
@@ -127,6 +131,7 @@ TYPEX_GLOBAL void attention_kernel(const TYPEX_GRID_CONSTANT attention_params p)
       for (int c = 0; c < CW; ++c) acc[r][c] *= alpha;
       s[r] = pv;
     }
+    if constexpr (Stats) continue;  // (the statistics need no values)
     // the weights p into the key tile's memory (every warp is done with the keys), each warp's rows
     // read back by that warp only
     sync_threads();
@@ -173,14 +178,31 @@ TYPEX_GLOBAL void attention_kernel(const TYPEX_GRID_CONSTANT attention_params p)
       }
     }
   }
-  TYPEX_DEVICE_UNROLL
-  for (int r = 0; r < RW; ++r) {
-    const std::int64_t i = i0 + warp * RW + r;
-    if (i >= p.l) continue;
-    float* o = p.out + (b * p.l + i) * ev;
+  if constexpr (Stats) {
     TYPEX_DEVICE_UNROLL
-    for (int k = 0; k < CW; ++k) {
-      if (lane * CW + k < ev) o[lane * CW + k] = p.s == 0 ? 0.0f : acc[r][k] / sum[r];
+    for (int r = 0; r < RW; ++r) {
+      const std::int64_t i = i0 + warp * RW + r;
+      const std::int64_t row = (b * p.l + (i < p.l ? i : 0)) * ev;
+      float d = 0.0f;
+      TYPEX_DEVICE_UNROLL
+      for (int k = 0; k < CW; ++k)
+        if (i < p.l && lane * CW + k < ev) d += p.grad[row + lane * CW + k] * p.fwd_out[row + lane * CW + k];
+      d = warp_sum(d);
+      if (i < p.l && lane == 0) {
+        p.out[(b * p.l + i) * 2] = m[r] == neg_inf ? neg_inf : m[r] + math::log(sum[r]);
+        p.out[(b * p.l + i) * 2 + 1] = d;
+      }
+    }
+  } else {
+    TYPEX_DEVICE_UNROLL
+    for (int r = 0; r < RW; ++r) {
+      const std::int64_t i = i0 + warp * RW + r;
+      if (i >= p.l) continue;
+      float* o = p.out + (b * p.l + i) * ev;
+      TYPEX_DEVICE_UNROLL
+      for (int k = 0; k < CW; ++k) {
+        if (lane * CW + k < ev) o[lane * CW + k] = p.s == 0 ? 0.0f : acc[r][k] / sum[r];
+      }
     }
   }
 }

@@ -60,29 +60,10 @@ inline any_tensor dropout_mask(const kernel_args& a) {
   return out;
 }
 
-// (query, key, value, attn_mask, dropout_p, is_causal, scale): softmax(q k^T * scale + mask) v.
-inline any_tensor scaled_dot_product_attention(const kernel_args& a) {
-  const any_tensor& q = a.tensor("query");
-  const any_tensor& k = a.tensor("key");
-  const any_tensor& v = a.tensor("value");
-  const any_tensor* mask = a.optional_tensor("attn_mask");
-  for (const any_tensor* t : {&q, &k, &v})
-    if (t->rank() < 2) rank_error(a.target(), "query, key and value", *t, "at least 2-d ([..., L, E])");
-  const double dropout_p = a.real_or_default("dropout_p");
-  const bool causal = a.flag_or_default("is_causal");
-  if (causal && mask != nullptr) {
-    raise<argument_error>([&](auto& o) {
-      o.put(a.target()); o.put(": an attention mask and is_causal are both given; give one or the other, as PyTorch");
-    });
-  }
-  const index_t e = q.extents().back();
-  if (k.extents().back() != e) {
-    raise<shape_error>([&](auto& o) {
-      o.put(a.target()); o.put(": the query "); o.put(q.to_string()); o.put(" and the key "); o.put(k.to_string());
-      o.put(" differ in their last (embedding) dim");
-    });
-  }
-  const double scale = a.has("scale") ? a.real("scale") : 1.0 / std::sqrt(static_cast<double>(e));
+// q k^T * scale, masked: -inf above the diagonal where causal, -inf where a bool mask is false, a
+// float mask added; [..., L, S] over the query's and key's batch dims.
+inline any_tensor attention_scores(const kernel_args& a, const any_tensor& q, const any_tensor& k, const any_tensor* mask, bool causal,
+                                   double scale) {
   std::vector<std::size_t> perm(k.rank());
   for (std::size_t d = 0; d < perm.size(); ++d) perm[d] = d;
   std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
@@ -113,10 +94,158 @@ inline any_tensor scaled_dot_product_attention(const kernel_args& a) {
         for_each_strided(oe, strides, [&](index_t i, const std::array<index_t, 1>& o) { ps[i] += pm[o[0]]; });
       }
     }
+  });
+  return scores;
+}
+
+// The last two dims of x swapped.
+inline any_tensor swapped_last(const kernel_args& a, const any_tensor& x) {
+  std::vector<std::size_t> perm(x.rank());
+  for (std::size_t d = 0; d < perm.size(); ++d) perm[d] = d;
+  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+  return permuted(x, perm, a.target());
+}
+
+// (query, key, value, attn_mask, dropout_p, is_causal, scale): softmax(q k^T * scale + mask) v.
+inline any_tensor scaled_dot_product_attention(const kernel_args& a) {
+  const any_tensor& q = a.tensor("query");
+  const any_tensor& k = a.tensor("key");
+  const any_tensor& v = a.tensor("value");
+  const any_tensor* mask = a.optional_tensor("attn_mask");
+  for (const any_tensor* t : {&q, &k, &v})
+    if (t->rank() < 2) rank_error(a.target(), "query, key and value", *t, "at least 2-d ([..., L, E])");
+  const double dropout_p = a.real_or_default("dropout_p");
+  const bool causal = a.flag_or_default("is_causal");
+  if (causal && mask != nullptr) {
+    raise<argument_error>([&](auto& o) {
+      o.put(a.target()); o.put(": an attention mask and is_causal are both given; give one or the other, as PyTorch");
+    });
+  }
+  const index_t e = q.extents().back();
+  if (k.extents().back() != e) {
+    raise<shape_error>([&](auto& o) {
+      o.put(a.target()); o.put(": the query "); o.put(q.to_string()); o.put(" and the key "); o.put(k.to_string());
+      o.put(" differ in their last (embedding) dim");
+    });
+  }
+  const double scale = a.has("scale") ? a.real("scale") : 1.0 / std::sqrt(static_cast<double>(e));
+  any_tensor scores = attention_scores(a, q, k, mask, causal, scale);
+  const index_t s = scores.extents().back();
+  dispatch_gemm(scores.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    T* ps = scores.data<T>();
     softmax_rows(ps, ps, scores.numel() / std::max<index_t>(s, 1), s, false, 1);
     if (dropout_p > 0) dropout_in_place(ps, scores.numel(), dropout_p, take_draw());
   });
   return matmul_of(a.target(), scores, v);
+}
+
+// Checks for attention's backward ops: the query, key, gradient (and value) of one attention.
+inline void check_attention_operands(const kernel_args& a, const any_tensor& q, const any_tensor& k, const any_tensor& g) {
+  for (const any_tensor* t : {&q, &k, &g})
+    if (t->rank() < 2) rank_error(a.target(), "query, key and gradient", *t, "at least 2-d");
+  if (k.extents().back() != q.extents().back() || q.scalar_type() != k.scalar_type() || g.scalar_type() != q.scalar_type() ||
+      g.extents()[g.rank() - 2] != q.extents()[q.rank() - 2]) {
+    raise<shape_error>([&](auto& o) {
+      o.put(a.target()); o.put(": the query "); o.put(q.to_string()); o.put(", the key "); o.put(k.to_string());
+      o.put(" and the gradient "); o.put(g.to_string()); o.put(" are not one attention's");
+    });
+  }
+}
+
+// (query, key, grad, out, attn_mask, is_causal, scale): [..., L, 2], each query row's logsumexp of
+// its masked scores and grad . out, over the output's batch dims.
+inline any_tensor attention_stats(const kernel_args& a) {
+  const any_tensor& q = a.tensor("query");
+  const any_tensor& k = a.tensor("key");
+  const any_tensor& g = a.tensor("grad");
+  const any_tensor& o = a.tensor("out");
+  check_attention_operands(a, q, k, g);
+  if (o.extents() != g.extents() || o.scalar_type() != g.scalar_type()) a.fail_text("out", "is not the gradient's shape and dtype");
+  const any_tensor scores = attention_scores(a, q, k, a.optional_tensor("attn_mask"), a.flag_or_default("is_causal"), a.real("scale"));
+  std::vector<index_t> rows_e(g.extents().begin(), g.extents().end() - 1);  // [..., L] of the output
+  const std::vector<index_t> score_rows(scores.extents().begin(), scores.extents().end() - 1);
+  if (broadcast_extents(a.target(), rows_e, score_rows) != rows_e) a.fail_text("grad", "does not have the scores' batch dims");
+  std::vector<index_t> oe = rows_e;
+  oe.push_back(2);
+  any_tensor out(q.scalar_type(), oe);
+  const index_t s = scores.extents().back(), ev = g.extents().back();
+  dispatch_gemm(q.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* ps = scores.data<T>();
+    std::vector<T> lse(static_cast<std::size_t>(scores.numel() / std::max<index_t>(s, 1)));
+    for (std::size_t r = 0; r < lse.size(); ++r) {
+      const T* row = ps + static_cast<index_t>(r) * s;
+      T m = -std::numeric_limits<T>::infinity();
+      for (index_t j = 0; j < s; ++j) m = row[j] > m || row[j] != row[j] ? row[j] : m;
+      T sum = 0;
+      if (m != -std::numeric_limits<T>::infinity())
+        for (index_t j = 0; j < s; ++j) sum += std::exp(row[j] - m);
+      lse[r] = m == -std::numeric_limits<T>::infinity() ? m : m + std::log(sum);
+    }
+    T* po = out.data<T>();
+    const std::array<std::vector<index_t>, 1> strides{broadcast_strides(score_rows, rows_e)};
+    for_each_strided(rows_e, strides, [&](index_t i, const std::array<index_t, 1>& at) { po[2 * i] = lse[static_cast<std::size_t>(at[0])]; });
+    const T* pg = g.data<T>();
+    const T* pout = o.data<T>();
+    for (index_t i = 0, rows = g.numel() / std::max<index_t>(ev, 1); i < rows; ++i) {
+      T d = 0;
+      for (index_t c = 0; c < ev; ++c) d += pg[i * ev + c] * pout[i * ev + c];
+      po[2 * i + 1] = d;
+    }
+  });
+  return out;
+}
+
+// (grad, query, key, value, stats, attn_mask, is_causal, scale, input): the gradient of the query
+// (input 0), the key (1) or the value (2), with p = exp(s - L) from the stats (NaN on a row whose
+// every key is excluded, as the math path's softmax; 0 for an excluded key of another row).
+inline any_tensor attention_backward(const kernel_args& a) {
+  const any_tensor& g = a.tensor("grad");
+  const any_tensor& q = a.tensor("query");
+  const any_tensor& k = a.tensor("key");
+  const any_tensor& v = a.tensor("value");
+  const any_tensor& st = a.tensor("stats");
+  check_attention_operands(a, q, k, g);
+  const std::int64_t which = a.integer("input");
+  if (which < 0 || which > 2) a.fail_text("input", "is not 0 (the query), 1 (the key) or 2 (the value)");
+  const double scale = a.real("scale");
+  const any_tensor scores = attention_scores(a, q, k, a.optional_tensor("attn_mask"), a.flag_or_default("is_causal"), scale);
+  std::vector<index_t> pe(g.extents().begin(), g.extents().end() - 1);  // p over the output's batch: [..., L, S]
+  pe.push_back(scores.extents().back());
+  if (st.rank() != g.rank() || st.extents().back() != 2 || broadcast_extents(a.target(), pe, scores.extents()) != pe)
+    a.fail_text("stats", "is not the attention's statistics ([..., L, 2] over the output's batch dims)");
+  any_tensor p(q.scalar_type(), pe);
+  const index_t s = pe.back();
+  dispatch_gemm(q.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* ps = scores.data<T>();
+    const T* pst = st.data<T>();
+    T* pp = p.data<T>();
+    const T neg_inf = -std::numeric_limits<T>::infinity();
+    const std::array<std::vector<index_t>, 1> strides{broadcast_strides(scores.extents(), pe)};
+    for_each_strided(pe, strides, [&](index_t i, const std::array<index_t, 1>& at) {
+      const T x = ps[at[0]], l = pst[2 * (i / std::max<index_t>(s, 1))];
+      pp[i] = l == neg_inf ? std::numeric_limits<T>::quiet_NaN() : x == neg_inf ? T(0) : std::exp(x - l);
+    });
+  });
+  if (which == 2) return matmul_of(a.target(), swapped_last(a, p), g);
+  any_tensor ds = matmul_of(a.target(), g, swapped_last(a, v));  // dp: [..., L, S]
+  if (ds.extents() != pe) a.fail_text("value", "does not match the gradient's batch dims");
+  dispatch_gemm(q.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* pp = p.data<T>();
+    const T* pst = st.data<T>();
+    T* pd = ds.data<T>();
+    for (index_t i = 0, n = ds.numel(); i < n; ++i) pd[i] = pp[i] * (pd[i] - pst[2 * (i / std::max<index_t>(s, 1)) + 1]);
+  });
+  any_tensor r = which == 0 ? matmul_of(a.target(), ds, k) : matmul_of(a.target(), swapped_last(a, ds), q);
+  dispatch_gemm(q.scalar_type(), a.target(), [&](auto tag) {
+    using T = decltype(tag);
+    T* pr = r.data<T>();
+    for (index_t i = 0, n = r.numel(); i < n; ++i) pr[i] *= static_cast<T>(scale);
+  });
+  return r;
 }
 
 // The per-element loss of class scores x ([C], [N, C] or [N, C, d...]) against i64 class indices
@@ -240,6 +369,8 @@ inline any_tensor mse_loss(const kernel_args& a) {
 // The kernels of this family's ops (kernels_impl.hpp builds the table from the registry).
 namespace typex::eigen {
 TYPEX_EIGEN_KERNEL(scaled_dot_product_attention_op, detail::scaled_dot_product_attention);
+TYPEX_EIGEN_KERNEL(attention_stats_op, detail::attention_stats);
+TYPEX_EIGEN_KERNEL(attention_backward_op, detail::attention_backward);
 TYPEX_EIGEN_KERNEL(dropout_op, detail::dropout);
 TYPEX_EIGEN_KERNEL(dropout_mask_op, detail::dropout_mask);
 TYPEX_EIGEN_KERNEL(aten::cross_entropy_loss, detail::cross_entropy);

@@ -1,0 +1,243 @@
+// typex/backend/cuda/kernels/attention_backward.cuh — attention's backward, fused and tiled (the
+// FlashAttention-2 passes): the [L, S] scores and weights are recomputed tile by tile from the
+// query, the key and each query row's statistics (typex.attention_stats: L_i, the logsumexp of the
+// row's scores, and D_i = grad_i . out_i, from attention.cuh's statistics pass), never stored:
+//   p_ij = exp(s_ij - L_i),  ds_ij = p_ij (grad_i . v_j - D_i)
+//   dq_i = scale sum_j ds_ij k_j     (attention_grad_query_kernel: a block per 32 query rows,
+//                                      walking the key tiles)
+//   dk_j = scale sum_i ds_ij q_i     (attention_grad_kv_kernel<true>: a block per 32 keys,
+//   dv_j = sum_i p_ij grad_i          walking the query tiles; <false> for the value)
+// Each block keeps its 32 rows' sums in registers: warp w owns rows 8w .. 8w + 7, lane t the head
+// columns 2t and 2t + 1 (head dims up to attention_backward_max_head = 64). A tile's scores are one
+// per (row, lane): the lane is the other side's row (a key for the query's gradient, a query for
+// the key's and value's), read from a shared tile padded to an odd row stride (a lane per row: no
+// bank conflict), the owned rows' operands read as broadcasts. The weights of a tile go through
+// shared memory, read back by the warp that wrote them, and the sums run over the tile's rows in
+// order (deterministic: no atomics).
+// Excluded keys (the mask, causality, the end of the keys) weigh 0; a row whose every key is
+// excluded (L_i = -inf) weighs NaN everywhere, as the math path's softmax of -inf scores makes it.
+#pragma once
+
+#include <typex/backend/cuda/kernel_api.cuh>
+#include <typex/backend/cuda/launch.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+namespace typex::cuda::kernels {
+inline namespace TYPEX_CUDA_ABI {  // (kernel_api.cuh: native or emulated)
+
+namespace detail {
+// Batch entry b's offsets into the query, key, value and mask (its index in the output's batch dims).
+struct attention_offsets {
+  std::int64_t q = 0, k = 0, v = 0, mask = 0;
+};
+TYPEX_DEVICE attention_offsets attention_batch_offsets(const attention_params& p, std::int64_t b) {
+  attention_offsets o;
+  for (std::int64_t d = p.batch_rank - 1, rest = b; d >= 0; --d) {
+    const std::int64_t at = rest % p.batch_extent[d];
+    rest /= p.batch_extent[d];
+    o.q += at * p.q_batch_stride[d], o.k += at * p.k_batch_stride[d], o.v += at * p.v_batch_stride[d];
+    o.mask += at * p.mask_batch_stride[d];
+  }
+  return o;
+}
+// The weight p_ij of query i and key j from the raw product q_i . k_j: 0 for an excluded key, NaN
+// for any key of a row that excludes every one (lse = -inf).
+TYPEX_DEVICE float attention_weight(const attention_params& p, std::int64_t mask_at, std::int64_t i, std::int64_t j, float dot, float lse) {
+  constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+  if (lse == neg_inf) return std::numeric_limits<float>::quiet_NaN();
+  bool keep = j < p.s && !(p.causal && j > i);
+  float v = dot * p.scale;
+  if (keep && p.mask_kind == attention_mask::boolean) keep = static_cast<const bool*>(p.mask)[mask_at + i * p.mask_row_stride + j * p.mask_col_stride];
+  if (keep && p.mask_kind == attention_mask::additive)
+    v += static_cast<const float*>(p.mask)[mask_at + i * p.mask_row_stride + j * p.mask_col_stride];
+  return keep ? math::exp(v - lse) : 0.0f;
+}
+}  // namespace detail
+
+// Launch geometry: attention_backward_launch (block x: batch entry x 32-row tile of the output's
+// rows; 128 threads; shared memory attention_backward_shared_bytes).
+template <class T>
+TYPEX_GLOBAL void attention_grad_query_kernel(const TYPEX_GRID_CONSTANT attention_params p) {
+  static_assert(std::is_same_v<T, float>, "typex::cuda: attention_grad_query_kernel computes f32 gradients");
+  constexpr int B = static_cast<int>(attention_tile), RW = B / 4;
+  const int t = static_cast<int>(thread_idx().x), lane = t % 32, warp = t / 32;
+  const std::int64_t tiles = (p.l + B - 1) / B;
+  const std::int64_t b = block_idx().x / tiles, i0 = block_idx().x % tiles * B;
+  const detail::attention_offsets off = detail::attention_batch_offsets(p, b);
+  const int e = static_cast<int>(p.e), ev = static_cast<int>(p.ev), ep = e + 1, evp = ev + 1;
+  float* q_tile = TYPEX_SHARED(float);   // [B][e]: this block's query rows
+  float* g_tile = q_tile + B * e;         // [B][ev]: their output gradients
+  float* k_tile = g_tile + B * ev;        // [B][e + 1]: the key tile
+  float* v_tile = k_tile + B * ep;        // [B][ev + 1]: the value tile
+  float* w_tile = v_tile + B * evp;       // [B][B + 1]: the tile's ds
+  const float* grad = p.grad + b * p.l * ev;
+  for (int x = t; x < B * e; x += static_cast<int>(attention_threads)) {
+    const std::int64_t i = i0 + x / e;
+    q_tile[x] = i < p.l ? p.q[off.q + i * e + x % e] : 0.0f;
+  }
+  for (int x = t; x < B * ev; x += static_cast<int>(attention_threads)) {
+    const std::int64_t i = i0 + x / ev;
+    g_tile[x] = i < p.l ? grad[i * ev + x % ev] : 0.0f;
+  }
+  float lse[RW], dsum[RW], acc[RW][2];
+  TYPEX_DEVICE_UNROLL
+  for (int r = 0; r < RW; ++r) {
+    const std::int64_t i = i0 + warp * RW + r;
+    lse[r] = i < p.l ? p.stats[(b * p.l + i) * 2] : 0.0f;
+    dsum[r] = i < p.l ? p.stats[(b * p.l + i) * 2 + 1] : 0.0f;
+    acc[r][0] = acc[r][1] = 0.0f;
+  }
+  const std::int64_t last_row = i0 + B < p.l ? i0 + B : p.l;
+  const std::int64_t s_end = p.causal && last_row < p.s ? last_row : p.s;
+  for (std::int64_t j0 = 0; j0 < s_end; j0 += B) {
+    sync_threads();  // (the query tile stored; the previous key and value tiles read)
+    for (int x = t; x < B * e; x += static_cast<int>(attention_threads)) {
+      const int c = x / e, col = x - c * e;
+      const std::int64_t j = j0 + c;
+      k_tile[c * ep + col] = j < p.s ? p.k[off.k + j * e + col] : 0.0f;
+    }
+    for (int x = t; x < B * ev; x += static_cast<int>(attention_threads)) {
+      const int c = x / ev, col = x - c * ev;
+      const std::int64_t j = j0 + c;
+      v_tile[c * evp + col] = j < p.s ? p.v[off.v + j * ev + col] : 0.0f;
+    }
+    sync_threads();
+    float dot[RW], dp[RW];
+    TYPEX_DEVICE_UNROLL
+    for (int r = 0; r < RW; ++r) dot[r] = dp[r] = 0.0f;
+    for (int x = 0; x < e; ++x) {
+      const float kx = k_tile[lane * ep + x];
+      TYPEX_DEVICE_UNROLL
+      for (int r = 0; r < RW; ++r) dot[r] += q_tile[(warp * RW + r) * e + x] * kx;
+    }
+    for (int x = 0; x < ev; ++x) {
+      const float vx = v_tile[lane * evp + x];
+      TYPEX_DEVICE_UNROLL
+      for (int r = 0; r < RW; ++r) dp[r] += g_tile[(warp * RW + r) * ev + x] * vx;
+    }
+    const std::int64_t j = j0 + lane;
+    TYPEX_DEVICE_UNROLL
+    for (int r = 0; r < RW; ++r) {
+      const std::int64_t i = i0 + warp * RW + r;
+      const float w = i < p.l ? detail::attention_weight(p, off.mask, i, j, dot[r], lse[r]) : 0.0f;
+      w_tile[(warp * RW + r) * (B + 1) + lane] = w * (dp[r] - dsum[r]);
+    }
+    sync_warp(full_mask);
+    const int keys = s_end - j0 < B ? static_cast<int>(s_end - j0) : B;
+    for (int c = 0; c < keys; ++c) {
+      const float k0 = 2 * lane < e ? k_tile[c * ep + 2 * lane] : 0.0f, k1 = 2 * lane + 1 < e ? k_tile[c * ep + 2 * lane + 1] : 0.0f;
+      TYPEX_DEVICE_UNROLL
+      for (int r = 0; r < RW; ++r) {
+        const float w = w_tile[(warp * RW + r) * (B + 1) + c];
+        acc[r][0] += w * k0;
+        acc[r][1] += w * k1;
+      }
+    }
+  }
+  TYPEX_DEVICE_UNROLL
+  for (int r = 0; r < RW; ++r) {
+    const std::int64_t i = i0 + warp * RW + r;
+    if (i >= p.l) continue;
+    float* o = p.out + (b * p.l + i) * e;
+    if (2 * lane < e) o[2 * lane] = acc[r][0] * p.scale;
+    if (2 * lane + 1 < e) o[2 * lane + 1] = acc[r][1] * p.scale;
+  }
+}
+
+// Key: the key's gradient (scale sum_i ds_ij q_i); else the value's (sum_i p_ij grad_i).
+template <class T, bool Key>
+TYPEX_GLOBAL void attention_grad_kv_kernel(const TYPEX_GRID_CONSTANT attention_params p) {
+  static_assert(std::is_same_v<T, float>, "typex::cuda: attention_grad_kv_kernel computes f32 gradients");
+  constexpr int B = static_cast<int>(attention_tile), RW = B / 4;
+  const int t = static_cast<int>(thread_idx().x), lane = t % 32, warp = t / 32;
+  const std::int64_t tiles = (p.s + B - 1) / B;
+  const std::int64_t b = block_idx().x / tiles, j0 = block_idx().x % tiles * B;
+  const detail::attention_offsets off = detail::attention_batch_offsets(p, b);
+  const int e = static_cast<int>(p.e), ev = static_cast<int>(p.ev), ep = e + 1, evp = ev + 1;
+  const int width = Key ? e : ev;          // (the gradient's head dim)
+  float* k_tile = TYPEX_SHARED(float);     // [B][e]: this block's keys
+  float* v_tile = k_tile + B * e;          // [B][ev]: their values
+  float* q_tile = v_tile + B * ev;         // [B][e + 1]: the query tile
+  float* g_tile = q_tile + B * ep;         // [B][ev + 1]: its output gradients
+  float* w_tile = g_tile + B * evp;        // [B][B + 1]: the tile's weights (value) or ds (key), [key][query]
+  const float* grad = p.grad + b * p.l * ev;
+  for (int x = t; x < B * e; x += static_cast<int>(attention_threads)) {
+    const std::int64_t j = j0 + x / e;
+    k_tile[x] = j < p.s ? p.k[off.k + j * e + x % e] : 0.0f;
+  }
+  if constexpr (Key) {
+    for (int x = t; x < B * ev; x += static_cast<int>(attention_threads)) {
+      const std::int64_t j = j0 + x / ev;
+      v_tile[x] = j < p.s ? p.v[off.v + j * ev + x % ev] : 0.0f;
+    }
+  }
+  float acc[RW][2];
+  TYPEX_DEVICE_UNROLL
+  for (int r = 0; r < RW; ++r) acc[r][0] = acc[r][1] = 0.0f;
+  // (causal: the queries from the block's first key on; the tiles before it exclude every key)
+  for (std::int64_t i0 = p.causal ? j0 / B * B : 0; i0 < p.l; i0 += B) {
+    sync_threads();  // (the key and value tiles stored; the previous query tile read)
+    for (int x = t; x < B * e; x += static_cast<int>(attention_threads)) {
+      const int c = x / e, col = x - c * e;
+      const std::int64_t i = i0 + c;
+      q_tile[c * ep + col] = i < p.l ? p.q[off.q + i * e + col] : 0.0f;
+    }
+    for (int x = t; x < B * ev; x += static_cast<int>(attention_threads)) {
+      const int c = x / ev, col = x - c * ev;
+      const std::int64_t i = i0 + c;
+      g_tile[c * evp + col] = i < p.l ? grad[i * ev + col] : 0.0f;
+    }
+    const std::int64_t i = i0 + lane;  // (this lane's query)
+    const float lse = i < p.l ? p.stats[(b * p.l + i) * 2] : 0.0f, dsum = i < p.l ? p.stats[(b * p.l + i) * 2 + 1] : 0.0f;
+    sync_threads();
+    float dot[RW], dp[RW];
+    TYPEX_DEVICE_UNROLL
+    for (int r = 0; r < RW; ++r) dot[r] = dp[r] = 0.0f;
+    for (int x = 0; x < e; ++x) {
+      const float qx = q_tile[lane * ep + x];
+      TYPEX_DEVICE_UNROLL
+      for (int r = 0; r < RW; ++r) dot[r] += k_tile[(warp * RW + r) * e + x] * qx;
+    }
+    if constexpr (Key) {
+      for (int x = 0; x < ev; ++x) {
+        const float gx = g_tile[lane * evp + x];
+        TYPEX_DEVICE_UNROLL
+        for (int r = 0; r < RW; ++r) dp[r] += v_tile[(warp * RW + r) * ev + x] * gx;
+      }
+    }
+    TYPEX_DEVICE_UNROLL
+    for (int r = 0; r < RW; ++r) {
+      const std::int64_t j = j0 + warp * RW + r;
+      const float w = i < p.l ? detail::attention_weight(p, off.mask, i, j, dot[r], lse) : 0.0f;
+      w_tile[(warp * RW + r) * (B + 1) + lane] = Key ? w * (dp[r] - dsum) : w;
+    }
+    sync_warp(full_mask);
+    const int queries = p.l - i0 < B ? static_cast<int>(p.l - i0) : B;
+    const float* side = Key ? q_tile : g_tile;  // (the rows the gradient sums)
+    const int sp = Key ? ep : evp;
+    for (int c = 0; c < queries; ++c) {
+      const float x0 = 2 * lane < width ? side[c * sp + 2 * lane] : 0.0f, x1 = 2 * lane + 1 < width ? side[c * sp + 2 * lane + 1] : 0.0f;
+      TYPEX_DEVICE_UNROLL
+      for (int r = 0; r < RW; ++r) {
+        const float w = w_tile[(warp * RW + r) * (B + 1) + c];
+        acc[r][0] += w * x0;
+        acc[r][1] += w * x1;
+      }
+    }
+  }
+  const float factor = Key ? p.scale : 1.0f;
+  TYPEX_DEVICE_UNROLL
+  for (int r = 0; r < RW; ++r) {
+    const std::int64_t j = j0 + warp * RW + r;
+    if (j >= p.s) continue;
+    float* o = p.out + (b * p.s + j) * width;
+    if (2 * lane < width) o[2 * lane] = acc[r][0] * factor;
+    if (2 * lane + 1 < width) o[2 * lane + 1] = acc[r][1] * factor;
+  }
+}
+
+}  // inline namespace TYPEX_CUDA_ABI
+}  // namespace typex::cuda::kernels
