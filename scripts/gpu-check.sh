@@ -22,6 +22,7 @@
 # elsewhere for x86-64 with the same CUDA major version: the device tool carries them).
 #   SANITIZE_TESTS=<doctest -tc filter>   the test cases the sanitizers run first
 #   SKIP_TESTS=1  measure only; PEERS_MODES, PEERS_BUDGET: peers_cuda.py's
+#   MODELS_TABLES="attention training"   typex_models_cuda's tables (default: every one)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
@@ -143,7 +144,8 @@ if [[ -n $peers_pid ]]; then
   fi
 fi
 echo "== typex_models_cuda ($(left) s left)"
-bounded 200 "$bench" 2>&1 | tee "$logs/models_cuda.txt" || status=$?
+# shellcheck disable=SC2086  # (MODELS_TABLES: the tables' names, split)
+bounded 200 "$bench" ${MODELS_TABLES:-} 2>&1 | tee "$logs/models_cuda.txt" || status=$?
 if [[ -n $peers_pid ]]; then
   echo "== PyTorch peers ($(left) s left)"
   touch "$go"
