@@ -396,7 +396,8 @@ int main(int argc, char** argv) {
   // the kernels runs them), f32, graphs on; one call computes dq, dk and dv
   {
     std::printf("\n%-32s %14s %14s %10s\n", "attention backward", "fused (us)", "math (us)", "math/fused");
-    const auto backward_row = [&](index_t b, index_t h, index_t l, bool causal) {
+    const auto backward_row = [&]<long Bt, long Ht, long Lt>(bool causal) {
+      const index_t b = Bt, h = Ht, l = Lt;
       const std::vector<index_t> ext{b, h, l, 64};
       ir::graph g;
       const auto placeholder = [&](const char* name) {
@@ -407,7 +408,7 @@ int main(int argc, char** argv) {
         return ir::value_ref{g.add_call({.target = op, .args = std::move(args), .vals = std::move(vals)})};
       };
       const ir::value_ref dy = placeholder("grad"), q = placeholder("q"), k = placeholder("k"), v = placeholder("v"), o = placeholder("out");
-      const double scale = 0.125;
+      const double scale = 0.125;  // (1 / sqrt(64): the forward's default)
       const ir::value_ref st = call(op_id_of<attention_stats_op>, {q, k, dy, o, ir::none_t{}, causal, scale});
       std::vector<ir::value_ref> outs;
       for (std::int64_t which = 0; which < 3; ++which) outs.push_back(call(op_id_of<attention_backward_op>, {dy, q, k, v, st, ir::none_t{}, causal, scale, which}));
@@ -426,8 +427,13 @@ int main(int argc, char** argv) {
         bind.check = [](const symbol_table&) {};
         return cuda_backend::compile(std::move(bind), {.device = gpu});
       };
-      std::vector<any_tensor> dev;
-      for (int i = 0; i < 5; ++i) dev.push_back(cuda::to_device(filled(ext), gpu));
+      // (the inputs: the output's gradient, q, k, v, and the forward's output for them)
+      using qs = shape<fix<Bt>, fix<Ht>, fix<Lt>, fix<64>>;
+      const exported_program forward = export_program(attend{causal}, input<"q">(tensor_spec<f32, qs>()), input<"k">(tensor_spec<f32, qs>()),
+                                                      input<"v">(tensor_spec<f32, qs>()));
+      std::vector<any_tensor> dev{cuda::to_device(filled(ext, 0.5f), gpu)};
+      for (int i = 0; i < 3; ++i) dev.push_back(cuda::to_device(filled(ext), gpu));
+      dev.push_back(program_module<cuda_backend>(forward, {.device = gpu})({dev[1], dev[2], dev[3]})[0]);
       const auto fused = engine(g), plain = engine(math);
       std::vector<any_tensor> got, want;
       fused->run(dev, symbol_table{}, got);
@@ -446,10 +452,10 @@ int main(int argc, char** argv) {
                     causal ? " causal" : "");
       std::printf("%-32s %14.1f %14.1f %10.2f\n", name, f, m, m / f);
     };
-    backward_row(8, 8, 128, false);
-    backward_row(8, 8, 512, false);
-    backward_row(8, 8, 512, true);
-    backward_row(1, 8, 2048, true);
+    backward_row.template operator()<8, 8, 128>(false);
+    backward_row.template operator()<8, 8, 512>(false);
+    backward_row.template operator()<8, 8, 512>(true);
+    backward_row.template operator()<1, 8, 2048>(true);
   }
   }
   return 0;

@@ -43,6 +43,16 @@ using mlp_step = classify<parity_models::mlp>;
 using cnn_step = classify<parity_models::cnn>;
 using block_step = regress<parity_models::transformer>;
 
+// Causal attention through typex::scaled_dot_product_attention (its derivative: typex's backward
+// ops, which the CUDA backend fuses), then a regression loss.
+struct attention_step {
+  nn::Linear<16, 16> q, k, v;
+  template <class X, class T>
+  auto operator()(const X& x, const T& t) const {
+    return mse_loss(scaled_dot_product_attention(q(x), k(x), v(x), nullptr, {.is_causal = true}), t);
+  }
+};
+
 // A step counter and a running total written by every call (BUFFER_MUTATION), and a parameter.
 struct counting {
   buffer<i64> steps;
@@ -60,6 +70,7 @@ BOOST_HANA_ADAPT_STRUCT(cuda_training_tests::mlp_step, net);
 BOOST_HANA_ADAPT_STRUCT(cuda_training_tests::cnn_step, net);
 BOOST_HANA_ADAPT_STRUCT(cuda_training_tests::block_step, net);
 BOOST_HANA_ADAPT_STRUCT(cuda_training_tests::counting, steps, total, w);
+BOOST_HANA_ADAPT_STRUCT(cuda_training_tests::attention_step, q, k, v);
 
 namespace cuda_training {
 using namespace typex;
@@ -127,7 +138,7 @@ void train_both(const std::shared_ptr<cuda::device_runtime>& gpu, const exported
 }
 
 // The reference models' training steps (MLP and CNN with SGD and momentum, the transformer block
-// with AdamW and AMSGrad), 3 each, on `gpu` against the Eigen backend; `tol` for the MLP and CNN,
+// with AdamW and AMSGrad, causal attention with SGD), 3 each, on `gpu` against the Eigen backend; `tol` for the MLP and CNN,
 // 2.5 x for the block.
 inline void train_reference_models(const std::shared_ptr<cuda::device_runtime>& gpu, double tol, bool graphs) {
   using namespace cuda_training_tests;
@@ -159,6 +170,14 @@ inline void train_reference_models(const std::shared_ptr<cuda::device_runtime>& 
     const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<2>, fix<5>, fix<16>>>()),
                                    input<"t">(tensor_spec<f32, shape<fix<2>, fix<5>, fix<16>>>()));
     train_both(gpu, ep, {pattern({2, 5, 16}, 3), pattern({2, 5, 16}, 4, 0.5)}, 3, 2.5 * tol, adamw, graphs);
+  }
+  {
+    INFO("causal attention (the fused backward on CUDA, the math path on the Eigen backend), SGD");
+    attention_step m;
+    init_module(m, 7);
+    const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<3>, fix<37>, fix<16>>>()),
+                                   input<"t">(tensor_spec<f32, shape<fix<3>, fix<37>, fix<16>>>()));
+    train_both(gpu, ep, {pattern({3, 37, 16}, 5), pattern({3, 37, 16}, 6, 0.5)}, 3, tol, sgd, graphs);
   }
 }
 

@@ -73,8 +73,9 @@ TYPEX_API auto typex::run_decompositions_merged(const exported_program& ep, cons
   if (!any) return ep;
   exported_program d = run_decompositions(ep, table);
   ir::graph g = d.graph();
-  if (passes::eliminate_common_subexpressions(g, {.keep_output_names = true}) == 0) return d;
-  passes::eliminate_dead_code(g);
+  const std::size_t merged = passes::eliminate_common_subexpressions(g, {.keep_output_names = true});
+  // (and what nothing reads now: attention's statistics, where every gradient took the math path)
+  if (merged + passes::eliminate_dead_code(g) == 0) return d;
   exported_program out(std::move(g), d.signature(), d.state_dict(), d.constants(), d.ranges(), d.module_call_graph(), d.example_inputs());
   out.set_trusted_shapes(d.trusted_shapes());
   out.set_dialect(d.dialect());

@@ -57,7 +57,17 @@ struct causal_block {
     return mse_loss(block(x, mask), target);
   }
 };
+// attention through typex::scaled_dot_product_attention (nn::MultiheadAttention records the math
+// path): its derivative writes typex's backward ops
+struct sdpa_block {
+  nn::Linear<8, 8> q, k, v;
+  template <class X, class T>
+  auto operator()(const X& x, const T& target) const {
+    return mse_loss(scaled_dot_product_attention(q(x), k(x), v(x), nullptr, {.is_causal = true}), target);
+  }
+};
 }  // namespace joint_models
+BOOST_HANA_ADAPT_STRUCT(joint_models::sdpa_block, q, k, v);
 BOOST_HANA_ADAPT_STRUCT(joint_models::mlp, fc1, fc2, fc3);
 BOOST_HANA_ADAPT_STRUCT(joint_models::causal_block, block);
 BOOST_HANA_ADAPT_STRUCT(joint_models::cnn_bn, conv1, bn1, conv2, fc);
@@ -248,6 +258,48 @@ TEST_CASE("joint: a transformer encoder block with a causal mask matches PyTorch
   const double down = forward({x, causal, ref.inputs.at("t")})[0].data<float>()[0];
   CHECK(dx->data<float>()[e] == doctest::Approx((up - down) / (2 * h)).epsilon(2e-2));
   typex_test::check_round_trip(joint, {ref.inputs.at("x"), causal, ref.inputs.at("t")});
+}
+
+TEST_CASE("joint: attention's derivative writes its backward ops; the CPU runs them as the math path with the scores once, and the gradients match finite differences") {
+  joint_models::sdpa_block m;
+  init_module(m, 3);
+  using xs = shape<fix<2>, fix<6>, fix<8>>;
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, xs>()), input<"t">(tensor_spec<f32, xs>()));
+  const exported_program joint = make_joint(ep, {.input_gradients = {"x"}});
+  const auto count = [](const exported_program& p, op_id op) {
+    std::size_t n = 0;
+    for (const ir::node& node : p.graph().nodes()) n += node.op == ir::node_op::call_function && node.target == op ? 1 : 0;
+    return n;
+  };
+  // one statistics node and a gradient for each of the query, the key and the value (a backend may
+  // fuse them: the CUDA backend's kernels)
+  CHECK(count(joint, op_id_of<attention_stats_op>) == 1);
+  CHECK(count(joint, op_id_of<attention_backward_op>) == 3);
+  // the Eigen backend's form: the math path with the scores computed once, five products more than
+  // the joint program (the scores again, dv, dp, dq, dk), not eight (each gradient its own scores)
+  const exported_program cpu = eigen_backend::prepare(joint);
+  CHECK(count(cpu, op_id_of<attention_stats_op>) == 0);
+  CHECK(count(cpu, op_id_of<attention_backward_op>) == 0);
+  CHECK(count(cpu, op_id_of<matmul_op>) == count(joint, op_id_of<matmul_op>) + 5);
+  any_tensor x(dtype::f32, {2, 6, 8}), t(dtype::f32, {2, 6, 8});
+  for (index_t i = 0; i < x.numel(); ++i) {
+    x.data<float>()[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)));
+    t.data<float>()[i] = static_cast<float>(std::cos(0.21 * static_cast<double>(i)));
+  }
+  const joint_outputs r = read_joint_outputs(joint, program_module<eigen_backend>(joint)({x, t}));
+  const any_tensor* dx = r.input_gradients.find("x");
+  REQUIRE(dx != nullptr);
+  auto forward = program_module<eigen_backend>(ep);
+  for (const index_t e : {index_t{0}, index_t{13}, index_t{50}, index_t{95}}) {
+    INFO("element " << e);
+    any_tensor xe = x.clone();
+    const float h = 1e-2f;
+    xe.data<float>()[e] += h;
+    const double up = forward({xe, t})[0].data<float>()[0];
+    xe.data<float>()[e] -= 2 * h;
+    const double down = forward({xe, t})[0].data<float>()[0];
+    CHECK(dx->data<float>()[e] == doctest::Approx((up - down) / (2 * h)).epsilon(2e-2).scale(1e-3));
+  }
 }
 
 TEST_CASE("joint: training through the module's own parameters with an optimizer lowers the loss") {
