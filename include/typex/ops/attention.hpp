@@ -311,14 +311,13 @@ V attention_masked_scores(C& c, V q, V k, double scale) {
   }
   return s;
 }
-// the math path's gradient of input `which` (0 query, 1 key, 2 value; 3: the float mask's)
+// the math path's gradient of input `which` (0 query, 1 key, 2 value)
 template <class C, class V>
 V attention_math_grad(C& c, V g, V q, V k, V v, double scale, int which) {
   const auto p = c.softmax(attention_masked_scores(c, q, k, scale), -1);
   if (which == 2) return c.matmul(c.mT(p), g);
   const auto dp = c.matmul(g, c.mT(v));
   const auto ds = c.mul(p, c.sub(dp, c.sum(c.mul(dp, p), {-1}, true)));
-  if (which == 3) return ds;
   return which == 0 ? c.mul(c.matmul(ds, k), scale) : c.mul(c.matmul(c.mT(ds), q), scale);
 }
 }  // namespace detail
@@ -332,11 +331,14 @@ void scaled_dot_product_attention_op::vjp(C& c) {
   const auto v = c.input("value");
   const auto g = c.grad();
   const double scale = detail::attention_scale(c, q);
-  if (c.wants("attn_mask")) {  // (a float mask that wants a gradient: the math path, every gradient)
-    if (c.wants("query")) c.accumulate("query", detail::attention_math_grad(c, g, q, k, v, scale, 0));
-    if (c.wants("key")) c.accumulate("key", detail::attention_math_grad(c, g, q, k, v, scale, 1));
-    if (c.wants("value")) c.accumulate("value", detail::attention_math_grad(c, g, q, k, v, scale, 2));
-    c.accumulate("attn_mask", detail::attention_math_grad(c, g, q, k, v, scale, 3));
+  if (c.wants("attn_mask")) {  // (a float mask that wants a gradient: the math path, the weights once)
+    const auto p = c.softmax(detail::attention_masked_scores(c, q, k, scale), -1);
+    if (c.wants("value")) c.accumulate("value", c.matmul(c.mT(p), g));
+    const auto dp = c.matmul(g, c.mT(v));
+    const auto ds = c.mul(p, c.sub(dp, c.sum(c.mul(dp, p), {-1}, true)));
+    c.accumulate("attn_mask", ds);
+    if (c.wants("query")) c.accumulate("query", c.mul(c.matmul(ds, k), scale));
+    if (c.wants("key")) c.accumulate("key", c.mul(c.matmul(c.mT(ds), q), scale));
     return;
   }
   const bool causal = c.args().flag_or_default("is_causal");

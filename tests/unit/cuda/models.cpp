@@ -239,21 +239,29 @@ namespace {
 // One call of `target` on placeholders for `tensors` (numbers and lists as given), run on the Eigen
 // backend and on the CUDA backend (emulated device); the outputs must agree bit for bit, NaNs where
 // NaNs are (the edge cases of torch's conventions: infinities and NaNs are the point).
+// One call of `target` over `args` (placeholders of g for the tensors, numbers as given), g's
+// output, run on the Eigen backend and on the CUDA backend (emulated device): (Eigen's, CUDA's).
+std::pair<std::vector<any_tensor>, std::vector<any_tensor>> run_call_both(ir::graph& g, std::string_view target, std::vector<ir::argument> args,
+                                                                          const std::vector<any_tensor>& tensors) {
+  const op_id op = find_op(target);
+  std::vector<ir::tensor_meta> vals = ir::infer_meta(g, op, args);
+  const ir::node_id n = g.add_call({.target = op, .args = std::move(args), .vals = std::move(vals)});
+  g.set_output({ir::value_ref{n}});
+  auto want = typex_test::eigen_backend_under_test().run(g, tensors);
+  const auto cuda = typex_test::cuda_backend_under_test("cuda (emulated device)", cuda::make_emulated_device());
+  REQUIRE(cuda.runs(g));
+  auto got = cuda.run(g, tensors);
+  REQUIRE(got.size() == 1);
+  return {std::move(want), std::move(got)};
+}
+
 void same_edge_case(std::string_view target, const std::vector<any_tensor>& tensors, std::vector<ir::argument> tail) {
   ir::graph g;
   std::vector<ir::argument> args;
   for (const any_tensor& t : tensors)
     args.emplace_back(ir::value_ref{g.add_placeholder("arg", {t.scalar_type(), std::vector<ir::sym_expr>(t.extents().begin(), t.extents().end())})});
   args.insert(args.end(), tail.begin(), tail.end());
-  const op_id op = find_op(target);
-  std::vector<ir::tensor_meta> vals = ir::infer_meta(g, op, args);
-  const ir::node_id n = g.add_call({.target = op, .args = std::move(args), .vals = std::move(vals)});
-  g.set_output({ir::value_ref{n}});
-  const auto want = typex_test::eigen_backend_under_test().run(g, tensors);
-  const auto cuda = typex_test::cuda_backend_under_test("cuda (emulated device)", cuda::make_emulated_device());
-  REQUIRE(cuda.runs(g));
-  const auto got = cuda.run(g, tensors);
-  REQUIRE(got.size() == 1);
+  const auto [want, got] = run_call_both(g, target, std::move(args), tensors);
   REQUIRE(got[0].extents() == want[0].extents());
   INFO(target);
   for (index_t i = 0; i < got[0].numel(); ++i) {
@@ -366,15 +374,7 @@ namespace {
 // One call of `target` over `args` (placeholders for the tensors of `g`, numbers as given) on the
 // Eigen backend and on the CUDA backend (emulated device): the largest difference of the output.
 double eigen_vs_cuda_call(ir::graph& g, std::string_view target, std::vector<ir::argument> args, const std::vector<any_tensor>& tensors) {
-  const op_id op = find_op(target);
-  std::vector<ir::tensor_meta> vals = ir::infer_meta(g, op, args);
-  const ir::node_id n = g.add_call({.target = op, .args = std::move(args), .vals = std::move(vals)});
-  g.set_output({ir::value_ref{n}});
-  const auto want = typex_test::eigen_backend_under_test().run(g, tensors);
-  const auto cuda = typex_test::cuda_backend_under_test("cuda (emulated device)", cuda::make_emulated_device());
-  REQUIRE(cuda.runs(g));
-  const auto got = cuda.run(g, tensors);
-  REQUIRE(got.size() == 1);
+  const auto [want, got] = run_call_both(g, target, std::move(args), tensors);
   return worst_difference(got[0], want[0]);
 }
 ir::value_ref placeholder(ir::graph& g, const any_tensor& t) {

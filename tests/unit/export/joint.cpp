@@ -66,8 +66,18 @@ struct sdpa_block {
     return mse_loss(scaled_dot_product_attention(q(x), k(x), v(x), nullptr, {.is_causal = true}), target);
   }
 };
+// a learned additive mask (a position bias): the float mask wants a gradient, which takes the math path
+struct sdpa_bias_block {
+  nn::Linear<8, 8> q, k, v;
+  parameter<f32, fix<6>, fix<6>> bias;
+  template <class X, class T>
+  auto operator()(const X& x, const T& target) const {
+    return mse_loss(scaled_dot_product_attention(q(x), k(x), v(x), bias), target);
+  }
+};
 }  // namespace joint_models
 BOOST_HANA_ADAPT_STRUCT(joint_models::sdpa_block, q, k, v);
+BOOST_HANA_ADAPT_STRUCT(joint_models::sdpa_bias_block, q, k, v, bias);
 BOOST_HANA_ADAPT_STRUCT(joint_models::mlp, fc1, fc2, fc3);
 BOOST_HANA_ADAPT_STRUCT(joint_models::causal_block, block);
 BOOST_HANA_ADAPT_STRUCT(joint_models::cnn_bn, conv1, bn1, conv2, fc);
@@ -260,6 +270,34 @@ TEST_CASE("joint: a transformer encoder block with a causal mask matches PyTorch
   typex_test::check_round_trip(joint, {ref.inputs.at("x"), causal, ref.inputs.at("t")});
 }
 
+namespace {
+// The loss of `ep` moves with x as the joint program's input gradient `dx` says, at a few elements
+// (central differences; x [2, 6, 8] and a target t)
+void check_input_gradient(const exported_program& ep, const any_tensor& dx, const any_tensor& x, const any_tensor& t,
+                          std::initializer_list<index_t> elements) {
+  auto forward = program_module<eigen_backend>(ep);
+  for (const index_t e : elements) {
+    INFO("element " << e);
+    any_tensor xe = x.clone();
+    const float h = 1e-2f;
+    xe.data<float>()[e] += h;
+    const double up = forward({xe, t})[0].data<float>()[0];
+    xe.data<float>()[e] -= 2 * h;
+    const double down = forward({xe, t})[0].data<float>()[0];
+    CHECK(dx.data<float>()[e] == doctest::Approx((up - down) / (2 * h)).epsilon(2e-2).scale(1e-3));
+  }
+}
+// x and t for the attention blocks: smooth, distinct values
+std::pair<any_tensor, any_tensor> attention_inputs(double fx, double ft) {
+  any_tensor x(dtype::f32, {2, 6, 8}), t(dtype::f32, {2, 6, 8});
+  for (index_t i = 0; i < x.numel(); ++i) {
+    x.data<float>()[i] = static_cast<float>(std::sin(fx * static_cast<double>(i)));
+    t.data<float>()[i] = static_cast<float>(std::cos(ft * static_cast<double>(i)));
+  }
+  return {x, t};
+}
+}  // namespace
+
 TEST_CASE("joint: attention's derivative writes its backward ops; the CPU runs them as the math path with the scores once, and the gradients match finite differences") {
   joint_models::sdpa_block m;
   init_module(m, 3);
@@ -281,25 +319,37 @@ TEST_CASE("joint: attention's derivative writes its backward ops; the CPU runs t
   CHECK(count(cpu, op_id_of<attention_stats_op>) == 0);
   CHECK(count(cpu, op_id_of<attention_backward_op>) == 0);
   CHECK(count(cpu, op_id_of<matmul_op>) == count(joint, op_id_of<matmul_op>) + 5);
-  any_tensor x(dtype::f32, {2, 6, 8}), t(dtype::f32, {2, 6, 8});
-  for (index_t i = 0; i < x.numel(); ++i) {
-    x.data<float>()[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)));
-    t.data<float>()[i] = static_cast<float>(std::cos(0.21 * static_cast<double>(i)));
-  }
+  const auto [x, t] = attention_inputs(0.37, 0.21);
   const joint_outputs r = read_joint_outputs(joint, program_module<eigen_backend>(joint)({x, t}));
   const any_tensor* dx = r.input_gradients.find("x");
   REQUIRE(dx != nullptr);
-  auto forward = program_module<eigen_backend>(ep);
-  for (const index_t e : {index_t{0}, index_t{13}, index_t{50}, index_t{95}}) {
-    INFO("element " << e);
-    any_tensor xe = x.clone();
-    const float h = 1e-2f;
-    xe.data<float>()[e] += h;
-    const double up = forward({xe, t})[0].data<float>()[0];
-    xe.data<float>()[e] -= 2 * h;
-    const double down = forward({xe, t})[0].data<float>()[0];
-    CHECK(dx->data<float>()[e] == doctest::Approx((up - down) / (2 * h)).epsilon(2e-2).scale(1e-3));
+  check_input_gradient(ep, *dx, x, t, {0, 13, 50, 95});
+}
+
+TEST_CASE("joint: attention with a learned float mask takes the math path, its scores and weights once, and its gradients match finite differences") {
+  joint_models::sdpa_bias_block m;
+  init_module(m, 4);
+  using xs = shape<fix<2>, fix<6>, fix<8>>;
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, xs>()), input<"t">(tensor_spec<f32, xs>()));
+  const exported_program joint = make_joint(ep, {.input_gradients = {"x"}});
+  std::size_t stats = 0, backward = 0, softmaxes = 0, products = 0;
+  for (const ir::node& n : joint.graph().nodes()) {
+    if (n.op != ir::node_op::call_function) continue;
+    stats += n.target == op_id_of<attention_stats_op> ? 1 : 0;
+    backward += n.target == op_id_of<attention_backward_op> ? 1 : 0;
+    softmaxes += n.target == op_id_of<aten::softmax_int> ? 1 : 0;
+    products += n.target == op_id_of<matmul_op> ? 1 : 0;
   }
+  CHECK(stats == 0);
+  CHECK(backward == 0);
+  CHECK(softmaxes == 1);  // (the backward's weights, computed once for the four gradients)
+  CHECK(products == 8);   // (the attention's five: the scores, dv, dp, dq, dk; the three layers' input gradients)
+  const auto [x, t] = attention_inputs(0.29, 0.17);
+  const joint_outputs r = read_joint_outputs(joint, program_module<eigen_backend>(joint)({x, t}));
+  REQUIRE(r.gradients.find("bias") != nullptr);
+  const any_tensor* dx = r.input_gradients.find("x");
+  REQUIRE(dx != nullptr);
+  check_input_gradient(ep, *dx, x, t, {3, 40, 77});
 }
 
 TEST_CASE("joint: training through the module's own parameters with an optimizer lowers the loss") {

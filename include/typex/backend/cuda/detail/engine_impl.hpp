@@ -870,14 +870,7 @@ class planned_engine final : public kit::engine, private plan::target {
         return r;
       });
     } else {
-      pending_.push_back([this, yv, what] {
-        record r;
-        r.what = record::zero{address(yv->at), yv->bytes()};
-        r.name = what;
-        r.out = static_cast<std::byte*>(address(yv->at));
-        r.out_bytes = yv->bytes();
-        return r;
-      });
+      push_zero(*yv, what);
     }
     const bool bias_after = b != nullptr && !bias_in_epilogue;
     if (!bias_after && !act) return;
@@ -1184,14 +1177,7 @@ class planned_engine final : public kit::engine, private plan::target {
     const std::string what = name_of(node);
     if (y.numel() == 0) return;  // (an empty result: nothing to write)
     if (ap.l == 0 || ap.s == 0) {  // (no queries or no keys: a gradient of zeros)
-      pending_.push_back([this, yv = &y, what] {
-        record r;
-        r.what = record::zero{address(yv->at), yv->bytes()};
-        r.name = what;
-        r.out = address(yv->at);
-        r.out_bytes = yv->bytes();
-        return r;
-      });
+      push_zero(y, what);
       if (!stats || ap.l == 0) return;  // (statistics over no keys: -inf and grad . out, by the kernel)
     }
     pending_.push_back([this, q, k, v, mask, grad, fwd_out, st, yv = &y, ap, what]() mutable {
@@ -1245,14 +1231,7 @@ class planned_engine final : public kit::engine, private plan::target {
     }
     if (pp.planes * pp.h * pp.w == 0 || pp.oh * pp.ow == 0) {
       if (backward && y.bytes() != 0) {  // (no window: a zero gradient)
-        pending_.push_back([this, yv = &y, what = name_of(node)] {
-          record z;
-          z.what = record::zero{address(yv->at), yv->bytes()};
-          z.name = what;
-          z.out = address(yv->at);
-          z.out_bytes = yv->bytes();
-          return z;
-        });
+        push_zero(y, name_of(node));
       }
       return;
     }
@@ -1298,6 +1277,23 @@ class planned_engine final : public kit::engine, private plan::target {
         return kernel_record(copy_launch(c), what, base, dst_bytes);
       });
     }
+  }
+
+  // A record that zeroes `bytes` at `at` (scratch a kernel adds into), or value y (a result with
+  // nothing to sum: its location read when the records are made, as every record reads it).
+  static record zero_record(std::byte* at, std::size_t bytes, const std::string& what) {
+    record r;
+    r.what = record::zero{at, bytes};
+    r.name = what;
+    r.out = at;
+    r.out_bytes = bytes;
+    return r;
+  }
+  void push_zero_at(plan::location at, std::size_t bytes, const std::string& what) {
+    pending_.push_back([this, at, bytes, what] { return zero_record(address(at), bytes, what); });
+  }
+  void push_zero(const plan::value& y, const std::string& what) {
+    pending_.push_back([this, yv = &y, what] { return zero_record(address(yv->at), yv->bytes(), what); });
   }
 
   // `v` converted to `dt` (the map kernel's convert) into scratch of node n, as a value of the plan
@@ -1520,14 +1516,7 @@ class planned_engine final : public kit::engine, private plan::target {
     for (index_t e : batch) count *= e;
     if (count == 0 || m == 0 || n == 0) return;  // (an empty result)
     if (k == 0) {
-      pending_.push_back([this, yv = &y, what] {
-        record r;
-        r.what = record::zero{address(yv->at), yv->bytes()};
-        r.name = what;
-        r.out = address(yv->at);
-        r.out_bytes = yv->bytes();
-        return r;
-      });
+      push_zero(y, what);
       return;
     }
     // a batched A against one B: one product of count m rows
@@ -1628,14 +1617,7 @@ class planned_engine final : public kit::engine, private plan::target {
         ip.skip_index = pad >= 0 ? pad : -1;
         if (c.args.has(4) && c.args.flag(4) && ip.dim_size > 0)
           counts = p.scratch(static_cast<std::size_t>(ip.dim_size) * sizeof(double), s.node);
-        pending_.push_back([this, yv = &y, what] {
-          record r;
-          r.what = record::zero{address(yv->at), yv->bytes()};
-          r.name = what;
-          r.out = address(yv->at);
-          r.out_bytes = yv->bytes();
-          return r;
-        });
+        push_zero(y, what);
       } else {
         ip.dim_size = table->extents.front();
       }
@@ -1686,14 +1668,7 @@ class planned_engine final : public kit::engine, private plan::target {
     ip.code = static_cast<int>(error_names_.size());
     if (counts) {  // (each index's frequency, zeroed then counted over the index's elements)
       const std::size_t bytes = static_cast<std::size_t>(ip.dim_size) * sizeof(double);
-      pending_.push_back([this, at = *counts, bytes, what] {
-        record r;
-        r.what = record::zero{address(at), bytes};
-        r.name = what;
-        r.out = address(at);
-        r.out_bytes = bytes;
-        return r;
-      });
+      push_zero_at(*counts, bytes, what);
       pending_.push_back([this, ip, at = *counts, bytes, index, what]() mutable {
         index_params cp = ip;
         cp.kind = index_kind::count;

@@ -15,7 +15,8 @@
 // shared memory, read back by the warp that wrote them, and the sums run over the tile's rows in
 // order (deterministic: no atomics).
 // Excluded keys (the mask, causality, the end of the keys) weigh 0; a row whose every key is
-// excluded (L_i = -inf) weighs NaN everywhere, as the math path's softmax of -inf scores makes it.
+// excluded (L_i = -inf), or that holds a NaN score (L_i = NaN), weighs NaN everywhere, as the math
+// path's softmax makes it.
 #pragma once
 
 #include <typex/backend/cuda/kernel_api.cuh>
@@ -47,13 +48,37 @@ TYPEX_DEVICE attention_offsets attention_batch_offsets(const attention_params& p
 // for any key of a row that excludes every one (lse = -inf).
 TYPEX_DEVICE float attention_weight(const attention_params& p, std::int64_t mask_at, std::int64_t i, std::int64_t j, float dot, float lse) {
   constexpr float neg_inf = -std::numeric_limits<float>::infinity();
-  if (lse == neg_inf) return std::numeric_limits<float>::quiet_NaN();
+  if (!(lse > neg_inf)) return std::numeric_limits<float>::quiet_NaN();  // (-inf: every key excluded; NaN: a NaN score)
   bool keep = j < p.s && !(p.causal && j > i);
   float v = dot * p.scale;
   if (keep && p.mask_kind == attention_mask::boolean) keep = static_cast<const bool*>(p.mask)[mask_at + i * p.mask_row_stride + j * p.mask_col_stride];
   if (keep && p.mask_kind == attention_mask::additive)
     v += static_cast<const float*>(p.mask)[mask_at + i * p.mask_row_stride + j * p.mask_col_stride];
   return keep ? math::exp(v - lse) : 0.0f;
+}
+// A gradient block's place: its thread, lane and warp, its batch entry b and first row r0 (of the
+// `rows` the grid tiles by 32: queries for dq, keys for dk and dv), and b's operand offsets.
+struct attention_block {
+  int t, lane, warp;
+  std::int64_t b, r0;
+  attention_offsets off;
+};
+TYPEX_DEVICE attention_block attention_block_of(const attention_params& p, std::int64_t rows) {
+  const std::int64_t tiles = (rows + attention_tile - 1) / attention_tile;
+  attention_block k;
+  k.t = static_cast<int>(thread_idx().x), k.lane = k.t % 32, k.warp = k.t / 32;
+  k.b = block_idx().x / tiles, k.r0 = block_idx().x % tiles * attention_tile;
+  k.off = attention_batch_offsets(p, k.b);
+  return k;
+}
+
+// Rows r0 .. r0 + 31 of a [rows, width] matrix at src into a shared tile with row stride `stride`
+// (zeros past the last row), by the block's threads.
+TYPEX_DEVICE void load_attention_rows(float* tile, int stride, const float* src, std::int64_t r0, std::int64_t rows, int width, int t) {
+  for (int x = t; x < static_cast<int>(attention_tile) * width; x += static_cast<int>(attention_threads)) {
+    const int c = x / width, col = x - c * width;
+    tile[c * stride + col] = r0 + c < rows ? src[(r0 + c) * width + col] : 0.0f;
+  }
 }
 }  // namespace detail
 
@@ -63,10 +88,10 @@ template <class T>
 TYPEX_GLOBAL void attention_grad_query_kernel(const TYPEX_GRID_CONSTANT attention_params p) {
   static_assert(std::is_same_v<T, float>, "typex::cuda: attention_grad_query_kernel computes f32 gradients");
   constexpr int B = static_cast<int>(attention_tile), RW = B / 4;
-  const int t = static_cast<int>(thread_idx().x), lane = t % 32, warp = t / 32;
-  const std::int64_t tiles = (p.l + B - 1) / B;
-  const std::int64_t b = block_idx().x / tiles, i0 = block_idx().x % tiles * B;
-  const detail::attention_offsets off = detail::attention_batch_offsets(p, b);
+  const detail::attention_block blk = detail::attention_block_of(p, p.l);
+  const int t = blk.t, lane = blk.lane, warp = blk.warp;
+  const std::int64_t b = blk.b, i0 = blk.r0;
+  const detail::attention_offsets off = blk.off;
   const int e = static_cast<int>(p.e), ev = static_cast<int>(p.ev), ep = e + 1, evp = ev + 1;
   float* q_tile = TYPEX_SHARED(float);   // [B][e]: this block's query rows
   float* g_tile = q_tile + B * e;         // [B][ev]: their output gradients
@@ -74,14 +99,8 @@ TYPEX_GLOBAL void attention_grad_query_kernel(const TYPEX_GRID_CONSTANT attentio
   float* v_tile = k_tile + B * ep;        // [B][ev + 1]: the value tile
   float* w_tile = v_tile + B * evp;       // [B][B + 1]: the tile's ds
   const float* grad = p.grad + b * p.l * ev;
-  for (int x = t; x < B * e; x += static_cast<int>(attention_threads)) {
-    const std::int64_t i = i0 + x / e;
-    q_tile[x] = i < p.l ? p.q[off.q + i * e + x % e] : 0.0f;
-  }
-  for (int x = t; x < B * ev; x += static_cast<int>(attention_threads)) {
-    const std::int64_t i = i0 + x / ev;
-    g_tile[x] = i < p.l ? grad[i * ev + x % ev] : 0.0f;
-  }
+  detail::load_attention_rows(q_tile, e, p.q + off.q, i0, p.l, e, t);
+  detail::load_attention_rows(g_tile, ev, grad, i0, p.l, ev, t);
   float lse[RW], dsum[RW], acc[RW][2];
   TYPEX_DEVICE_UNROLL
   for (int r = 0; r < RW; ++r) {
@@ -94,16 +113,8 @@ TYPEX_GLOBAL void attention_grad_query_kernel(const TYPEX_GRID_CONSTANT attentio
   const std::int64_t s_end = p.causal && last_row < p.s ? last_row : p.s;
   for (std::int64_t j0 = 0; j0 < s_end; j0 += B) {
     sync_threads();  // (the query tile stored; the previous key and value tiles read)
-    for (int x = t; x < B * e; x += static_cast<int>(attention_threads)) {
-      const int c = x / e, col = x - c * e;
-      const std::int64_t j = j0 + c;
-      k_tile[c * ep + col] = j < p.s ? p.k[off.k + j * e + col] : 0.0f;
-    }
-    for (int x = t; x < B * ev; x += static_cast<int>(attention_threads)) {
-      const int c = x / ev, col = x - c * ev;
-      const std::int64_t j = j0 + c;
-      v_tile[c * evp + col] = j < p.s ? p.v[off.v + j * ev + col] : 0.0f;
-    }
+    detail::load_attention_rows(k_tile, ep, p.k + off.k, j0, p.s, e, t);
+    detail::load_attention_rows(v_tile, evp, p.v + off.v, j0, p.s, ev, t);
     sync_threads();
     float dot[RW], dp[RW];
     TYPEX_DEVICE_UNROLL
@@ -152,10 +163,10 @@ template <class T, bool Key>
 TYPEX_GLOBAL void attention_grad_kv_kernel(const TYPEX_GRID_CONSTANT attention_params p) {
   static_assert(std::is_same_v<T, float>, "typex::cuda: attention_grad_kv_kernel computes f32 gradients");
   constexpr int B = static_cast<int>(attention_tile), RW = B / 4;
-  const int t = static_cast<int>(thread_idx().x), lane = t % 32, warp = t / 32;
-  const std::int64_t tiles = (p.s + B - 1) / B;
-  const std::int64_t b = block_idx().x / tiles, j0 = block_idx().x % tiles * B;
-  const detail::attention_offsets off = detail::attention_batch_offsets(p, b);
+  const detail::attention_block blk = detail::attention_block_of(p, p.s);
+  const int t = blk.t, lane = blk.lane, warp = blk.warp;
+  const std::int64_t b = blk.b, j0 = blk.r0;
+  const detail::attention_offsets off = blk.off;
   const int e = static_cast<int>(p.e), ev = static_cast<int>(p.ev), ep = e + 1, evp = ev + 1;
   const int width = Key ? e : ev;          // (the gradient's head dim)
   float* k_tile = TYPEX_SHARED(float);     // [B][e]: this block's keys
@@ -164,32 +175,16 @@ TYPEX_GLOBAL void attention_grad_kv_kernel(const TYPEX_GRID_CONSTANT attention_p
   float* g_tile = q_tile + B * ep;         // [B][ev + 1]: its output gradients
   float* w_tile = g_tile + B * evp;        // [B][B + 1]: the tile's weights (value) or ds (key), [key][query]
   const float* grad = p.grad + b * p.l * ev;
-  for (int x = t; x < B * e; x += static_cast<int>(attention_threads)) {
-    const std::int64_t j = j0 + x / e;
-    k_tile[x] = j < p.s ? p.k[off.k + j * e + x % e] : 0.0f;
-  }
-  if constexpr (Key) {
-    for (int x = t; x < B * ev; x += static_cast<int>(attention_threads)) {
-      const std::int64_t j = j0 + x / ev;
-      v_tile[x] = j < p.s ? p.v[off.v + j * ev + x % ev] : 0.0f;
-    }
-  }
+  detail::load_attention_rows(k_tile, e, p.k + off.k, j0, p.s, e, t);
+  if constexpr (Key) detail::load_attention_rows(v_tile, ev, p.v + off.v, j0, p.s, ev, t);
   float acc[RW][2];
   TYPEX_DEVICE_UNROLL
   for (int r = 0; r < RW; ++r) acc[r][0] = acc[r][1] = 0.0f;
   // (causal: the queries from the block's first key on; the tiles before it exclude every key)
   for (std::int64_t i0 = p.causal ? j0 / B * B : 0; i0 < p.l; i0 += B) {
     sync_threads();  // (the key and value tiles stored; the previous query tile read)
-    for (int x = t; x < B * e; x += static_cast<int>(attention_threads)) {
-      const int c = x / e, col = x - c * e;
-      const std::int64_t i = i0 + c;
-      q_tile[c * ep + col] = i < p.l ? p.q[off.q + i * e + col] : 0.0f;
-    }
-    for (int x = t; x < B * ev; x += static_cast<int>(attention_threads)) {
-      const int c = x / ev, col = x - c * ev;
-      const std::int64_t i = i0 + c;
-      g_tile[c * evp + col] = i < p.l ? grad[i * ev + col] : 0.0f;
-    }
+    detail::load_attention_rows(q_tile, ep, p.q + off.q, i0, p.l, e, t);
+    detail::load_attention_rows(g_tile, evp, grad, i0, p.l, ev, t);
     const std::int64_t i = i0 + lane;  // (this lane's query)
     const float lse = i < p.l ? p.stats[(b * p.l + i) * 2] : 0.0f, dsum = i < p.l ? p.stats[(b * p.l + i) * 2 + 1] : 0.0f;
     sync_threads();

@@ -199,7 +199,8 @@ inline any_tensor attention_stats(const kernel_args& a) {
 
 // (grad, query, key, value, stats, attn_mask, is_causal, scale, input): the gradient of the query
 // (input 0), the key (1) or the value (2), with p = exp(s - L) from the stats (NaN on a row whose
-// every key is excluded, as the math path's softmax; 0 for an excluded key of another row).
+// every key is excluded or whose L is NaN, as the math path's softmax; 0 for an excluded key of
+// another row).
 inline any_tensor attention_backward(const kernel_args& a) {
   const any_tensor& g = a.tensor("grad");
   const any_tensor& q = a.tensor("query");
@@ -213,7 +214,9 @@ inline any_tensor attention_backward(const kernel_args& a) {
   const any_tensor scores = attention_scores(a, q, k, a.optional_tensor("attn_mask"), a.flag_or_default("is_causal"), scale);
   std::vector<index_t> pe(g.extents().begin(), g.extents().end() - 1);  // p over the output's batch: [..., L, S]
   pe.push_back(scores.extents().back());
-  if (st.rank() != g.rank() || st.extents().back() != 2 || broadcast_extents(a.target(), pe, scores.extents()) != pe)
+  std::vector<index_t> se(g.extents().begin(), g.extents().end() - 1);
+  se.push_back(2);
+  if (st.extents() != se || st.scalar_type() != q.scalar_type() || broadcast_extents(a.target(), pe, scores.extents()) != pe)
     a.fail_text("stats", "is not the attention's statistics ([..., L, 2] over the output's batch dims)");
   any_tensor p(q.scalar_type(), pe);
   const index_t s = pe.back();
@@ -226,7 +229,7 @@ inline any_tensor attention_backward(const kernel_args& a) {
     const std::array<std::vector<index_t>, 1> strides{broadcast_strides(scores.extents(), pe)};
     for_each_strided(pe, strides, [&](index_t i, const std::array<index_t, 1>& at) {
       const T x = ps[at[0]], l = pst[2 * (i / std::max<index_t>(s, 1))];
-      pp[i] = l == neg_inf ? std::numeric_limits<T>::quiet_NaN() : x == neg_inf ? T(0) : std::exp(x - l);
+      pp[i] = !(l > neg_inf) ? std::numeric_limits<T>::quiet_NaN() : x == neg_inf ? T(0) : std::exp(x - l);
     });
   });
   if (which == 2) return matmul_of(a.target(), swapped_last(a, p), g);
