@@ -298,7 +298,7 @@ std::pair<any_tensor, any_tensor> attention_inputs(double fx, double ft) {
 }
 }  // namespace
 
-TEST_CASE("joint: attention's derivative writes its backward ops; the CPU runs them as the math path with the scores once, and the gradients match finite differences") {
+TEST_CASE("joint: attention's derivative writes its backward ops, the CPU runs them as the math path with the scores once, and the gradients match finite differences") {
   joint_models::sdpa_block m;
   init_module(m, 3);
   using xs = shape<fix<2>, fix<6>, fix<8>>;
