@@ -32,6 +32,24 @@
 namespace typex::cuda::kernels {
 inline namespace TYPEX_CUDA_ABI {  // (kernel_api.cuh: native or emulated)
 
+namespace detail {
+// Batch entry b's offsets into the query, key, value and mask (its index in the output's batch
+// dims, row-major; a broadcast dim's stride is 0).
+struct attention_offsets {
+  std::int64_t q = 0, k = 0, v = 0, mask = 0;
+};
+TYPEX_DEVICE attention_offsets attention_batch_offsets(const attention_params& p, std::int64_t b) {
+  attention_offsets o;
+  for (std::int64_t d = p.batch_rank - 1, rest = b; d >= 0; --d) {
+    const std::int64_t at = rest % p.batch_extent[d];
+    rest /= p.batch_extent[d];
+    o.q += at * p.q_batch_stride[d], o.k += at * p.k_batch_stride[d], o.v += at * p.v_batch_stride[d];
+    o.mask += at * p.mask_batch_stride[d];
+  }
+  return o;
+}
+}  // namespace detail
+
 // Launch geometry: attention_launch (block x: batch entry x query tile; 128 threads; shared memory
 // for the query, key and value tiles, attention_shared_bytes). CW: the value columns each lane owns
 // (attention_value_columns: 2 up to head dim 64, 4 up to 128), contiguous, lane t's at t CW.
@@ -47,13 +65,8 @@ TYPEX_GLOBAL void attention_kernel(const TYPEX_GRID_CONSTANT attention_params p)
   const int t = static_cast<int>(thread_idx().x), lane = t % 32, warp = t / 32;
   const std::int64_t tiles = (p.l + BR - 1) / BR;
   const std::int64_t b = block_idx().x / tiles, i0 = block_idx().x % tiles * BR;
-  // the batch entry's offsets into each operand (its index in the output's batch dims, row-major)
-  std::int64_t qo = 0, ko = 0, vo = 0, mo = 0;
-  for (std::int64_t d = p.batch_rank - 1, rest = b; d >= 0; --d) {
-    const std::int64_t at = rest % p.batch_extent[d];
-    rest /= p.batch_extent[d];
-    qo += at * p.q_batch_stride[d], ko += at * p.k_batch_stride[d], vo += at * p.v_batch_stride[d], mo += at * p.mask_batch_stride[d];
-  }
+  const detail::attention_offsets off = detail::attention_batch_offsets(p, b);
+  const std::int64_t qo = off.q, ko = off.k, vo = off.v, mo = off.mask;
   const int e = static_cast<int>(p.e), ev = static_cast<int>(p.ev);
   const attention_layout at = attention_tiles(p.e, p.ev);
   // (vs = 32 CW: attention_tiles, which sized the block's shared memory, and the dispatch's choice of

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <typex/backend/cuda/kernel_api.cuh>
+#include <typex/backend/cuda/kernels/attention.cuh>  // (attention_batch_offsets)
 #include <typex/backend/cuda/launch.hpp>
 
 #include <cstdint>
@@ -30,20 +31,6 @@ namespace typex::cuda::kernels {
 inline namespace TYPEX_CUDA_ABI {  // (kernel_api.cuh: native or emulated)
 
 namespace detail {
-// Batch entry b's offsets into the query, key, value and mask (its index in the output's batch dims).
-struct attention_offsets {
-  std::int64_t q = 0, k = 0, v = 0, mask = 0;
-};
-TYPEX_DEVICE attention_offsets attention_batch_offsets(const attention_params& p, std::int64_t b) {
-  attention_offsets o;
-  for (std::int64_t d = p.batch_rank - 1, rest = b; d >= 0; --d) {
-    const std::int64_t at = rest % p.batch_extent[d];
-    rest /= p.batch_extent[d];
-    o.q += at * p.q_batch_stride[d], o.k += at * p.k_batch_stride[d], o.v += at * p.v_batch_stride[d];
-    o.mask += at * p.mask_batch_stride[d];
-  }
-  return o;
-}
 // The weight p_ij of query i and key j from the raw product q_i . k_j: 0 for an excluded key, NaN
 // for any key of a row that excludes every one (lse = -inf).
 TYPEX_DEVICE float attention_weight(const attention_params& p, std::int64_t mask_at, std::int64_t i, std::int64_t j, float dot, float lse) {
@@ -72,6 +59,20 @@ TYPEX_DEVICE attention_block attention_block_of(const attention_params& p, std::
   return k;
 }
 
+// The gradient kernels' shared memory (attention_backward_shared_bytes): the block's own 32 rows
+// of the two operands it reads as broadcasts (e and ev wide), the other side's tile of the two it
+// reads a row per lane (odd strides e + 1 and ev + 1), and the tile's weights [32][33].
+struct attention_backward_tiles {
+  float *own_e, *own_ev, *other_e, *other_ev, *w;
+};
+TYPEX_DEVICE attention_backward_tiles attention_backward_tiles_of(float* shared, int e, int ev) {
+  constexpr int B = static_cast<int>(attention_tile);
+  attention_backward_tiles k;
+  k.own_e = shared, k.own_ev = k.own_e + B * e, k.other_e = k.own_ev + B * ev, k.other_ev = k.other_e + B * (e + 1);
+  k.w = k.other_ev + B * (ev + 1);
+  return k;
+}
+
 // Rows r0 .. r0 + 31 of a [rows, width] matrix at src into a shared tile with row stride `stride`
 // (zeros past the last row), by the block's threads.
 TYPEX_DEVICE void load_attention_rows(float* tile, int stride, const float* src, std::int64_t r0, std::int64_t rows, int width, int t) {
@@ -93,11 +94,12 @@ TYPEX_GLOBAL void attention_grad_query_kernel(const TYPEX_GRID_CONSTANT attentio
   const std::int64_t b = blk.b, i0 = blk.r0;
   const detail::attention_offsets off = blk.off;
   const int e = static_cast<int>(p.e), ev = static_cast<int>(p.ev), ep = e + 1, evp = ev + 1;
-  float* q_tile = TYPEX_SHARED(float);   // [B][e]: this block's query rows
-  float* g_tile = q_tile + B * e;         // [B][ev]: their output gradients
-  float* k_tile = g_tile + B * ev;        // [B][e + 1]: the key tile
-  float* v_tile = k_tile + B * ep;        // [B][ev + 1]: the value tile
-  float* w_tile = v_tile + B * evp;       // [B][B + 1]: the tile's ds
+  const detail::attention_backward_tiles tiles = detail::attention_backward_tiles_of(TYPEX_SHARED(float), e, ev);
+  float* q_tile = tiles.own_e;     // this block's query rows
+  float* g_tile = tiles.own_ev;    // their output gradients
+  float* k_tile = tiles.other_e;   // the key tile
+  float* v_tile = tiles.other_ev;  // the value tile
+  float* w_tile = tiles.w;         // the tile's ds
   const float* grad = p.grad + b * p.l * ev;
   detail::load_attention_rows(q_tile, e, p.q + off.q, i0, p.l, e, t);
   detail::load_attention_rows(g_tile, ev, grad, i0, p.l, ev, t);
@@ -169,11 +171,12 @@ TYPEX_GLOBAL void attention_grad_kv_kernel(const TYPEX_GRID_CONSTANT attention_p
   const detail::attention_offsets off = blk.off;
   const int e = static_cast<int>(p.e), ev = static_cast<int>(p.ev), ep = e + 1, evp = ev + 1;
   const int width = Key ? e : ev;          // (the gradient's head dim)
-  float* k_tile = TYPEX_SHARED(float);     // [B][e]: this block's keys
-  float* v_tile = k_tile + B * e;          // [B][ev]: their values
-  float* q_tile = v_tile + B * ev;         // [B][e + 1]: the query tile
-  float* g_tile = q_tile + B * ep;         // [B][ev + 1]: its output gradients
-  float* w_tile = g_tile + B * evp;        // [B][B + 1]: the tile's weights (value) or ds (key), [key][query]
+  const detail::attention_backward_tiles tiles = detail::attention_backward_tiles_of(TYPEX_SHARED(float), e, ev);
+  float* k_tile = tiles.own_e;     // this block's keys
+  float* v_tile = tiles.own_ev;    // their values
+  float* q_tile = tiles.other_e;   // the query tile
+  float* g_tile = tiles.other_ev;  // its output gradients
+  float* w_tile = tiles.w;         // the tile's weights (value) or ds (key), [key][query]
   const float* grad = p.grad + b * p.l * ev;
   detail::load_attention_rows(k_tile, e, p.k + off.k, j0, p.s, e, t);
   if constexpr (Key) detail::load_attention_rows(v_tile, ev, p.v + off.v, j0, p.s, ev, t);
