@@ -380,11 +380,6 @@ double eigen_vs_cuda_call(ir::graph& g, std::string_view target, std::vector<ir:
 ir::value_ref placeholder(ir::graph& g, const any_tensor& t) {
   return ir::value_ref{g.add_placeholder("arg", {t.scalar_type(), std::vector<ir::sym_expr>(t.extents().begin(), t.extents().end())})};
 }
-any_tensor f64_of(const any_tensor& t) {  // (an f32 tensor's values as f64)
-  any_tensor out(dtype::f64, t.extents());
-  for (index_t k = 0; k < t.numel(); ++k) out.data<double>()[k] = t.data<float>()[k];
-  return out;
-}
 any_tensor indices(std::vector<index_t> extents, std::vector<std::int64_t> v) {
   any_tensor t(dtype::i64, std::move(extents));
   std::copy(v.begin(), v.end(), t.data<std::int64_t>());
@@ -412,7 +407,7 @@ TEST_CASE("cuda models: spatial cross entropy, embedding gradients by frequency 
   for (const dtype dt : {dtype::f32, dtype::f64}) {
     for (const std::int64_t pad : {std::int64_t{-1}, std::int64_t{2}}) {
       INFO(name(dt) << ", padding_idx " << pad);
-      const any_tensor grad = dt == dtype::f64 ? f64_of(pattern({2, 4, 3}, 32)) : pattern({2, 4, 3}, 32);
+      const any_tensor grad = dt == dtype::f64 ? typex_test::to_f64(pattern({2, 4, 3}, 32)) : pattern({2, 4, 3}, 32);
       ir::graph g;
       const ir::value_ref gr = placeholder(g, grad), ix = placeholder(g, idx);
       CHECK(eigen_vs_cuda_call(g, "aten.embedding_dense_backward.default", {gr, ix, std::int64_t{6}, pad, true}, {grad, idx}) <=
@@ -436,14 +431,14 @@ TEST_CASE("cuda models: f64 convolutions (split K and not), products and pooling
   using W = shape<fix<6>, fix<60>, fix<3>, fix<3>>;
   const exported_program ep = export_program(f, input<"x">(tensor_spec<f64, X>()), input<"w">(tensor_spec<f64, W>()),
                                              input<"b">(tensor_spec<f64, shape<fix<6>>>()));
-  const std::vector<any_tensor> in{f64_of(pattern({2, 120, 5, 5}, 21)), f64_of(pattern({6, 60, 3, 3}, 22)),
-                                   f64_of(pattern({6}, 23))};
+  const std::vector<any_tensor> in{typex_test::to_f64(pattern({2, 120, 5, 5}, 21)), typex_test::to_f64(pattern({6, 60, 3, 3}, 22)),
+                                   typex_test::to_f64(pattern({6}, 23))};
   for (const bool fuse : {true, false}) {
     INFO("fuse " << fuse);
     CHECK(cuda_vs_eigen(ep, in, fuse) <= 1e-12);
   }
   // a convolution of one output tile a group (no split), then a linear layer and a batched product
-  const any_tensor x = f64_of(pattern({3, 4, 6, 6}, 24)), w = f64_of(pattern({6, 2, 3, 3}, 25));
+  const any_tensor x = typex_test::to_f64(pattern({3, 4, 6, 6}, 24)), w = typex_test::to_f64(pattern({6, 2, 3, 3}, 25));
   {
     ir::graph g;
     const ir::value_ref px = placeholder(g, x), pw = placeholder(g, w);
@@ -452,29 +447,29 @@ TEST_CASE("cuda models: f64 convolutions (split K and not), products and pooling
                              {x, w}) <= 1e-12);
   }
   {
-    const any_tensor a = f64_of(pattern({5, 7}, 26)), lw = f64_of(pattern({3, 7}, 27)),
-                     lb = f64_of(pattern({3}, 28));
+    const any_tensor a = typex_test::to_f64(pattern({5, 7}, 26)), lw = typex_test::to_f64(pattern({3, 7}, 27)),
+                     lb = typex_test::to_f64(pattern({3}, 28));
     ir::graph g;
     const ir::value_ref pa = placeholder(g, a), pw = placeholder(g, lw), pb = placeholder(g, lb);
     CHECK(eigen_vs_cuda_call(g, "aten.linear.default", {pa, pw, pb}, {a, lw, lb}) <= 1e-12);
   }
   {
-    const any_tensor a = f64_of(pattern({2, 5, 7}, 29)), b = f64_of(pattern({2, 7, 3}, 30));
+    const any_tensor a = typex_test::to_f64(pattern({2, 5, 7}, 29)), b = typex_test::to_f64(pattern({2, 7, 3}, 30));
     ir::graph g;
     const ir::value_ref pa = placeholder(g, a), pb = placeholder(g, b);
     CHECK(eigen_vs_cuda_call(g, "aten.bmm.default", {pa, pb}, {a, b}) <= 1e-12);
   }
   // pooling gradients of f64 planes: max (stride 1: overlapping windows), average with padding
-  const any_tensor img = f64_of(pattern({2, 3, 6, 5}, 34));
+  const any_tensor img = typex_test::to_f64(pattern({2, 3, 6, 5}, 34));
   {
-    const any_tensor go = f64_of(pattern({2, 3, 5, 4}, 35));
+    const any_tensor go = typex_test::to_f64(pattern({2, 3, 5, 4}, 35));
     ir::graph g;
     const ir::value_ref pg = placeholder(g, go), pi = placeholder(g, img);
     CHECK(eigen_vs_cuda_call(g, "typex.max_pool2d_backward.default",
                              {pg, pi, std::vector<std::int64_t>{2, 2}, std::vector<std::int64_t>{1, 1}}, {go, img}) <= 1e-12);
   }
   {
-    const any_tensor go = f64_of(pattern({2, 3, 4, 3}, 36));
+    const any_tensor go = typex_test::to_f64(pattern({2, 3, 4, 3}, 36));
     ir::graph g;
     const ir::value_ref pg = placeholder(g, go), pi = placeholder(g, img);
     CHECK(eigen_vs_cuda_call(g, "aten.avg_pool2d_backward.default",

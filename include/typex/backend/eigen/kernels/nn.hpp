@@ -60,14 +60,19 @@ inline any_tensor dropout_mask(const kernel_args& a) {
   return out;
 }
 
+// The last two dims of x swapped.
+inline any_tensor swapped_last(const kernel_args& a, const any_tensor& x) {
+  std::vector<std::size_t> perm(x.rank());
+  for (std::size_t d = 0; d < perm.size(); ++d) perm[d] = d;
+  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+  return permuted(x, perm, a.target());
+}
+
 // q k^T * scale, masked: -inf above the diagonal where causal, -inf where a bool mask is false, a
 // float mask added; [..., L, S] over the query's and key's batch dims.
 inline any_tensor attention_scores(const kernel_args& a, const any_tensor& q, const any_tensor& k, const any_tensor* mask, bool causal,
                                    double scale) {
-  std::vector<std::size_t> perm(k.rank());
-  for (std::size_t d = 0; d < perm.size(); ++d) perm[d] = d;
-  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
-  any_tensor scores = matmul_of(a.target(), q, permuted(k, perm, a.target()));  // [..., L, S]
+  any_tensor scores = matmul_of(a.target(), q, swapped_last(a, k));  // [..., L, S]
   const index_t l = scores.extents()[scores.rank() - 2], s = scores.extents().back();
   dispatch_gemm(scores.scalar_type(), a.target(), [&](auto tag) {
     using T = decltype(tag);
@@ -96,14 +101,6 @@ inline any_tensor attention_scores(const kernel_args& a, const any_tensor& q, co
     }
   });
   return scores;
-}
-
-// The last two dims of x swapped.
-inline any_tensor swapped_last(const kernel_args& a, const any_tensor& x) {
-  std::vector<std::size_t> perm(x.rank());
-  for (std::size_t d = 0; d < perm.size(); ++d) perm[d] = d;
-  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
-  return permuted(x, perm, a.target());
 }
 
 // (query, key, value, attn_mask, dropout_p, is_causal, scale): softmax(q k^T * scale + mask) v.
