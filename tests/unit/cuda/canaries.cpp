@@ -21,6 +21,8 @@
 #include <typex/backend/cuda/kernels/reduce.cuh>
 #include <typex/backend/cuda/launch.hpp>
 
+#include "executions.hpp"
+
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -134,42 +136,52 @@ constexpr std::uint64_t seeds[] = {1, 2, 3};
 }  // namespace
 
 TEST_CASE("cuda canaries: the kernel without a bug passes the checks the canaries must fail") {
-  for (const std::uint64_t seed : seeds) {
-    const result r = run<bug::none>(16, 1000, seed);
-    CHECK(r.wrong_rows() == 0);
-    CHECK(r.guard_intact());
-  }
+  typex_test::for_each_execution([&] {
+    for (const std::uint64_t seed : seeds) {
+      const result r = run<bug::none>(16, 1000, seed);
+      CHECK(r.wrong_rows() == 0);
+      CHECK(r.guard_intact());
+    }
+  });
 }
 
 TEST_CASE("cuda canaries: an off-by-one tail gives wrong sums on every seed") {
-  for (const std::uint64_t seed : seeds) CHECK(run<bug::off_by_one_tail>(4, 257, seed).wrong_rows() == 4);
+  typex_test::for_each_execution([&] {
+    for (const std::uint64_t seed : seeds) CHECK(run<bug::off_by_one_tail>(4, 257, seed).wrong_rows() == 4);
+  });
 }
 
 TEST_CASE("cuda canaries: a wrong shuffle offset gives wrong sums on every seed") {
-  for (const std::uint64_t seed : seeds) CHECK(run<bug::wrong_shuffle_offset>(4, 1000, seed).wrong_rows() == 4);
+  typex_test::for_each_execution([&] {
+    for (const std::uint64_t seed : seeds) CHECK(run<bug::wrong_shuffle_offset>(4, 1000, seed).wrong_rows() == 4);
+  });
 }
 
 TEST_CASE("cuda canaries: a divergent barrier is a device_error naming the kernel and the barrier") {
-  for (const std::uint64_t seed : seeds) {
-    std::string message;
-    try {
-      run<bug::divergent_barrier>(2, 300, seed);
-    } catch (const typex::device_error& e) {
-      message = e.what();
+  typex_test::for_each_execution([&] {
+    for (const std::uint64_t seed : seeds) {
+      std::string message;
+      try {
+        run<bug::divergent_barrier>(2, 300, seed);
+      } catch (const typex::device_error& e) {
+        message = e.what();
+      }
+      CAPTURE(message);
+      CHECK(message.find("row_sum_canary") != std::string::npos);
+      CHECK(message.find("sync_threads()") != std::string::npos);
+      CHECK(message.find("divergent barrier") != std::string::npos);
     }
-    CAPTURE(message);
-    CHECK(message.find("row_sum_canary") != std::string::npos);
-    CHECK(message.find("sync_threads()") != std::string::npos);
-    CHECK(message.find("divergent barrier") != std::string::npos);
-  }
+  });
 }
 
 TEST_CASE("cuda canaries: a write past the end of the output is seen in the guard after it") {
-  for (const std::uint64_t seed : seeds) {
-    const result r = run<bug::write_past_end>(3, 100, seed);
-    CHECK(!r.guard_intact());
-    CHECK(r.wrong_rows() > 0);
-  }
+  typex_test::for_each_execution([&] {
+    for (const std::uint64_t seed : seeds) {
+      const result r = run<bug::write_past_end>(3, 100, seed);
+      CHECK(!r.guard_intact());
+      CHECK(r.wrong_rows() > 0);
+    }
+  });
 }
 
 TEST_CASE("cuda canaries: a missing barrier is detected (a data race under TSan, wrong sums elsewhere)") {
@@ -180,11 +192,16 @@ TEST_CASE("cuda canaries: a missing barrier is detected (a data race under TSan,
   expecting_race.store(false);
   CHECK(races_reported.load() > 0);
 #endif
-  for (const std::uint64_t seed : seeds) {
-    int wrong = 0;
-    // (threads really race, so this is probabilistic: measured on 2 cores, each of 60 launches of
-    // 16 rows had 8 to 16 wrong rows; up to 4 launches per seed make a miss practically impossible)
-    for (int attempt = 0; attempt < 4 && wrong == 0; ++attempt) wrong += run<bug::missing_barrier>(16, 1000, seed + 100 * static_cast<unsigned>(attempt)).wrong_rows();
-    CHECK(wrong > 0);
-  }
+  typex_test::for_each_execution([&] {
+    for (const std::uint64_t seed : seeds) {
+      int wrong = 0;
+      // (threads really race, so this is probabilistic there: measured on 2 cores, each of 60
+      // launches of 16 rows had 8 to 16 wrong rows; up to 4 launches per seed make a miss
+      // practically impossible. Fibers are deterministic: each block's threads run in an order
+      // shuffled by the seed, and warp 0 reads partials some warps have not written yet)
+      for (int attempt = 0; attempt < 4 && wrong == 0; ++attempt)
+        wrong += run<bug::missing_barrier>(16, 1000, seed + 100 * static_cast<unsigned>(attempt)).wrong_rows();
+      CHECK(wrong > 0);
+    }
+  });
 }

@@ -6,6 +6,9 @@
 #include <typex/backend/cuda/kernel_api.cuh>
 #include <typex/backend/cuda/launch.hpp>
 
+#include "executions.hpp"
+
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -95,6 +98,15 @@ TYPEX_GLOBAL void partial_mask_shuffle(int* out) {
   out[linear_thread()] = shfl_down_sync(full_mask, 1, 1);
 }
 
+// Lanes 0-15 shuffle with every lane while lanes 16-31 wait at the block's barrier: neither call can
+// complete, and no thread returns (a deadlock, not a divergent barrier the exits reveal).
+TYPEX_GLOBAL void deadlock(int* out) {
+  if (lane_id() < 16)
+    out[linear_thread()] = shfl_sync(full_mask, 1, 0);
+  else
+    sync_threads();
+}
+
 TYPEX_GLOBAL void mismatched_warp_masks(int* out) {
   const std::uint32_t mask = lane_id() < 16 ? full_mask : 0xffff0000u;
   out[linear_thread()] = shfl_xor_sync(mask, 1, 1);
@@ -112,21 +124,23 @@ std::string message_of(auto&& f) {
 }  // namespace
 
 TEST_CASE("cuda emulator: thread, block, lane and warp indices follow CUDA's numbering") {
-  const launch_dims grid{3, 2, 1}, block{8, 4, 2};  // 64 threads: two warps per block
-  std::vector<unsigned> out(8 * 6 * 64, 999);
-  TYPEX_LAUNCH(write_indices, grid, block, 0, 0)(out.data());
-  for (unsigned b = 0; b < 6; ++b)
-    for (unsigned t = 0; t < 64; ++t) {
-      const unsigned* o = &out[8 * (b * 64 + t)];
-      CHECK(o[0] == t % 8);
-      CHECK(o[1] == t / 8 % 4);
-      CHECK(o[2] == t / 32);
-      CHECK(o[3] == b % 3);
-      CHECK(o[4] == b / 3);
-      CHECK(o[5] == 0);
-      CHECK(o[6] == t % 32);
-      CHECK(o[7] == t / 32);
-    }
+  typex_test::for_each_execution([&] {
+    const launch_dims grid{3, 2, 1}, block{8, 4, 2};  // 64 threads: two warps per block
+    std::vector<unsigned> out(8 * 6 * 64, 999);
+    TYPEX_LAUNCH(write_indices, grid, block, 0, 0)(out.data());
+    for (unsigned b = 0; b < 6; ++b)
+      for (unsigned t = 0; t < 64; ++t) {
+        const unsigned* o = &out[8 * (b * 64 + t)];
+        CHECK(o[0] == t % 8);
+        CHECK(o[1] == t / 8 % 4);
+        CHECK(o[2] == t / 32);
+        CHECK(o[3] == b % 3);
+        CHECK(o[4] == b / 3);
+        CHECK(o[5] == 0);
+        CHECK(o[6] == t % 32);
+        CHECK(o[7] == t / 32);
+      }
+  });
 }
 
 TEST_CASE("cuda emulator: launch limits are refused with a device_error naming the kernel") {
@@ -153,9 +167,11 @@ TEST_CASE("cuda emulator: a kernel that opted in gets more than 48 KiB of dynami
 }
 
 TEST_CASE("cuda emulator: shared memory is poisoned at block start (reads before writes give NaN)") {
-  std::vector<float> out(64, 0.0f);
-  TYPEX_LAUNCH(read_shared_first, (launch_dims{1}), (launch_dims{64}), 64 * sizeof(float), 0)(out.data());
-  for (float v : out) CHECK(std::isnan(v));
+  typex_test::for_each_execution([&] {
+    std::vector<float> out(64, 0.0f);
+    TYPEX_LAUNCH(read_shared_first, (launch_dims{1}), (launch_dims{64}), 64 * sizeof(float), 0)(out.data());
+    for (float v : out) CHECK(std::isnan(v));
+  });
 }
 
 TEST_CASE("cuda emulator: vector reads give consecutive floats, and a misaligned one fails as on a GPU") {
@@ -198,60 +214,96 @@ TEST_CASE("cuda emulator: the block order is shuffled by the seed") {
 }
 
 TEST_CASE("cuda emulator: atomics on global and shared memory") {
-  float sum = 0.0f, fmax_ = -1.0f;
-  int imax = -1;
-  unsigned shared_total = 0;
-  TYPEX_LAUNCH(atomics, (launch_dims{3}), (launch_dims{96}), sizeof(unsigned), 0)(&sum, &imax, &fmax_, &shared_total);
-  CHECK(sum == 288.0f);
-  CHECK(imax == 287);
-  CHECK(fmax_ == 47.5f);
-  CHECK(shared_total == 288);
+  typex_test::for_each_execution([&] {
+    float sum = 0.0f, fmax_ = -1.0f;
+    int imax = -1;
+    unsigned shared_total = 0;
+    TYPEX_LAUNCH(atomics, (launch_dims{3}), (launch_dims{96}), sizeof(unsigned), 0)(&sum, &imax, &fmax_, &shared_total);
+    CHECK(sum == 288.0f);
+    CHECK(imax == 287);
+    CHECK(fmax_ == 47.5f);
+    CHECK(shared_total == 288);
+  });
 }
 
 TEST_CASE("cuda emulator: warp shuffles, ballot and warp reductions follow CUDA's rules") {
-  std::vector<int> out(6 * 64, -1);
-  TYPEX_LAUNCH(shuffles, (launch_dims{1}), (launch_dims{64}), 0, 0)(out.data());
-  std::uint32_t ballot = 0;
-  for (int l = 0; l < 32; l += 3) ballot |= 1u << l;
-  for (int t = 0; t < 64; ++t) {
-    const int lane = t % 32;
-    CHECK(out[6 * t + 0] == 30);
-    CHECK(out[6 * t + 1] == (lane + 5 < 32 ? lane + 5 : lane));  // (out of range: own value)
-    CHECK(out[6 * t + 2] == (lane >= 2 ? lane - 2 : lane));
-    CHECK(out[6 * t + 3] == (lane ^ 1));
-    CHECK(static_cast<std::uint32_t>(out[6 * t + 4]) == ballot);
-    CHECK(out[6 * t + 5] == 496);
-  }
+  typex_test::for_each_execution([&] {
+    std::vector<int> out(6 * 64, -1);
+    TYPEX_LAUNCH(shuffles, (launch_dims{1}), (launch_dims{64}), 0, 0)(out.data());
+    std::uint32_t ballot = 0;
+    for (int l = 0; l < 32; l += 3) ballot |= 1u << l;
+    for (int t = 0; t < 64; ++t) {
+      const int lane = t % 32;
+      CHECK(out[6 * t + 0] == 30);
+      CHECK(out[6 * t + 1] == (lane + 5 < 32 ? lane + 5 : lane));  // (out of range: own value)
+      CHECK(out[6 * t + 2] == (lane >= 2 ? lane - 2 : lane));
+      CHECK(out[6 * t + 3] == (lane ^ 1));
+      CHECK(static_cast<std::uint32_t>(out[6 * t + 4]) == ballot);
+      CHECK(out[6 * t + 5] == 496);
+    }
+  });
 }
 
 TEST_CASE("cuda emulator: shuffles of a width below 32 follow CUDA's segment rules") {
-  std::vector<int> out(4 * 32, -1);
-  TYPEX_LAUNCH(segment_shuffles, (launch_dims{1}), (launch_dims{32}), 0, 0)(out.data());
-  for (int lane = 0; lane < 32; ++lane) {
-    CAPTURE(lane);
-    const int base = lane & ~7, x = lane ^ 9;
-    CHECK(out[4 * lane + 0] == (x >= base + 8 ? lane : x));
-    CHECK(out[4 * lane + 1] == base + 2);
-    CHECK(out[4 * lane + 2] == ((lane - base) + 3 < 8 ? lane + 3 : lane));
-    CHECK(out[4 * lane + 3] == ((lane - base) >= 3 ? lane - 3 : lane));
-  }
+  typex_test::for_each_execution([&] {
+    std::vector<int> out(4 * 32, -1);
+    TYPEX_LAUNCH(segment_shuffles, (launch_dims{1}), (launch_dims{32}), 0, 0)(out.data());
+    for (int lane = 0; lane < 32; ++lane) {
+      CAPTURE(lane);
+      const int base = lane & ~7, x = lane ^ 9;
+      CHECK(out[4 * lane + 0] == (x >= base + 8 ? lane : x));
+      CHECK(out[4 * lane + 1] == base + 2);
+      CHECK(out[4 * lane + 2] == ((lane - base) + 3 < 8 ? lane + 3 : lane));
+      CHECK(out[4 * lane + 3] == ((lane - base) >= 3 ? lane - 3 : lane));
+    }
+  });
 }
 
 TEST_CASE("cuda emulator: warp operations check their masks") {
-  std::vector<int> out(64, 0);
-  CHECK(message_of([&] { TYPEX_LAUNCH(partial_mask_shuffle, (launch_dims{1}), (launch_dims{40}), 0, 0)(out.data()); })
-            .find("the mask names lanes the warp does not have") != std::string::npos);
-  CHECK(message_of([&] { TYPEX_LAUNCH(mismatched_warp_masks, (launch_dims{1}), (launch_dims{32}), 0, 0)(out.data()); }).find("mask") !=
-        std::string::npos);
+  typex_test::for_each_execution([&] {
+    std::vector<int> out(64, 0);
+    CHECK(message_of([&] { TYPEX_LAUNCH(partial_mask_shuffle, (launch_dims{1}), (launch_dims{40}), 0, 0)(out.data()); })
+              .find("the mask names lanes the warp does not have") != std::string::npos);
+    CHECK(message_of([&] { TYPEX_LAUNCH(mismatched_warp_masks, (launch_dims{1}), (launch_dims{32}), 0, 0)(out.data()); }).find("mask") !=
+          std::string::npos);
+  });
 }
 
 TEST_CASE("cuda emulator: an exception thrown by a kernel thread reaches the launching thread") {
-  CHECK_THROWS_WITH_AS(TYPEX_LAUNCH(throws_in_block, (launch_dims{4}), (launch_dims{64}), 0, 0)(2), "thrown by a kernel thread",
-                       std::runtime_error);
-  // (the pool is still usable afterwards)
-  std::vector<float> out(32, 0.0f);
-  TYPEX_LAUNCH(read_shared_first, (launch_dims{1}), (launch_dims{32}), 32 * sizeof(float), 0)(out.data());
-  CHECK(std::isnan(out[31]));
+  typex_test::for_each_execution([&] {
+    CHECK_THROWS_WITH_AS(TYPEX_LAUNCH(throws_in_block, (launch_dims{4}), (launch_dims{64}), 0, 0)(2), "thrown by a kernel thread",
+                         std::runtime_error);
+    // (the pool is still usable afterwards)
+    std::vector<float> out(32, 0.0f);
+    TYPEX_LAUNCH(read_shared_first, (launch_dims{1}), (launch_dims{32}), 32 * sizeof(float), 0)(out.data());
+    CHECK(std::isnan(out[31]));
+  });
+}
+
+TEST_CASE("cuda emulator: a deadlock is a device_error naming the kernel: at once with fibers, after the barrier timeout with threads") {
+  std::vector<int> out(32, 0);
+  const typex::cuda::emu::execution before = emu::current_execution();
+  if (emu::fibers_available) {
+    emu::set_execution(emu::execution::fibers);
+    const std::string m = message_of([&] { TYPEX_LAUNCH(deadlock, (launch_dims{2}), (launch_dims{32}), 0, 0)(out.data()); });
+    CAPTURE(m);
+    CHECK(m.find("'deadlock'") != std::string::npos);
+    CHECK(m.find("a deadlock") != std::string::npos);
+  }
+  emu::set_execution(emu::execution::threads);
+  emu::set_barrier_timeout(std::chrono::milliseconds(200));
+  const std::string m = message_of([&] { TYPEX_LAUNCH(deadlock, (launch_dims{1}), (launch_dims{32}), 0, 0)(out.data()); });
+  emu::set_barrier_timeout(std::chrono::milliseconds(5000));
+  emu::set_execution(before);
+  CAPTURE(m);
+  CHECK(m.find("'deadlock'") != std::string::npos);
+  CHECK(m.find("within 200 ms") != std::string::npos);
+  // (both modes leave the emulator usable)
+  typex_test::for_each_execution([&] {
+    std::vector<float> poison(32, 0.0f);
+    TYPEX_LAUNCH(read_shared_first, (launch_dims{1}), (launch_dims{32}), 32 * sizeof(float), 0)(poison.data());
+    CHECK(std::isnan(poison[0]));
+  });
 }
 
 TEST_CASE("cuda emulator: kernel API calls outside a kernel are refused") {

@@ -3,8 +3,17 @@
 //
 // Host C++ only (g++ / clang++; nvcc never sees it: kernel_api.cuh maps to native CUDA there). It
 // is built to FAIL on the bugs a GPU punishes, not merely to produce numbers:
-//   - one host thread per CUDA thread of a block, all running at once (a pool, reused across blocks
-//     and launches), so ThreadSanitizer reports a missing barrier as a data race;
+//   - every CUDA thread of a block is its own thread of execution, in one of two modes
+//     (set_execution; the default is chosen by the build):
+//       threads: one host thread per CUDA thread, all running at once (a pool, reused across blocks
+//         and launches), so ThreadSanitizer reports a missing barrier as a data race; the default
+//         under ThreadSanitizer and where fibers are not available;
+//       fibers: the block's CUDA threads are fibers (ucontext) on the launching thread, each run
+//         until it waits at a barrier or a warp operation, in an order shuffled by the seed; no
+//         host thread switches (on 2 cores the threads mode spends most of its time in the
+//         scheduler's futex wake-ups), a deadlock is known exactly (every thread left waits), and a
+//         missing barrier reads the poisoned shared memory (NaN) as the threads mode's races do;
+//         AddressSanitizer is told of every stack switch;
 //   - sync_threads() is a barrier that counts arrivals and exits: threads reaching different
 //     barriers, or a thread returning while others wait, is a device_error naming the kernel, the
 //     block and the threads, not a hang (a timed wait backs up the exact checks; a kernel thread
@@ -38,6 +47,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <map>
@@ -53,7 +63,48 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__SANITIZE_THREAD__)
+#define TYPEX_EMU_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TYPEX_EMU_TSAN 1
+#endif
+#endif
+// fibers: POSIX ucontext (glibc), not under ThreadSanitizer (its race reports are the threads
+// mode's reason to be); elsewhere the emulator runs threads only
+#if defined(__linux__) && __has_include(<ucontext.h>) && __has_include(<sys/mman.h>) && !defined(TYPEX_EMU_TSAN)
+#define TYPEX_EMU_FIBERS 1
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define TYPEX_EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TYPEX_EMU_ASAN 1
+#endif
+#endif
+#if defined(TYPEX_EMU_ASAN)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 namespace typex::cuda::emu {
+
+// How the CUDA threads of a block run (the header's comment): host threads (ThreadSanitizer sees
+// their races) or fibers on the launching thread (fast; a deadlock is known exactly).
+enum class execution { threads, fibers };
+#if defined(TYPEX_EMU_FIBERS)
+inline constexpr bool fibers_available = true;
+#else
+inline constexpr bool fibers_available = false;
+#endif
+#if defined(TYPEX_EMU_FIBERS)
+inline constexpr execution default_execution = execution::fibers;
+#else
+inline constexpr execution default_execution = execution::threads;
+#endif
 
 // CUDA's dim3 / uint3, as the emulator's kernels see them.
 struct dim3 {
@@ -81,10 +132,24 @@ inline bool same_site(const std::source_location& a, const std::source_location&
   return a.line() == b.line() && a.column() == b.column() && std::string_view(a.file_name()) == b.file_name();
 }
 
+// The execution mode a process starts with: TYPEX_CUDA_EMULATOR_EXECUTION=threads or fibers in the
+// environment, else the build's default (an unknown value, or fibers where the build has none, is
+// refused at the first launch rather than ignored).
+inline execution initial_execution() {
+  const char* e = std::getenv("TYPEX_CUDA_EMULATOR_EXECUTION");
+  if (e == nullptr || *e == '\0') return default_execution;
+  const std::string_view v(e);
+  if (v == "threads") return execution::threads;
+  if (v == "fibers" && fibers_available) return execution::fibers;
+  typex::detail::raise_message<device_error>(std::string("typex::cuda emulator: TYPEX_CUDA_EMULATOR_EXECUTION=") + e +
+                                             (v == "fibers" ? ": this build has no fibers (POSIX ucontext, not under ThreadSanitizer)" : ": expected threads or fibers"));
+}
+
 // Settings, process-wide.
 struct settings {
   std::atomic<std::uint64_t> seed{0x5eed};
   std::atomic<long long> barrier_timeout_ms{5000};
+  std::atomic<execution> mode{initial_execution()};
   std::mutex optin_mutex;
   std::map<const void*, std::size_t> optin;  // kernel -> the dynamic shared memory it opted in to
 };
@@ -125,6 +190,8 @@ struct warp_state {
   std::uint64_t values[2][warp_size] = {};  // (alternate rendezvous use alternate rows)
 };
 
+class fiber_scheduler;
+
 // One block while it runs.
 struct block_state {
   std::string_view kernel;
@@ -143,6 +210,9 @@ struct block_state {
   std::vector<unsigned char> waiting;  // per thread: at the barrier now
 
   std::unique_ptr<warp_state[]> warps;
+
+  // execution::fibers: the scheduler its threads wait through; null: host threads
+  fiber_scheduler* fibers = nullptr;
 
   // the first failure: the launch rethrows it
   std::mutex error_mutex;
@@ -191,6 +261,170 @@ inline thread_context& context() {
 }
 
 inline std::chrono::milliseconds timeout() { return std::chrono::milliseconds(config().barrier_timeout_ms.load()); }
+
+#if defined(TYPEX_EMU_FIBERS)
+// execution::fibers: the CUDA threads of one block as fibers on the launching thread. Each runs
+// until it returns or waits (a barrier, a warp operation); rounds resume every fiber left, in an
+// order shuffled per block. A round in which no fiber arrived anywhere, left a wait or returned is a
+// deadlock: the waits then fail (wait() returns false), as the threads mode's timed waits do.
+// Stacks are mapped once, with a guard page below each, and kept for the process (launches are
+// serialised; the fibers of one launch run on its thread).
+class fiber_scheduler {
+ public:
+  using body = void (*)(void*, unsigned);
+  static constexpr std::size_t stack_bytes = 512 * 1024;
+
+  void run(unsigned n, body fn, void* arg, std::uint64_t seed) {
+    while (fibers_.size() < n) fibers_.push_back(make_fiber());
+    fn_ = fn;
+    arg_ = arg;
+    order_.resize(n);
+    std::iota(order_.begin(), order_.end(), 0u);
+    std::mt19937_64 rng(seed);
+    std::shuffle(order_.begin(), order_.end(), rng);
+    for (unsigned i = 0; i < n; ++i) {
+      fiber& f = fibers_[i];
+      f.done = false;
+#if defined(TYPEX_EMU_ASAN)
+      ASAN_UNPOISON_MEMORY_REGION(f.stack, stack_bytes);  // (frames an earlier fiber left poisoned)
+#endif
+      getcontext(&f.context);
+      f.context.uc_stack.ss_sp = f.stack;
+      f.context.uc_stack.ss_size = stack_bytes;
+      f.context.uc_link = nullptr;
+      makecontext(&f.context, &fiber_scheduler::entry, 0);
+    }
+    fiber_scheduler* const outer = active();
+    active() = this;
+    unsigned live = n;
+    stalled_ = false;
+    while (live > 0) {
+      progress_ = false;
+      for (const unsigned i : order_) {
+        if (fibers_[i].done) continue;
+        resume(i);
+        if (fibers_[i].done) {
+          --live;
+          progress_ = true;
+        }
+      }
+      stalled_ = !progress_;
+    }
+    active() = outer;
+  }
+
+  // In a fiber, `lock` held: waits until pred() holds (true), or until no fiber can move (false).
+  template <class P>
+  bool wait(std::unique_lock<std::mutex>& lock, P pred) {
+    if (pred()) return true;
+    progress_ = true;  // (it arrived here: a change the others may wait for)
+    for (;;) {
+      lock.unlock();
+      yield();
+      lock.lock();
+      if (pred()) {
+        progress_ = true;
+        return true;
+      }
+      if (stalled_) return false;
+    }
+  }
+
+ private:
+  struct fiber {
+    ucontext_t context;
+    void* stack = nullptr;
+    bool done = true;
+  };
+
+  static fiber make_fiber() {
+    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    void* base = mmap(nullptr, stack_bytes + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (base == MAP_FAILED) typex::detail::raise_message<device_error>("typex::cuda emulator: cannot map a fiber's stack");
+    mprotect(base, page, PROT_NONE);  // (an overflow faults instead of writing the next stack)
+    fiber f;
+    f.stack = static_cast<char*>(base) + page;
+    return f;
+  }
+
+  static fiber_scheduler*& active() {
+    static thread_local fiber_scheduler* s = nullptr;
+    return s;
+  }
+
+  void resume(unsigned i) {
+    running_ = i;
+#if defined(TYPEX_EMU_ASAN)
+    void* fake_stack = nullptr;
+    __sanitizer_start_switch_fiber(&fake_stack, fibers_[i].stack, stack_bytes);
+#endif
+    swapcontext(&scheduler_, &fibers_[i].context);
+#if defined(TYPEX_EMU_ASAN)
+    __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
+#endif
+  }
+
+  void yield() {
+    thread_context* const me = current;
+    fiber& f = fibers_[running_];
+#if defined(TYPEX_EMU_ASAN)
+    void* fake_stack = nullptr;
+    __sanitizer_start_switch_fiber(&fake_stack, scheduler_stack_, scheduler_stack_bytes_);
+#endif
+    swapcontext(&f.context, &scheduler_);
+#if defined(TYPEX_EMU_ASAN)
+    __sanitizer_finish_switch_fiber(fake_stack, &scheduler_stack_, &scheduler_stack_bytes_);
+#endif
+    current = me;
+  }
+
+  static void entry() {
+    fiber_scheduler& s = *active();
+#if defined(TYPEX_EMU_ASAN)
+    __sanitizer_finish_switch_fiber(nullptr, &s.scheduler_stack_, &s.scheduler_stack_bytes_);
+#endif
+    const unsigned i = s.running_;
+    s.fn_(s.arg_, i);  // (the body catches everything: nothing unwinds out of a fiber)
+    s.fibers_[i].done = true;
+#if defined(TYPEX_EMU_ASAN)
+    __sanitizer_start_switch_fiber(nullptr, s.scheduler_stack_, s.scheduler_stack_bytes_);
+#endif
+    setcontext(&s.scheduler_);
+  }
+
+  std::vector<fiber> fibers_;
+  std::vector<unsigned> order_;
+  ucontext_t scheduler_{};
+  const void* scheduler_stack_ = nullptr;
+  std::size_t scheduler_stack_bytes_ = 0;
+  body fn_ = nullptr;
+  void* arg_ = nullptr;
+  unsigned running_ = 0;
+  bool progress_ = false, stalled_ = false;
+};
+
+// One per process, never destroyed (as the thread pool).
+inline fiber_scheduler& fibers() {
+  static fiber_scheduler* s = new fiber_scheduler;
+  return *s;
+}
+#endif
+
+// A kernel thread's wait (`lock` held): until pred() holds (true) or the wait gives up (false:
+// the barrier timeout with threads, a deadlock with fibers).
+template <class P>
+bool await(block_state& b, std::condition_variable& cv, std::unique_lock<std::mutex>& lock, P pred) {
+#if defined(TYPEX_EMU_FIBERS)
+  if (b.fibers != nullptr) return b.fibers->wait(lock, pred);
+#endif
+  return cv.wait_for(lock, timeout(), pred);
+}
+
+// How a wait that gave up is described.
+inline std::string gave_up(const block_state& b) {
+  if (b.fibers != nullptr) return " (every thread of the block that has not returned waits: a deadlock)";
+  return " within " + std::to_string(timeout().count()) + " ms (a barrier some threads skip, or a deadlock)";
+}
 
 // The block's threads: they exit the kernel; an exit while others wait at a barrier (or in a
 // warp operation naming this lane) can never complete, so it is reported at once.
@@ -255,13 +489,12 @@ inline void block_barrier(const std::source_location& site) {
     return;
   }
   const std::uint64_t phase = b.phase;
-  if (!b.cv.wait_for(lock, timeout(), [&] { return b.phase != phase || b.failed.load(); })) {
+  if (!await(b, b.cv, lock, [&] { return b.phase != phase || b.failed.load(); })) {
     std::vector<unsigned> missing;
     for (unsigned i = 0; i < b.threads; ++i)
       if (!b.waiting[i]) missing.push_back(i);
     lock.unlock();
-    b.fail_here(std::string("sync_threads() at ") + where(site) + " was not reached by threads " + thread_list(missing) + " within " +
-                std::to_string(timeout().count()) + " ms (a barrier some threads skip, or a deadlock)");
+    b.fail_here(std::string("sync_threads() at ") + where(site) + " was not reached by threads " + thread_list(missing) + gave_up(b));
   }
   if (b.phase == phase) throw block_aborted{};
 }
@@ -311,11 +544,10 @@ inline void warp_exchange(std::uint32_t mask, std::uint64_t value, const char* o
     w.cv.notify_all();
     return;
   }
-  if (!w.cv.wait_for(lock, timeout(), [&] { return w.phase != phase || b.failed.load(); })) {
+  if (!await(b, w.cv, lock, [&] { return w.phase != phase || b.failed.load(); })) {
     const std::uint32_t missing = mask & ~w.arrived;
     lock.unlock();
-    b.fail_here(describe() + ": lanes (bit mask " + std::to_string(missing) + ") did not arrive within " +
-                std::to_string(timeout().count()) + " ms");
+    b.fail_here(describe() + ": lanes (bit mask " + std::to_string(missing) + ") did not arrive" + gave_up(b));
   }
   if (w.phase == phase) throw block_aborted{};
   std::copy(slot, slot + warp_size, std::begin(out));
@@ -447,6 +679,7 @@ void run_grid(std::string_view kernel, const void* kernel_address, dim3 grid, di
   }
 
   const std::lock_guard serial(launch_mutex());
+  [[maybe_unused]] const execution mode = config().mode.load();
   const unsigned long long blocks = 1ull * grid.x * grid.y * grid.z;
   std::vector<unsigned long long> order(static_cast<std::size_t>(blocks));
   std::iota(order.begin(), order.end(), 0ull);
@@ -478,7 +711,7 @@ void run_grid(std::string_view kernel, const void* kernel_address, dim3 grid, di
       block_state* b;
       const F* body;
     } j{&b, &body};
-    pool().run(b.threads, [](void* p, unsigned i) {
+    const auto thread_body = [](void* p, unsigned i) {
       const job& jb = *static_cast<const job*>(p);
       block_state& blk = *jb.b;
       thread_context t;
@@ -494,7 +727,17 @@ void run_grid(std::string_view kernel, const void* kernel_address, dim3 grid, di
         blk.fail(std::current_exception());
       }
       current = nullptr;
-    }, &j);
+    };
+#if defined(TYPEX_EMU_FIBERS)
+    if (mode == execution::fibers) {
+      b.fibers = &fibers();
+      fibers().run(b.threads, thread_body, &j, config().seed.load() ^ ((id + 1) * 0xbf58476d1ce4e5b9ull));
+    } else {
+      pool().run(b.threads, thread_body, &j);
+    }
+#else
+    pool().run(b.threads, thread_body, &j);
+#endif
     if (b.error) std::rethrow_exception(b.error);
   }
 }
@@ -506,9 +749,18 @@ void run_grid(std::string_view kernel, const void* kernel_address, dim3 grid, di
 inline void set_seed(std::uint64_t seed) { detail::config().seed.store(seed); }
 inline std::uint64_t seed() { return detail::config().seed.load(); }
 
-// How long a barrier or a warp operation waits for missing threads before it reports them (the
-// exact checks, different barriers and threads that returned, report at once; this catches the rest,
-// e.g. a thread spinning forever).
+// How the CUDA threads of a block run from the next launch on (execution::fibers where this
+// build has them: fibers_available). ThreadSanitizer's race reports need execution::threads.
+inline void set_execution(execution e) {
+  if (e == execution::fibers && !fibers_available)
+    typex::detail::raise_message<device_error>("typex::cuda emulator: fibers are not available in this build (POSIX ucontext, not under ThreadSanitizer)");
+  detail::config().mode.store(e);
+}
+inline execution current_execution() { return detail::config().mode.load(); }
+
+// How long a barrier or a warp operation waits for missing threads before it reports them, with
+// execution::threads (the exact checks, different barriers and threads that returned, report at
+// once; this catches the rest). With fibers a deadlock is reported as soon as it is one.
 inline void set_barrier_timeout(std::chrono::milliseconds t) { detail::config().barrier_timeout_ms.store(t.count()); }
 
 // cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes).
