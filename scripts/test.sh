@@ -9,7 +9,8 @@
 #      (TYPEX_TEST_SCOPE=runtime); -O0, the Eigen kernels -O1 (TYPEX_EIGEN_OPT). build/clang
 #   3. clang 16 with ThreadSanitizer: the concurrency tests (8 threads sharing modules, copies,
 #      buffers written, the pool resized while programs run), and the CUDA kernels on the emulator
-#      (one thread per CUDA thread: TSan is their race detector).              build/tsan
+#      (one host thread per CUDA thread under TSan: it is their race detector; the other stages
+#      run a block's CUDA threads as fibers, docs/cuda_backend.md).           build/tsan
 # CUDA (cmake/typexCuda.cmake; optional, found in /usr/local/cuda on this project's machines, nothing
 # installed for it): stage 1 builds typex::cuda with nvcc (the kernels for sm_80 / sm_90a, ptxas's
 # spill and local-memory errors) and runs the CUDA tests (those needing a GPU report themselves

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace typex::cuda;
@@ -303,6 +304,27 @@ TEST_CASE("cuda emulator: a deadlock is a device_error naming the kernel: at onc
     std::vector<float> poison(32, 0.0f);
     TYPEX_LAUNCH(read_shared_first, (launch_dims{1}), (launch_dims{32}), 32 * sizeof(float), 0)(poison.data());
     CHECK(std::isnan(poison[0]));
+  });
+}
+
+TEST_CASE("cuda emulator: launches from several host threads are serialised, their results each thread's own") {
+  // (with fibers, a block's threads may be fibers a launch from another host thread ran before)
+  typex_test::for_each_execution([&] {
+    constexpr int host_threads = 4, launches = 12;
+    std::vector<std::vector<int>> outs(host_threads, std::vector<int>(6 * 64, -1));
+    std::vector<int> failures(host_threads, 0);
+    std::vector<std::thread> pool;
+    for (int h = 0; h < host_threads; ++h)
+      pool.emplace_back([&, h] {
+        for (int l = 0; l < launches; ++l) {
+          std::fill(outs[h].begin(), outs[h].end(), -1);
+          TYPEX_LAUNCH(shuffles, (launch_dims{2}), (launch_dims{64}), 0, 0)(outs[h].data());
+          for (int t = 0; t < 64; ++t)
+            if (outs[h][6 * t + 5] != 496 || outs[h][6 * t + 3] != ((t % 32) ^ 1)) ++failures[h];
+        }
+      });
+    for (auto& t : pool) t.join();
+    for (int h = 0; h < host_threads; ++h) CHECK(failures[h] == 0);
   });
 }
 

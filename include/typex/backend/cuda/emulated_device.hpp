@@ -3,7 +3,7 @@
 // An emulated_device is a device_runtime (device.hpp) whose memory is host memory and whose
 // kernels run on the CPU emulator of the CUDA execution model (kernel_api.cuh, emulator.hpp): the
 // same kernel source, the same launch records (launch.hpp, made by the same lowering) and the same
-// dispatch (dispatch.cuh) the GPU runs, one host thread per CUDA thread with real barriers, block
+// dispatch (dispatch.cuh) the GPU runs, each CUDA thread a fiber or a host thread with real barriers, block
 // order shuffled, shared memory poisoned. cuBLASLt products run lt_reference.hpp's model, which
 // reads the real descriptors back, so a wrong transpose, leading dimension, epilogue or bias
 // pointer fails here as it would on a GPU. Where typex is built with cuDNN (TYPEX_CUDNN), cuDNN

@@ -8,7 +8,8 @@
 //       threads: one host thread per CUDA thread, all running at once (a pool, reused across blocks
 //         and launches), so ThreadSanitizer reports a missing barrier as a data race; the default
 //         under ThreadSanitizer and where fibers are not available;
-//       fibers: the block's CUDA threads are fibers (ucontext) on the launching thread, each run
+//       fibers: the block's CUDA threads are fibers on the launching thread (a stack switch of
+//         the callee-saved registers on x86-64, POSIX ucontext elsewhere on Linux), each run
 //         until it waits at a barrier or a warp operation, in an order shuffled by the seed; no
 //         host thread switches (on 2 cores the threads mode spends most of its time in the
 //         scheduler's futex wake-ups), a deadlock is known exactly (every thread left waits), and a
@@ -70,13 +71,17 @@
 #define TYPEX_EMU_TSAN 1
 #endif
 #endif
-// fibers: POSIX ucontext (glibc), not under ThreadSanitizer (its race reports are the threads
-// mode's reason to be); elsewhere the emulator runs threads only
+// fibers: Linux, not under ThreadSanitizer (its race reports are the threads mode's reason to be);
+// the stack switch is the few instructions below on x86-64, POSIX ucontext elsewhere (glibc's
+// swapcontext also sets the signal mask, a system call per switch, and AddressSanitizer's
+// interceptor of it clears the target stack's shadow on every switch)
 #if defined(__linux__) && __has_include(<ucontext.h>) && __has_include(<sys/mman.h>) && !defined(TYPEX_EMU_TSAN)
 #define TYPEX_EMU_FIBERS 1
 #include <sys/mman.h>
-#include <ucontext.h>
 #include <unistd.h>
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
 #endif
 #if defined(__SANITIZE_ADDRESS__)
 #define TYPEX_EMU_ASAN 1
@@ -263,38 +268,92 @@ inline thread_context& context() {
 inline std::chrono::milliseconds timeout() { return std::chrono::milliseconds(config().barrier_timeout_ms.load()); }
 
 #if defined(TYPEX_EMU_FIBERS)
+// A suspended fiber (or the scheduler): where it continues.
+#if defined(__x86_64__)
+struct fiber_context {
+  void* sp = nullptr;  // its stack, as fiber_switch left it
+};
+// Pushes the callee-saved registers and the SSE / x87 control words (the System V ABI's preserved
+// state) on the current stack, stores the stack pointer in *from, loads `to` and pops the same from
+// it: returns into whatever suspended there (or into a new fiber's entry, prepare_fiber).
+[[gnu::naked, gnu::noinline]] inline void fiber_switch(void** /*from*/, void* /*to*/) {
+  __asm__(
+      "pushq %rbp\n\t"
+      "pushq %rbx\n\t"
+      "pushq %r12\n\t"
+      "pushq %r13\n\t"
+      "pushq %r14\n\t"
+      "pushq %r15\n\t"
+      "subq $8, %rsp\n\t"
+      "stmxcsr (%rsp)\n\t"
+      "fnstcw 4(%rsp)\n\t"
+      "movq %rsp, (%rdi)\n\t"
+      "movq %rsi, %rsp\n\t"
+      "ldmxcsr (%rsp)\n\t"
+      "fldcw 4(%rsp)\n\t"
+      "addq $8, %rsp\n\t"
+      "popq %r15\n\t"
+      "popq %r14\n\t"
+      "popq %r13\n\t"
+      "popq %r12\n\t"
+      "popq %rbx\n\t"
+      "popq %rbp\n\t"
+      "ret\n\t");
+}
+// A new fiber's stack, as fiber_switch would have left it: the control words of the calling thread,
+// zero registers (a zero frame pointer ends stack walks), and `entry` to return into, entered with
+// the stack aligned as after a call.
+inline void prepare_fiber(fiber_context& f, void* stack, std::size_t bytes, void (*entry)()) {
+  std::uint32_t mxcsr = 0;
+  std::uint16_t fpucw = 0;
+  __asm__ volatile("stmxcsr %0" : "=m"(mxcsr));
+  __asm__ volatile("fnstcw %0" : "=m"(fpucw));
+  auto* top = reinterpret_cast<std::uint64_t*>((reinterpret_cast<std::uintptr_t>(stack) + bytes) & ~std::uintptr_t{15});
+  *--top = 0;                                       // (entry's return address: it never returns)
+  *--top = reinterpret_cast<std::uintptr_t>(entry);  // fiber_switch's ret
+  for (int r = 0; r < 6; ++r) *--top = 0;           // rbp, rbx, r12-r15
+  *--top = mxcsr | (std::uint64_t{fpucw} << 32);
+  f.sp = top;
+}
+inline void switch_fiber(fiber_context& from, fiber_context& to) { fiber_switch(&from.sp, to.sp); }
+#else
+struct fiber_context {
+  ucontext_t context{};
+};
+inline void prepare_fiber(fiber_context& f, void* stack, std::size_t bytes, void (*entry)()) {
+  getcontext(&f.context);
+  f.context.uc_stack.ss_sp = stack;
+  f.context.uc_stack.ss_size = bytes;
+  f.context.uc_link = nullptr;
+  makecontext(&f.context, entry, 0);
+}
+inline void switch_fiber(fiber_context& from, fiber_context& to) { swapcontext(&from.context, &to.context); }
+#endif
+
 // execution::fibers: the CUDA threads of one block as fibers on the launching thread. Each runs
 // until it returns or waits (a barrier, a warp operation); rounds resume every fiber left, in an
 // order shuffled per block. A round in which no fiber arrived anywhere, left a wait or returned is a
 // deadlock: the waits then fail (wait() returns false), as the threads mode's timed waits do.
-// Stacks are mapped once, with a guard page below each, and kept for the process (launches are
-// serialised; the fibers of one launch run on its thread).
+// Fiber i runs thread i of every block: it is made once (its stack mapped with a guard page below)
+// and loops, suspended between blocks, for the process (launches are serialised; the fibers of one
+// launch run on its thread). Under AddressSanitizer each keeps its fake stack across blocks.
 class fiber_scheduler {
  public:
   using body = void (*)(void*, unsigned);
   static constexpr std::size_t stack_bytes = 512 * 1024;
 
   void run(unsigned n, body fn, void* arg, std::uint64_t seed) {
-    while (fibers_.size() < n) fibers_.push_back(make_fiber());
+    while (fibers_.size() < n) {
+      fibers_.push_back(make_fiber());
+      prepare_fiber(fibers_.back().context, fibers_.back().stack, stack_bytes, &fiber_scheduler::entry);
+    }
     fn_ = fn;
     arg_ = arg;
     order_.resize(n);
     std::iota(order_.begin(), order_.end(), 0u);
     std::mt19937_64 rng(seed);
     std::shuffle(order_.begin(), order_.end(), rng);
-    for (unsigned i = 0; i < n; ++i) {
-      fiber& f = fibers_[i];
-      f.done = false;
-#if defined(TYPEX_EMU_ASAN)
-      ASAN_UNPOISON_MEMORY_REGION(f.stack, stack_bytes);  // (frames an earlier fiber left poisoned)
-#endif
-      getcontext(&f.context);
-      f.context.uc_stack.ss_sp = f.stack;
-      f.context.uc_stack.ss_size = stack_bytes;
-      f.context.uc_link = nullptr;
-      makecontext(&f.context, &fiber_scheduler::entry, 0);
-    }
-    fiber_scheduler* const outer = active();
+    for (unsigned i = 0; i < n; ++i) fibers_[i].done = false;
     active() = this;
     unsigned live = n;
     stalled_ = false;
@@ -310,7 +369,6 @@ class fiber_scheduler {
       }
       stalled_ = !progress_;
     }
-    active() = outer;
   }
 
   // In a fiber, `lock` held: waits until pred() holds (true), or until no fiber can move (false).
@@ -332,7 +390,7 @@ class fiber_scheduler {
 
  private:
   struct fiber {
-    ucontext_t context;
+    fiber_context context;
     void* stack = nullptr;
     bool done = true;
   };
@@ -358,43 +416,48 @@ class fiber_scheduler {
     void* fake_stack = nullptr;
     __sanitizer_start_switch_fiber(&fake_stack, fibers_[i].stack, stack_bytes);
 #endif
-    swapcontext(&scheduler_, &fibers_[i].context);
+    switch_fiber(scheduler_, fibers_[i].context);
 #if defined(TYPEX_EMU_ASAN)
     __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
 #endif
   }
 
-  void yield() {
-    thread_context* const me = current;
+  // Back to the scheduler, until resumed.
+  void suspend() {
     fiber& f = fibers_[running_];
 #if defined(TYPEX_EMU_ASAN)
     void* fake_stack = nullptr;
     __sanitizer_start_switch_fiber(&fake_stack, scheduler_stack_, scheduler_stack_bytes_);
 #endif
-    swapcontext(&f.context, &scheduler_);
+    switch_fiber(f.context, scheduler_);
 #if defined(TYPEX_EMU_ASAN)
     __sanitizer_finish_switch_fiber(fake_stack, &scheduler_stack_, &scheduler_stack_bytes_);
 #endif
+  }
+  // A kernel thread's wait: its context is the thread-local `current` again when it continues.
+  void yield() {
+    thread_context* const me = current;
+    suspend();
     current = me;
   }
 
+  // A fiber's life: thread `running_` of each block it is resumed for, suspended in between.
   static void entry() {
     fiber_scheduler& s = *active();
 #if defined(TYPEX_EMU_ASAN)
     __sanitizer_finish_switch_fiber(nullptr, &s.scheduler_stack_, &s.scheduler_stack_bytes_);
 #endif
-    const unsigned i = s.running_;
-    s.fn_(s.arg_, i);  // (the body catches everything: nothing unwinds out of a fiber)
-    s.fibers_[i].done = true;
-#if defined(TYPEX_EMU_ASAN)
-    __sanitizer_start_switch_fiber(nullptr, s.scheduler_stack_, s.scheduler_stack_bytes_);
-#endif
-    setcontext(&s.scheduler_);
+    for (;;) {
+      const unsigned i = s.running_;
+      s.fn_(s.arg_, i);  // (the body catches everything: nothing unwinds out of a fiber)
+      s.fibers_[i].done = true;
+      s.suspend();  // (resumed by a later block, perhaps launched from another host thread)
+    }
   }
 
   std::vector<fiber> fibers_;
   std::vector<unsigned> order_;
-  ucontext_t scheduler_{};
+  fiber_context scheduler_{};
   const void* scheduler_stack_ = nullptr;
   std::size_t scheduler_stack_bytes_ = 0;
   body fn_ = nullptr;
