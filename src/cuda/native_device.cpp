@@ -248,7 +248,7 @@ class native_device final : public device_runtime, public std::enable_shared_fro
     const std::string where = where_ + ": cuBLASLt matrix product (" + m.label + ") of " + std::string(what);
     if (!m) typex::detail::raise_message<device_error>(where + ": the lt_matmul has no descriptors (moved from?)");
     // The bias is the descriptor's (lt.hpp); the call's is a cross-check, as on the emulated device.
-    if (has_bias(m.epi)) {
+    if (uses_bias_pointer(m.epi)) {
       if (a.bias != nullptr && a.bias != m.bias_pointer()) {
         typex::detail::raise_message<device_error>(
             where + ": the call's bias differs from the descriptor's CUBLASLT_MATMUL_DESC_BIAS_POINTER (the descriptor's is used)");
@@ -456,6 +456,22 @@ class native_device final : public device_runtime, public std::enable_shared_fro
   // cuBLASLt's first heuristic choice for the product's descriptors within the workspace given, for
   // operands at the alignments of the call's. (Chosen once per lt_matmul: its workspace is a planned
   // buffer of a fixed size, and a plan's addresses never change.)
+  bool can_matmul(const lt_matmul& m, std::size_t workspace_bytes) override {
+    if (!m) return false;
+    device_guard guard(info_.ordinal, where_);
+    // (the operands' element size as their alignment: the least any call gives)
+    matmul_args least;
+    const auto item = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(itemsize(m.type)));
+    least.a = least.b = least.c = least.d = item;
+    least.workspace_bytes = workspace_bytes;
+    try {
+      (void)choose_algorithm(m, least, where_);
+      return true;
+    } catch (const device_error&) {
+      return false;
+    }
+  }
+
   cublasLtMatmulAlgo_t choose_algorithm(const lt_matmul& m, const matmul_args& args, const std::string& where) {
     const std::size_t workspace_bytes = args.workspace_bytes;
     cublasLtMatmulPreference_t pref = nullptr;

@@ -53,7 +53,8 @@ struct value {
 struct report {
   std::size_t steps = 0;            // kernels run per call
   std::size_t folded = 0;           // nodes computed once, at planning time
-  std::size_t fused = 0;            // activations (and pools) done in the epilogue of the op before them
+  std::size_t fused = 0;            // activations (and pools) done in the epilogue of the op before them, and
+                                    // second results written by an earlier kernel (a product's bias gradient)
   std::size_t chained = 0;          // pointwise ops computed in the pass of the op before them
   std::size_t views = 0;            // nodes that cost nothing (views, strided matmul operands)
   std::size_t winograd = 0;         // convolutions computed by Winograd's F(2x2, 3x3) (a backend's choice)

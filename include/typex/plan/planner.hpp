@@ -50,6 +50,7 @@ struct step_plan {
   ir::node_id epilogue = no_node;  // an activation applied to the result in cache (node: epilogue_host)
   ir::node_id pool = no_node;      // a max_pool2d of the (activated) result, per image (node: pool_host)
   std::vector<ir::node_id> chain;  // pointwise ops continuing node's value, in order (node: pointwise_head)
+  std::vector<ir::node_id> also;   // later nodes the kernel writes too, each into its own buffer (planner::also_compute)
 };
 
 class planner;
@@ -132,6 +133,16 @@ class planner {
   }
   // A scratch buffer of `bytes` for the step of node n.
   location scratch(std::size_t bytes, ir::node_id n) { return {location::where::arena, arena_.add(bytes, n), nullptr}; }
+  // For a target's lower(s) that returns true: node `later`, after s.node and not yet reached, is
+  // written by this step's kernel too (a second result: a product's bias gradient), into a buffer of
+  // its own allocated now; its arguments are read at s.node, and the planner skips it when it gets
+  // there. claimable(s, later) first says whether it still can be (a kernel step of its own so far,
+  // not folded, chained, fused, absorbed, nor claimed).
+  bool claimable(const step_plan& s, ir::node_id later) const;
+  const value& also_compute(step_plan& s, ir::node_id later);
+  // The nodes that read node n's value, and whether it is an output of the graph.
+  const std::vector<ir::node_id>& users(ir::node_id n) const noexcept { return users_[n]; }
+  bool is_output(ir::node_id n) const noexcept { return is_output_[n]; }
   // Sets the bytes of the result buffer of node n's step (a step that writes less than its result).
   void resize(ir::node_id n, std::size_t bytes) noexcept { arena_.resize(values_[n].at.index, bytes); }
   // Whether `data` lives as long as the planner (a lifted tensor, or a folded value no symbol changes).
@@ -154,6 +165,7 @@ class planner {
   bool absorbable(ir::node_id n, const std::vector<bool>& absorbed, const std::vector<bool>& is_output, target& t) const;
   std::vector<ir::node_id> chain_after(ir::node_id head, target& t) const;
   ir::node_id pool_after(ir::node_id last) const;
+  void evaluate_meta(ir::node_id n);  // values_[n]'s dtype and extents, from the node's meta and symbols_
 
   const ir::graph* g_;
   std::vector<ir::node_id> inputs_;
@@ -164,6 +176,10 @@ class planner {
   std::span<const any_tensor> planning_inputs_;
   std::vector<std::vector<ir::node_id>> users_;
   std::vector<bool> is_output_;
+  std::vector<bool> absorbed_;             // permutes read in place through strides
+  std::vector<ir::node_id> chained_to_;    // per node: the chain head whose pass computes it
+  std::vector<bool> fused_into_;           // an activation or pool done by its producer's step
+  std::vector<bool> claimed_;              // written by an earlier step (also_compute)
   // (kept across plans)
   std::vector<std::optional<any_tensor>> folded_cache_;  // per node: a folded value no symbol changes
   // (the plan)
@@ -294,11 +310,15 @@ inline void planner::plan(std::span<const any_tensor> inputs, const symbol_table
     outs_.push_back(n);
   }
   // permutes that only strided readers (possibly through more of them) read: not copied
-  std::vector<bool> absorbed(g.size(), false);
+  absorbed_.assign(g.size(), false);
+  std::vector<bool>& absorbed = absorbed_;
   if (options_.fuse)
     for (std::size_t n = g.size(); n-- > 0;) absorbed[n] = absorbable(n, absorbed, is_output_, t);
-  std::vector<ir::node_id> chained_to(g.size(), no_node);
-  std::vector<bool> fused_into(g.size(), false);  // an activation or pool done by its producer's step
+  chained_to_.assign(g.size(), no_node);
+  fused_into_.assign(g.size(), false);
+  claimed_.assign(g.size(), false);
+  std::vector<ir::node_id>& chained_to = chained_to_;
+  std::vector<bool>& fused_into = fused_into_;
   const auto tensor_of = [&](const ir::argument& a) -> const value* {
     const auto* r = std::get_if<ir::value_ref>(&a);
     return r ? &values_[r->node] : nullptr;
@@ -307,20 +327,9 @@ inline void planner::plan(std::span<const any_tensor> inputs, const symbol_table
   for (ir::node_id n = 0; n < g.size(); ++n) {
     const ir::node& node = g[n];
     if (node.op != ir::node_op::call_function || ir::is_assertion(node)) continue;  // (assertions: checked on binding)
+    if (claimed_[n]) continue;  // (an earlier step writes it: also_compute)
     value& v = values_[n];
-    const ir::tensor_meta& meta = node.vals.front();
-    v.dt = meta.scalar_type;
-    v.extents.clear();
-    for (const auto& e : meta.shape) {
-      const auto x = e.evaluate(symbols);
-      if (!x) {
-        typex::detail::raise<unsupported_error>([&](auto& w) {
-          w.put("typex: node '"); w.put(node.name); w.put("' has a size ("); w.put(e.to_string());
-          w.put(") that the inputs do not determine");
-        });
-      }
-      v.extents.push_back(*x);
-    }
+    evaluate_meta(n);
     if (chained_to[n] != no_node) {  // computed in the pass of the chain's first op
       v.at = values_[chained_to[n]].at;
       continue;
@@ -443,6 +452,50 @@ inline void planner::plan(std::span<const any_tensor> inputs, const symbol_table
   report_.steps = steps_.size();
   report_.arena_bytes = arena_.peak();
   report_.unplanned_bytes = arena_.total();
+}
+
+inline void planner::evaluate_meta(ir::node_id n) {
+  const ir::node& node = (*g_)[n];
+  value& v = values_[n];
+  const ir::tensor_meta& meta = node.vals.front();
+  v.dt = meta.scalar_type;
+  v.extents.clear();
+  for (const auto& e : meta.shape) {
+    const auto x = e.evaluate(symbols_);
+    if (!x) {
+      typex::detail::raise<unsupported_error>([&](auto& w) {
+        w.put("typex: node '"); w.put(node.name); w.put("' has a size ("); w.put(e.to_string());
+        w.put(") that the inputs do not determine");
+      });
+    }
+    v.extents.push_back(*x);
+  }
+}
+
+inline bool planner::claimable(const step_plan& s, ir::node_id later) const {
+  const ir::graph& g = *g_;
+  if (later <= s.node || later >= g.size() || claimed_[later] || chained_to_[later] != no_node || fused_into_[later] || absorbed_[later])
+    return false;
+  const ir::node& node = g[later];
+  if (node.op != ir::node_op::call_function || ir::is_assertion(node) || has(rules_of(node.target), rule::view)) return false;
+  // (its arguments computed before the step; not all of them constants: such a node is folded)
+  bool ready = true, constant = true;
+  ir::graph::for_each_ref(node, [&](ir::value_ref r) {
+    ready = ready && r.node < s.node;
+    constant = constant && ready && values_[r.node].folded.has_value();
+  });
+  return ready && !constant;
+}
+
+inline const value& planner::also_compute(step_plan& s, ir::node_id later) {
+  evaluate_meta(later);
+  value& v = values_[later];
+  ir::graph::for_each_ref((*g_)[later], [&](ir::value_ref ref) { arena_.read(values_[ref.node].at, s.node); });
+  v.at = {location::where::arena, arena_.add(v.bytes(), s.node), nullptr};
+  claimed_[later] = true;
+  s.also.push_back(later);
+  ++report_.fused;
+  return v;
 }
 
 }  // namespace typex::plan

@@ -433,3 +433,82 @@ TEST_CASE("cuda cublaslt: the factories refuse bad geometry with typed errors") 
     CHECK(what.find("matmul m=4 n=4 k=4") != std::string::npos);
   }
 }
+
+// The bias-gradient epilogues (BGRADA / BGRADB) as the lowering uses them: a weight gradient's
+// product that also writes its bias gradient. D must be the plain product and the bias pointer the
+// sums over k of the operand the epilogue names, by definition.
+TEST_CASE("cuda cublaslt: BGRADB and BGRADA write the product and the bias gradient (the sums over k of op(A)'s rows / op(B)'s columns)") {
+  struct shape {
+    std::int64_t m, n, k;
+  };
+  for (const shape s : {shape{1, 1, 1}, shape{7, 33, 5}, shape{64, 48, 96}}) {
+    for (const bool left : {true, false}) {
+      CAPTURE(s.m);
+      CAPTURE(s.n);
+      CAPTURE(s.k);
+      CAPTURE(left);
+      // dW = gᵀ·x (left: g stored [k, m], read transposed) or dW = xᵀ·g (right: g stored [k, n])
+      matmul_geometry g{};
+      g.m = s.m, g.n = s.n, g.k = s.k;
+      g.transpose_a = left, g.transpose_b = false;
+      const std::vector<float> a = random_values(std::size_t(s.m * s.k), 11), b = random_values(std::size_t(s.k * s.n), 12);
+      const std::int64_t count = left ? s.m : s.n;
+      std::vector<float> d(std::size_t(s.m * s.n), -7.0f), grad(std::size_t(count), -7.0f), guard(4, -7.0f);
+      lt_matmul lt = cuda::make_matmul(g, left ? epilogue::bgrad_b : epilogue::bgrad_a);
+      lt.set_bias_pointer(grad.data());
+      CHECK(lt.bias_pointer() == grad.data());
+      cuda::matmul_args args = cuda::row_major_operands(a.data(), b.data(), d.data());
+      args.bias = grad.data();  // (the call's cross-check)
+      cuda::reference_matmul(lt, args);
+      CHECK(max_error(d, matmul_loop(a, b, g)) < 1e-6);
+      std::vector<double> want(std::size_t(count), 0.0);
+      for (std::int64_t x = 0; x < count; ++x)
+        for (std::int64_t l = 0; l < s.k; ++l)
+          want[std::size_t(x)] += left ? double(a[std::size_t(l * s.m + x)]) : double(b[std::size_t(l * s.n + x)]);
+      CHECK(max_error(grad, want) < 1e-6);
+    }
+  }
+}
+
+TEST_CASE("cuda cublaslt: planted mistakes in a bias-gradient product are caught") {
+  matmul_geometry g{};
+  g.m = 8, g.n = 8, g.k = 8;
+  g.transpose_a = true;
+  const std::vector<float> a = random_values(64, 21), b = random_values(64, 22);
+  std::vector<float> d(64), grad(8, -7.0f), other(8, -7.0f);
+  const auto sums_of = [&](bool rows_of_a) {
+    std::vector<double> want(8, 0.0);
+    for (int x = 0; x < 8; ++x)
+      for (int l = 0; l < 8; ++l) want[std::size_t(x)] += rows_of_a ? a[std::size_t(l * 8 + x)] : b[std::size_t(l * 8 + x)];
+    return want;
+  };
+  SUBCASE("BGRADA where BGRADB is meant: the other operand's sums") {
+    lt_matmul lt = cuda::make_matmul(g, epilogue::bgrad_b);
+    lt.set_bias_pointer(grad.data());
+    set_desc<std::uint32_t>(lt, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BGRADA);
+    cuda::reference_matmul(lt, cuda::row_major_operands(a.data(), b.data(), d.data()));
+    CHECK(max_error(grad, sums_of(true)) > 1e-2);
+    CHECK(max_error(grad, sums_of(false)) < 1e-6);
+  }
+  SUBCASE("no bias pointer: refused (CUBLAS_STATUS_INVALID_VALUE)") {
+    lt_matmul lt = cuda::make_matmul(g, epilogue::bgrad_b);
+    CHECK_THROWS_AS(cuda::reference_matmul(lt, cuda::row_major_operands(a.data(), b.data(), d.data())), device_error);
+  }
+  SUBCASE("the call's pointer differs from the descriptor's") {
+    lt_matmul lt = cuda::make_matmul(g, epilogue::bgrad_b);
+    lt.set_bias_pointer(grad.data());
+    auto args = cuda::row_major_operands(a.data(), b.data(), d.data());
+    args.bias = other.data();
+    CHECK_THROWS_AS(cuda::reference_matmul(lt, args), device_error);
+  }
+  SUBCASE("what the model does not model: alpha != 1, a reduced-precision compute type") {
+    lt_matmul lt = cuda::make_matmul(g, epilogue::bgrad_b);
+    lt.set_bias_pointer(grad.data());
+    auto args = cuda::row_major_operands(a.data(), b.data(), d.data());
+    args.alpha = 2.0f;
+    CHECK_THROWS_AS(cuda::reference_matmul(lt, args), device_error);
+    lt_matmul tf32 = cuda::make_matmul(g, epilogue::bgrad_b, dtype::f32, cuda::matmul_precision::tf32);
+    tf32.set_bias_pointer(grad.data());
+    CHECK_THROWS_AS(cuda::reference_matmul(tf32, cuda::row_major_operands(a.data(), b.data(), d.data())), device_error);
+  }
+}

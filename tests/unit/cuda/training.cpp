@@ -55,6 +55,42 @@ TEST_CASE("cuda training: a training step of the MLP, CNN and transformer block 
   train_reference_models(cuda::make_emulated_device(), 2e-5, true);
 }
 
+TEST_CASE("cuda training: each linear layer's bias gradient is written by its weight gradient's product (cuBLASLt's BGRADB), one step fewer per layer") {
+  using namespace cuda_training_tests;
+  const auto models = parity_models::read_models();
+  mlp_step m;
+  load_state_dict(m.net, models.at("mlp").state);
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<6>, fix<32>>>()), input<"y">(tensor_spec<i64, shape<fix<6>>>()));
+  const exported_program joint = make_joint(ep);
+  const auto gpu = cuda::make_emulated_device();
+  auto* emu = static_cast<cuda::emulated_device*>(gpu.get());
+  // (TF32 products take no bias-gradient epilogue: the same program, the sums as kernels of their own)
+  program_module<cuda_backend> fused(joint, {.device = gpu}), apart(joint, {.device = gpu, .matmul_precision = cuda::matmul_precision::tf32});
+  program_module<eigen_backend> cpu(joint);
+  const std::vector<any_tensor> in = {pattern({6, 32}, 1), labels(6, 10)};
+  const std::vector<any_tensor> dev_in = {cuda::to_device(in[0], gpu), cuda::to_device(in[1], gpu)};
+  (void)apart(dev_in);
+  (void)fused(dev_in);
+  std::size_t before = emu->launches();
+  (void)apart(dev_in);
+  const std::size_t launches_apart = emu->launches() - before;
+  before = emu->launches();
+  const auto got = fused(dev_in);
+  const std::size_t launches = emu->launches() - before;
+  std::size_t biases = 0;
+  for (const auto& [fqn, p] : fused.parameters()) biases += fqn.ends_with(".bias") ? 1 : 0;
+  REQUIRE(biases == 3);
+  CHECK(apart.report().steps - fused.report().steps == biases);
+  CHECK(fused.report().fused - apart.report().fused == biases);
+  CHECK(launches_apart - launches == biases);
+  // the gradients, the bias gradients among them, equal the Eigen backend's
+  const joint_outputs w = read_joint_outputs(joint, cpu(in)), g = read_joint_outputs(joint, got);
+  for (const auto& [fqn, t] : w.gradients) {
+    INFO("gradient of " << fqn);
+    CHECK(worst(g.gradients.at(fqn), t) <= 2e-5);
+  }
+}
+
 TEST_CASE("cuda training: the partitioned halves on the emulated device give the joint program's outputs and train the same parameters") {
   using namespace cuda_training_tests;
   const auto models = parity_models::read_models();

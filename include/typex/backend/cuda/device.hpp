@@ -127,6 +127,13 @@ class device_runtime {
   // and op for the error a failed launch gives.
   virtual void launch(const kernel_launch& k, std::string_view what) = 0;
   virtual void matmul(const lt_matmul& m, const matmul_args& a, std::string_view what) = 0;
+  // Whether matmul can run `m` with operands aligned to at least their element size and a workspace
+  // of `workspace_bytes` (the native device asks cuBLASLt's heuristic; the emulator's model runs
+  // what it accepts). A lowering asks before it chooses an epilogue it has a fallback for.
+  virtual bool can_matmul(const lt_matmul& m, std::size_t workspace_bytes) {
+    (void)m, (void)workspace_bytes;
+    return true;
+  }
 
   // A cuDNN convolution (dnn.hpp): choose_convolution picks its algorithm at plan time (never while
   // capturing), records it in `c` and returns the workspace it needs; convolution runs it. A device

@@ -65,6 +65,11 @@ enum class epilogue : unsigned char {
   relu_bias,       // CUBLASLT_EPILOGUE_RELU_BIAS: relu(· + bias)
   gelu_tanh,       // CUBLASLT_EPILOGUE_GELU: the tanh approximation (not erf; see the header comment)
   gelu_tanh_bias,  // CUBLASLT_EPILOGUE_GELU_BIAS: gelu_tanh(· + bias)
+  // The bias-gradient epilogues: D as `none` stores it, and the bias pointer receives the sums over
+  // k of one operand (a linear layer's bias gradient, next to its weight gradient). In typex's
+  // row-major terms (cuBLAS's A is typex's B, its B typex's A: the header comment):
+  bgrad_a,  // CUBLASLT_EPILOGUE_BGRADA: n sums, bias[j] = Σ_l op(B)[l, j] (the right operand's columns)
+  bgrad_b,  // CUBLASLT_EPILOGUE_BGRADB: m sums, bias[i] = Σ_l op(A)[i, l] (the left operand's rows)
 };
 
 constexpr std::string_view name(epilogue e) noexcept {
@@ -75,6 +80,8 @@ constexpr std::string_view name(epilogue e) noexcept {
     case epilogue::relu_bias: return "relu_bias";
     case epilogue::gelu_tanh: return "gelu_tanh";
     case epilogue::gelu_tanh_bias: return "gelu_tanh_bias";
+    case epilogue::bgrad_a: return "bgrad_a";
+    case epilogue::bgrad_b: return "bgrad_b";
   }
   return "?";
 }
@@ -82,6 +89,12 @@ constexpr std::string_view name(epilogue e) noexcept {
 constexpr bool has_bias(epilogue e) noexcept {
   return e == epilogue::bias || e == epilogue::relu_bias || e == epilogue::gelu_tanh_bias;
 }
+
+// Whether the epilogue writes a bias gradient to the bias pointer (instead of reading a bias there).
+constexpr bool writes_bias_gradient(epilogue e) noexcept { return e == epilogue::bgrad_a || e == epilogue::bgrad_b; }
+
+// Whether the descriptor's bias pointer is used at all.
+constexpr bool uses_bias_pointer(epilogue e) noexcept { return has_bias(e) || writes_bias_gradient(e); }
 
 // The same activation with a bias added first (none → bias, relu → relu_bias, gelu_tanh → gelu_tanh_bias).
 constexpr epilogue with_bias(epilogue e) noexcept {
@@ -101,6 +114,8 @@ constexpr cublasLtEpilogue_t to_cublaslt(epilogue e) noexcept {
     case epilogue::relu_bias: return CUBLASLT_EPILOGUE_RELU_BIAS;
     case epilogue::gelu_tanh: return CUBLASLT_EPILOGUE_GELU;
     case epilogue::gelu_tanh_bias: return CUBLASLT_EPILOGUE_GELU_BIAS;
+    case epilogue::bgrad_a: return CUBLASLT_EPILOGUE_BGRADA;
+    case epilogue::bgrad_b: return CUBLASLT_EPILOGUE_BGRADB;
   }
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
@@ -220,7 +235,8 @@ struct lt_matmul {
   explicit operator bool() const noexcept { return desc_ != nullptr; }
 
   // Sets CUBLASLT_MATMUL_DESC_BIAS_POINTER (a device address of D-rows elements of the product's
-  // dtype). The lowering calls it once at plan time; see the header comment.
+  // dtype: the bias read, or with bgrad_a / bgrad_b the bias gradient written, n or m of them). The
+  // lowering calls it once at plan time; see the header comment.
   void set_bias_pointer(const void* bias) {
     detail::check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
                      "cublasLtMatmulDescSetAttribute(CUBLASLT_MATMUL_DESC_BIAS_POINTER)", label);

@@ -10,7 +10,10 @@
 //     D[p] = epilogue(alpha · op(A[p]) · op(B[p]) + beta · C[p] (+ bias[p]))
 //
 // with the documented semantics: C is not read when beta is 0; the bias is indexed by D's row and is
-// added before the activation; GELU is the tanh approximation (see lt.hpp). Products are accumulated
+// added before the activation; GELU is the tanh approximation (see lt.hpp); BGRADA / BGRADB store D
+// as DEFAULT does and write to the bias pointer the sums over k of op(A)'s rows (D's rows of them) or
+// of op(B)'s columns (D's columns), for the plain product only (one batch, alpha 1, beta 0, f32 or f64
+// compute: what the gradient epilogues do otherwise is not documented). Products are accumulated
 // in double. A wrong transpose flag, leading dimension, epilogue or bias pointer in a descriptor
 // therefore changes the emulator's result (tests/unit/cuda/cublaslt.cpp plants each one).
 //
@@ -21,7 +24,8 @@
 // CUDA_R_32F; or its FAST_TF32 / FAST_16BF / FAST_16F compute types, modelled as the operands
 // rounded to the narrower format, operand_rounding, then the same sums) or f64 (CUBLAS_COMPUTE_64F,
 // CUDA_R_64F), an order other than CUBLASLT_ORDER_COL, an
-// epilogue outside DEFAULT / BIAS / RELU / RELU_BIAS / GELU / GELU_BIAS, a pointer mode other than host,
+// epilogue outside DEFAULT / BIAS / RELU / RELU_BIAS / GELU / GELU_BIAS / BGRADA / BGRADB, a pointer
+// mode other than host,
 // planar-complex or pointer-array batches. Whether cuBLASLt supports a combination the model accepts
 // (an algorithm exists), and its numerics, only a GPU can say (the contract tests).
 //
@@ -160,7 +164,7 @@ inline double gelu_tanh(double x) noexcept {
 template <class T>
 void lt_compute(const lt_layout& la, bool trans_a, const lt_layout& lb, bool trans_b, const lt_layout& lc,
                 const lt_layout& ld, const T* bias, std::int64_t bias_stride, bool relu, bool gelu, const matmul_args& args,
-                std::int64_t k, operand_rounding round = {}) {
+                std::int64_t k, operand_rounding round = {}, T* bias_grad = nullptr, char bias_grad_of = 0) {
   const auto* A = static_cast<const T*>(args.a);
   const auto* B = static_cast<const T*>(args.b);
   const auto* C = static_cast<const T*>(args.c);
@@ -191,6 +195,20 @@ void lt_compute(const lt_layout& la, bool trans_a, const lt_layout& lb, bool tra
         if (gelu) v = gelu_tanh(v);
         d[i + j * ld.ld] = static_cast<T>(v);
       }
+    }
+  }
+  // The bias gradient (BGRADA / BGRADB; one batch, checked by the caller): the sums over k of op(A)'s
+  // rows (D's rows of them) or of op(B)'s columns (D's columns), in double, stored once.
+  if (bias_grad != nullptr) {
+    const bool of_a = bias_grad_of == 'A';
+    const std::int64_t count = of_a ? rows : cols;
+    for (std::int64_t x = 0; x < count; ++x) {
+      double sum = 0.0;
+      for (std::int64_t l = 0; l < k; ++l) {
+        sum += of_a ? static_cast<double>(trans_a ? A[l + x * la.ld] : A[x + l * la.ld])
+                    : static_cast<double>(trans_b ? B[x + l * lb.ld] : B[l + x * lb.ld]);
+      }
+      bias_grad[x] = static_cast<T>(sum);
     }
   }
 }
@@ -247,6 +265,7 @@ inline void reference_matmul(const lt_matmul& m, const matmul_args& args) {
   if (fill != CUBLAS_FILL_MODE_FULL) lt_unmodelled(m, std::string("fill mode ") + std::to_string(fill) + " (only CUBLAS_FILL_MODE_FULL)");
 
   bool bias_epilogue = false, relu = false, gelu = false;
+  char bias_grad_of = 0;  // 'A' or 'B': the operand whose sums over k BGRADA / BGRADB write
   switch (epi) {
     case CUBLASLT_EPILOGUE_DEFAULT: break;
     case CUBLASLT_EPILOGUE_BIAS: bias_epilogue = true; break;
@@ -254,9 +273,12 @@ inline void reference_matmul(const lt_matmul& m, const matmul_args& args) {
     case CUBLASLT_EPILOGUE_RELU_BIAS: relu = bias_epilogue = true; break;
     case CUBLASLT_EPILOGUE_GELU: gelu = true; break;
     case CUBLASLT_EPILOGUE_GELU_BIAS: gelu = bias_epilogue = true; break;
+    case CUBLASLT_EPILOGUE_BGRADA: bias_grad_of = 'A'; break;
+    case CUBLASLT_EPILOGUE_BGRADB: bias_grad_of = 'B'; break;
     default:
       lt_unmodelled(m, std::string("epilogue ") + std::to_string(epi) +
-                           " (modelled: DEFAULT, BIAS, RELU, RELU_BIAS, GELU, GELU_BIAS; aux and gradient epilogues are not)");
+                           " (modelled: DEFAULT, BIAS, RELU, RELU_BIAS, GELU, GELU_BIAS, BGRADA, BGRADB; aux epilogues and DRELU / "
+                           "DGELU are not)");
   }
 
   // The layouts, and the shape rules cublasLtMatmul checks.
@@ -301,6 +323,22 @@ inline void reference_matmul(const lt_matmul& m, const matmul_args& args) {
     if (args.bias != nullptr && args.bias != bias) {
       lt_invalid(m, "the call's bias differs from the descriptor's CUBLASLT_MATMUL_DESC_BIAS_POINTER (the descriptor's is used)");
     }
+  } else if (bias_grad_of != 0) {
+    // The bias gradient: the descriptor's pointer receives it (D's type); the call's is a cross-check.
+    bias = lt_desc_attr<const void*>(m, CUBLASLT_MATMUL_DESC_BIAS_POINTER, "CUBLASLT_MATMUL_DESC_BIAS_POINTER");
+    const auto bias_type = lt_desc_attr<std::int32_t>(m, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, "CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE");
+    if (bias == nullptr) lt_invalid(m, "the epilogue writes a bias gradient, but CUBLASLT_MATMUL_DESC_BIAS_POINTER is null");
+    if (bias_type != -1 && bias_type != static_cast<std::int32_t>(data_type)) {
+      lt_unmodelled(m, std::string("bias data type ") + std::to_string(bias_type) + " differs from D's " + std::to_string(data_type));
+    }
+    if (args.bias != nullptr && args.bias != bias) {
+      lt_invalid(m, "the call's bias differs from the descriptor's CUBLASLT_MATMUL_DESC_BIAS_POINTER (the descriptor's is used)");
+    }
+    // (what the gradient epilogues do with scales, batches and reduced-precision operands is not
+    // documented: modelled for the plain product only, which is what typex asks for)
+    if (ld.batch != 1) lt_unmodelled(m, std::string("a bias-gradient epilogue over ") + std::to_string(ld.batch) + " batches");
+    if (args.alpha != 1.0f || args.beta != 0.0f) lt_unmodelled(m, "a bias-gradient epilogue with alpha != 1 or beta != 0");
+    if (round.bits < 24) lt_unmodelled(m, "a bias-gradient epilogue with a reduced-precision compute type");
   } else if (args.bias != nullptr) {
     lt_invalid(m, std::string("the call passes a bias, but the descriptor's epilogue (") + std::to_string(epi) + ") adds none");
   }
@@ -314,10 +352,15 @@ inline void reference_matmul(const lt_matmul& m, const matmul_args& args) {
   if (empty) return;
 
   const auto k = static_cast<std::int64_t>(a_cols);
+  // (a bias gradient is written, not read: the pointer is the model's output there)
+  void* const bias_grad = bias_grad_of != 0 ? const_cast<void*>(bias) : nullptr;
+  if (bias_grad != nullptr) bias = nullptr;
   if (data_type == CUDA_R_32F) {
-    lt_compute<float>(la, trans_a, lb, trans_b, lc, ld, static_cast<const float*>(bias), bias_stride, relu, gelu, args, k, round);
+    lt_compute<float>(la, trans_a, lb, trans_b, lc, ld, static_cast<const float*>(bias), bias_stride, relu, gelu, args, k, round,
+                      static_cast<float*>(bias_grad), bias_grad_of);
   } else {
-    lt_compute<double>(la, trans_a, lb, trans_b, lc, ld, static_cast<const double*>(bias), bias_stride, relu, gelu, args, k);
+    lt_compute<double>(la, trans_a, lb, trans_b, lc, ld, static_cast<const double*>(bias), bias_stride, relu, gelu, args, k, {},
+                       static_cast<double*>(bias_grad), bias_grad_of);
   }
 }
 

@@ -1488,6 +1488,58 @@ class planned_engine final : public kit::engine, private plan::target {
     return g;
   }
 
+  // A bias gradient beside a weight gradient (cuBLASLt's BGRADA / BGRADB): a later
+  // aten.sum.dim_IntList, without a dtype, over every dim but the last of the dense f32 tensor that
+  // the product reads in place as one operand, `count` sums of k terms each. That operand is the
+  // matmul's argument `which` (0: the left one, read transposed: dW = gᵀ·x sums op(A)'s rows; 1: the
+  // right one, read as stored: dW = xᵀ·g sums op(B)'s columns), reached through views (a linear
+  // layer's derivative reshapes its gradient and transposes it). no_node: none.
+  ir::node_id bias_gradient_of(plan::planner& p, const plan::step_plan& s, std::size_t which, const gemm_operand& op, index_t count,
+                               index_t k) const {
+    const ir::graph& g = p.graph();
+    const auto* ref = std::get_if<ir::value_ref>(&g[s.node].args[which]);
+    if (ref == nullptr || op.offset != 0 || op.ld != count) return plan::no_node;
+    // the operand's node and the views it is a view of
+    std::vector<ir::node_id> chain{ref->node};
+    for (ir::node_id cur = ref->node; chain.size() < 8;) {
+      const ir::node& n = g[cur];
+      if (n.op != ir::node_op::call_function || n.args.empty()) break;
+      const plan::rule r = plan::rules_of(n.target);
+      if (!plan::has(r, plan::rule::view) && !plan::has(r, plan::rule::permute)) break;
+      const auto* up = std::get_if<ir::value_ref>(&n.args[0]);
+      if (up == nullptr) break;
+      chain.push_back(cur = up->node);
+    }
+    const auto same_place = [](const plan::location& a, const plan::location& b) {
+      return a.kind == b.kind && a.index == b.index && a.tensor == b.tensor;
+    };
+    for (const ir::node_id base : chain) {
+      for (const ir::node_id u : p.users(base)) {
+        const ir::node& n = g[u];
+        if (n.op != ir::node_op::call_function || n.target != op_id_of<aten::sum_dim_IntList> || !p.claimable(s, u)) continue;
+        if (n.vals.front().scalar_type != dtype::f32) continue;
+        const detail::call_of c(n, &p.symbols());
+        if (c.args.has("dtype")) continue;
+        const plan::value* x = p.arg(n, 0);
+        if (x == nullptr || x->strided() || x->dt != dtype::f32 || !same_place(x->at, op.at) || x->extents.size() < 2) continue;
+        const std::size_t rank = x->extents.size();
+        index_t lead = 1;
+        for (std::size_t d = 0; d + 1 < rank; ++d) lead *= x->extents[d];
+        if (x->extents.back() != count || lead != k || !c.args.has("dim")) continue;
+        std::vector<bool> reduced(rank, false);
+        bool dims_ok = true;
+        for (std::int64_t d : c.args.ints("dim")) {
+          if (d < 0) d += static_cast<std::int64_t>(rank);
+          if (d < 0 || d >= static_cast<std::int64_t>(rank) || reduced[static_cast<std::size_t>(d)]) dims_ok = false;
+          else reduced[static_cast<std::size_t>(d)] = true;
+        }
+        for (std::size_t d = 0; dims_ok && d < rank; ++d) dims_ok = reduced[d] == (d + 1 < rank);
+        if (dims_ok) return u;
+      }
+    }
+    return plan::no_node;
+  }
+
   // matmul / mm / bmm through one (batched) cuBLASLt product: the operands' transposes and batch
   // strides read in place (the planner hands permutes to this reader as strided values); an
   // operand whose batch does not flatten to one stride (broadcast in some dims only) is copied
@@ -1549,18 +1601,38 @@ class planned_engine final : public kit::engine, private plan::target {
     g.stride_a = batches > 1 ? ga.batch_stride : 0;
     g.stride_b = batches > 1 ? gb.batch_stride : 0;
     g.stride_c = batches > 1 ? m * n : 0;
+    // the bias gradient beside a weight gradient, where cuBLASLt has an algorithm for it (f32
+    // products only: what the gradient epilogues do with reduced-precision operands is not documented)
+    epilogue e = epilogue::none;
+    ir::node_id bias_grad = plan::no_node;
+    if (p.opts().fuse && y.dt == dtype::f32 && options_.matmul_precision == matmul_precision::f32 && batches == 1) {
+      if (ga.transposed && (bias_grad = bias_gradient_of(p, s, 0, ga, mm, k)) != plan::no_node) e = epilogue::bgrad_b;
+      else if (!gb.transposed && (bias_grad = bias_gradient_of(p, s, 1, gb, n, k)) != plan::no_node) e = epilogue::bgrad_a;
+    }
     cuda_plan& cp = *building_;
-    cp.products.push_back(make_matmul(g, epilogue::none, y.dt, options_.matmul_precision));
+    cp.products.push_back(make_matmul(g, e, y.dt, options_.matmul_precision));
+    if (e != epilogue::none && !rt_->can_matmul(cp.products.back(), lt_workspace_bytes)) {
+      cp.products.back() = make_matmul(g, epilogue::none, y.dt, options_.matmul_precision);
+      e = epilogue::none;
+      bias_grad = plan::no_node;
+    }
+    const plan::value* bg = bias_grad != plan::no_node ? &p.also_compute(s, bias_grad) : nullptr;
     const std::size_t product = cp.product_at.size();
     cp.product_at.push_back(&cp.products.back());
     const std::int64_t item = static_cast<std::int64_t>(itemsize(y.dt));
-    pending_.push_back([this, ga, gb, yv = &y, product, item, what] {
+    pending_.push_back([this, ga, gb, yv = &y, bg, product, item, what] {
       record r;
       record::gemm gm;
       gm.product = product;
       gm.args = row_major_operands(address(ga.at) + ga.offset * item, address(gb.at) + gb.offset * item, address(yv->at));
       gm.args.workspace = building_->workspace.data();
       gm.args.workspace_bytes = building_->workspace.bytes();
+      if (bg != nullptr) {  // (the bias gradient's buffer: the descriptor's pointer, the call's a cross-check)
+        gm.args.bias = address(bg->at);
+        building_->product_at[product]->set_bias_pointer(gm.args.bias);
+        r.out2 = address(bg->at);
+        r.out2_bytes = bg->bytes();
+      }
       r.what = gm;
       r.name = what;
       r.out = address(yv->at);

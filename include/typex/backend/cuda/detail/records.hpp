@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -37,6 +38,8 @@ struct record {
   std::string name;       // "node 'fc1' (aten.linear.default)"
   std::byte* out = nullptr;  // (the emulator's write check: the bytes the record may write)
   std::size_t out_bytes = 0;
+  std::byte* out2 = nullptr;  // (and a second range: a product's bias gradient)
+  std::size_t out2_bytes = 0;
 };
 
 // On the emulated device (`check`): a record may change the arena only inside the bytes it writes.
@@ -46,19 +49,25 @@ struct record {
 inline void check_writes(const storage& arena, const record& r, const std::vector<std::byte>& before) {
   const std::byte* base = arena.data();
   const std::size_t n = arena.bytes();
-  std::size_t lo = n, hi = n;
-  if (r.out >= base && r.out < base + n) {
-    lo = static_cast<std::size_t>(r.out - base);
-    hi = std::min(n, lo + r.out_bytes);
-  }
+  const auto range = [&](const std::byte* p, std::size_t bytes) {
+    if (p < base || p >= base + n) return std::pair{n, n};
+    const auto lo = static_cast<std::size_t>(p - base);
+    return std::pair{lo, std::min(n, lo + bytes)};
+  };
+  const auto [lo, hi] = range(r.out, r.out_bytes);
+  const auto [lo2, hi2] = range(r.out2, r.out2_bytes);
   std::size_t first = n;
   for (std::size_t i = 0; i < n && first == n; ++i)
-    if ((i < lo || i >= hi) && base[i] != before[i]) first = i;
+    if ((i < lo || i >= hi) && (i < lo2 || i >= hi2) && base[i] != before[i]) first = i;
   if (first == n) return;
   typex::detail::raise<device_error>([&](auto& w) {
     w.put("typex::cuda: "); w.put(r.name); w.put(" wrote arena byte "); w.put_int(static_cast<long long>(first));
     w.put(", outside its planned slot ["); w.put_int(static_cast<long long>(lo)); w.put(", ");
-    w.put_int(static_cast<long long>(hi)); w.put(") (the emulated device checks the writes of every launch)");
+    w.put_int(static_cast<long long>(hi)); w.put(")");
+    if (lo2 != n) {
+      w.put(" and ["); w.put_int(static_cast<long long>(lo2)); w.put(", "); w.put_int(static_cast<long long>(hi2)); w.put(")");
+    }
+    w.put(" (the emulated device checks the writes of every launch)");
   });
 }
 
