@@ -243,6 +243,58 @@ TEST_CASE("cuda gpu: real cuBLASLt equals the emulated device's model for typex'
   d->synchronize();
 }
 
+TEST_CASE("cuda gpu: real cuBLASLt's BGRADB / BGRADA equal the emulated device's model (the product and the sums over k), and have an algorithm for typex's f32 weight gradients") {
+  const auto d = cuda::make_native_device();
+  const auto bytes = [](const std::vector<float>& v) { return v.size() * sizeof(float); };
+  struct shape {
+    std::int64_t m, n, k;
+  };
+  for (const shape s : {shape{13, 33, 21}, shape{64, 48, 96}, shape{256, 784, 32}, shape{1, 7, 5}}) {
+    for (const bool left : {true, false}) {
+      INFO("m " << s.m << " n " << s.n << " k " << s.k << ", " << (left ? "BGRADB (dW = gT x)" : "BGRADA (dW = xT g)"));
+      cuda::matmul_geometry g{};
+      g.m = s.m, g.n = s.n, g.k = s.k;
+      g.transpose_a = left;
+      std::vector<float> a(std::size_t(s.m * s.k)), b(std::size_t(s.k * s.n));
+      for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::sin(0.37f * float(i) + 0.1f);
+      for (std::size_t i = 0; i < b.size(); ++i) b[i] = std::cos(0.11f * float(i)) * 0.5f;
+      const std::int64_t count = left ? s.m : s.n;
+      const cuda::epilogue e = left ? cuda::epilogue::bgrad_b : cuda::epilogue::bgrad_a;
+      cuda::lt_matmul on_gpu = cuda::make_matmul(g, e);
+      REQUIRE(d->can_matmul(on_gpu, std::size_t{32} << 20));  // (the lowering asks the same)
+      void* da = d->allocate(bytes(a));
+      void* dbm = d->allocate(bytes(b));
+      void* dd = d->allocate(std::size_t(s.m * s.n) * sizeof(float));
+      void* dg = d->allocate(std::size_t(count) * sizeof(float));
+      void* ws = d->allocate(std::size_t{32} << 20);
+      d->copy_to_device(da, a.data(), bytes(a));
+      d->copy_to_device(dbm, b.data(), bytes(b));
+      on_gpu.set_bias_pointer(dg);
+      cuda::matmul_args args = cuda::row_major_operands(da, dbm, dd);
+      args.bias = dg;
+      args.workspace = ws;
+      args.workspace_bytes = std::size_t{32} << 20;
+      d->matmul(on_gpu, args, "contract");
+      std::vector<float> got(std::size_t(s.m * s.n)), got_grad(std::size_t(count));
+      d->copy_to_host(got.data(), dd, got.size() * sizeof(float));
+      d->copy_to_host(got_grad.data(), dg, got_grad.size() * sizeof(float));
+      d->synchronize();
+      std::vector<float> want(got.size()), want_grad(got_grad.size());
+      cuda::lt_matmul on_host = cuda::make_matmul(g, e);
+      on_host.set_bias_pointer(want_grad.data());
+      cuda::reference_matmul(on_host, cuda::row_major_operands(a.data(), b.data(), want.data()));
+      double worst = 0, worst_grad = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(double(got[i]) - double(want[i])));
+      for (std::size_t i = 0; i < got_grad.size(); ++i)
+        worst_grad = std::max(worst_grad, std::abs(double(got_grad[i]) - double(want_grad[i])) / (1.0 + std::abs(double(want_grad[i]))));
+      CHECK(worst <= 1e-4);
+      CHECK(worst_grad <= 1e-5);
+      for (void* p : {da, dbm, dd, dg, ws}) d->deallocate(p);
+      d->synchronize();
+    }
+  }
+}
+
 TEST_CASE("cuda gpu: fused attention (partial tiles, broadcast batch dims, causal, boolean and additive masks, head dim 128) equals the math path on the GPU, graphs on and off") {
   cuda_attention_tests::check_attention_cases(cuda::make_native_device(), true);
 }
