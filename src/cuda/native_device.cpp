@@ -461,7 +461,7 @@ class native_device final : public device_runtime, public std::enable_shared_fro
     device_guard guard(info_.ordinal, where_);
     // (the operands' element size as their alignment: the least any call gives)
     matmul_args least;
-    const auto item = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(itemsize(m.type)));
+    const auto item = reinterpret_cast<void*>(static_cast<std::uintptr_t>(itemsize(m.type)));
     least.a = least.b = least.c = least.d = item;
     least.workspace_bytes = workspace_bytes;
     try {
