@@ -275,7 +275,7 @@ TEST_CASE("cuda gpu: real cuBLASLt's BGRADB / BGRADA equal the emulated device's
       args.workspace = ws;
       args.workspace_bytes = std::size_t{32} << 20;
       d->matmul(on_gpu, args, "contract");
-      std::vector<float> got(std::size_t(s.m * s.n)), got_grad(std::size_t(count));
+      std::vector<float> got(static_cast<std::size_t>(s.m * s.n)), got_grad(static_cast<std::size_t>(count));
       d->copy_to_host(got.data(), dd, got.size() * sizeof(float));
       d->copy_to_host(got_grad.data(), dg, got_grad.size() * sizeof(float));
       d->synchronize();
