@@ -88,8 +88,16 @@ void dispatch(const kernel_launch& k, Stream stream) {
       const attention_params& p = detail::launch_params<attention_params>(k);
       switch (p.pass) {
         case attention_pass::grad_query: TYPEX_LAUNCH((kernels::attention_grad_query_kernel<float>), k.grid, k.block, k.shared_bytes, stream)(p); return;
-        case attention_pass::grad_key: TYPEX_LAUNCH((kernels::attention_grad_kv_kernel<float, true>), k.grid, k.block, k.shared_bytes, stream)(p); return;
-        case attention_pass::grad_value: TYPEX_LAUNCH((kernels::attention_grad_kv_kernel<float, false>), k.grid, k.block, k.shared_bytes, stream)(p); return;
+        case attention_pass::grad_key:
+          TYPEX_LAUNCH((kernels::attention_grad_kv_kernel<float, kernels::attention_grad_key>), k.grid, k.block, k.shared_bytes, stream)(p);
+          return;
+        case attention_pass::grad_value:
+          TYPEX_LAUNCH((kernels::attention_grad_kv_kernel<float, kernels::attention_grad_value>), k.grid, k.block, k.shared_bytes, stream)(p);
+          return;
+        case attention_pass::grad_key_value:
+          TYPEX_LAUNCH((kernels::attention_grad_kv_kernel<float, kernels::attention_grad_key | kernels::attention_grad_value>), k.grid,
+                       k.block, k.shared_bytes, stream)(p);
+          return;
         case attention_pass::stats:
           if (attention_value_columns(p.ev) == 2) TYPEX_LAUNCH((kernels::attention_kernel<float, 2, true>), k.grid, k.block, k.shared_bytes, stream)(p);
           else TYPEX_LAUNCH((kernels::attention_kernel<float, 4, true>), k.grid, k.block, k.shared_bytes, stream)(p);

@@ -460,8 +460,9 @@ enum class attention_mask : std::uint8_t { none, boolean, additive };
 // What an attention launch computes: the forward (out [b, l, ev]); the backward's statistics
 // (typex.attention_stats: out [b, l, 2], from grad and fwd_out); the query's, key's or value's
 // gradient (typex.scaled_dot_product_attention_backward: out [b, l, e], [b, s, e] or [b, s, ev],
-// from grad and stats; kernels/attention_backward.cuh).
-enum class attention_pass : std::uint8_t { forward, stats, grad_query, grad_key, grad_value };
+// from grad and stats; kernels/attention_backward.cuh), or the key's and the value's in one pass
+// (grad_key_value: out the key's, out2 the value's).
+enum class attention_pass : std::uint8_t { forward, stats, grad_query, grad_key, grad_value, grad_key_value };
 
 // scaled_dot_product_attention without dropout, the scores never stored: out[b, i, :] =
 // sum_j softmax_j(scale q[b, i] . k[b, j] + mask) v[b, j] for the `batches` batch entries of the
@@ -490,6 +491,7 @@ struct attention_params {
   const float* grad = nullptr;     // (stats, gradients: the output's gradient, [b, l, ev])
   const float* fwd_out = nullptr;  // (stats: the forward's output, [b, l, ev])
   const float* stats = nullptr;    // (gradients: [b, l, 2])
+  float* out2 = nullptr;           // (grad_key_value: the value's gradient, [b, s, ev]; out is the key's)
 };
 static_assert(std::is_trivially_copyable_v<attention_params>);
 
@@ -795,9 +797,10 @@ constexpr attention_layout attention_tiles(std::int64_t e, std::int64_t ev) {
 // The backward's gradient kernels own 2 head columns per lane: head dims up to 64.
 inline constexpr std::int64_t attention_backward_max_head = 64;
 // Their shared memory: the block's rows (e and ev wide), the other side's tile (padded to odd
-// strides) and the tile's weights ([32][33]).
-inline std::uint32_t attention_backward_shared_bytes(std::int64_t e, std::int64_t ev) {
-  return static_cast<std::uint32_t>(attention_tile * ((e + ev) + (e + 1) + (ev + 1) + (attention_tile + 1)) * sizeof(float));
+// strides) and the tile's weights ([32][33]; the key's and value's pass keeps p and ds, two of them).
+inline std::uint32_t attention_backward_shared_bytes(std::int64_t e, std::int64_t ev, bool key_and_value = false) {
+  const std::int64_t weights = (key_and_value ? 2 : 1) * (attention_tile + 1);
+  return static_cast<std::uint32_t>(attention_tile * ((e + ev) + (e + 1) + (ev + 1) + weights) * sizeof(float));
 }
 
 inline std::uint32_t attention_shared_bytes(std::int64_t e, std::int64_t ev) {
@@ -816,19 +819,24 @@ inline kernel_launch attention_launch(const attention_params& p) {
                                                  std::to_string(p.ev) + " (queries and value dims at least 1, head dims at most " +
                                                  std::to_string(attention_max_head) + ")");
   detail::check_extents("attention", p.batch_rank, p.batch_extent, p.batches);
-  const bool gradient = p.pass == attention_pass::grad_query || p.pass == attention_pass::grad_key || p.pass == attention_pass::grad_value;
+  const bool kv = p.pass == attention_pass::grad_key || p.pass == attention_pass::grad_value || p.pass == attention_pass::grad_key_value;
+  const bool gradient = p.pass == attention_pass::grad_query || kv;
+  if ((p.pass == attention_pass::grad_key_value) != (p.out2 != nullptr))
+    typex::detail::raise_message<argument_error>(
+        "typex::cuda::attention_launch: out2 (the value's gradient) is for the key's and value's pass, which needs it");
   if ((p.pass != attention_pass::forward && p.grad == nullptr) || (p.pass == attention_pass::stats && p.fwd_out == nullptr) ||
       (gradient && (p.stats == nullptr || p.e > attention_backward_max_head || p.ev > attention_backward_max_head || p.s < 1)))
     typex::detail::raise_message<argument_error>(
         "typex::cuda::attention_launch: the backward's passes read the output's gradient (the statistics pass the output too, "
         "the gradients the statistics), and the gradients take head dims up to 64 and at least one key");
   // (the key's and value's gradients: a block per 32 keys; the others per 32 queries)
-  const std::int64_t rows = p.pass == attention_pass::grad_key || p.pass == attention_pass::grad_value ? p.s : p.l;
+  const std::int64_t rows = kv ? p.s : p.l;
   const std::int64_t tiles = (rows + attention_tile - 1) / attention_tile;
   if (tiles > 2147483647 / p.batches)
     typex::detail::raise_message<argument_error>("typex::cuda::attention_launch: more tiles than a grid holds (2^31 - 1)");
   return {kernel_kind::attention, {static_cast<unsigned>(tiles * p.batches), 1, 1}, {attention_threads, 1, 1},
-          gradient ? attention_backward_shared_bytes(p.e, p.ev) : attention_shared_bytes(p.e, p.ev), p};
+          gradient ? attention_backward_shared_bytes(p.e, p.ev, p.pass == attention_pass::grad_key_value) : attention_shared_bytes(p.e, p.ev),
+          p};
 }
 
 inline kernel_launch pool_launch(const pool_params& p) {

@@ -27,6 +27,7 @@
 #include <typex/plan/planner.hpp>
 
 #include <algorithm>
+#include <concepts>
 #include <cstring>
 #include <deque>
 #include <list>
@@ -1135,10 +1136,8 @@ class planned_engine final : public kit::engine, private plan::target {
     const detail::call_of c(node, &p.symbols());
     attention_params ap{};
     if (stats) ap.pass = attention_pass::stats;
-    if (backward) {
-      const std::int64_t which = c.args.integer(8);
-      ap.pass = which == 0 ? attention_pass::grad_query : which == 1 ? attention_pass::grad_key : attention_pass::grad_value;
-    }
+    const std::int64_t which = backward ? c.args.integer(8) : -1;
+    if (backward) ap.pass = which == 0 ? attention_pass::grad_query : which == 1 ? attention_pass::grad_key : attention_pass::grad_value;
     const std::vector<index_t>& shaped = grad != nullptr ? grad->extents : y.extents;  // (the output's shape)
     const std::size_t rank = shaped.size(), batch_rank = rank - 2;
     ap.batch_rank = static_cast<int>(batch_rank);
@@ -1180,7 +1179,18 @@ class planned_engine final : public kit::engine, private plan::target {
       push_zero(y, what);
       if (!stats || ap.l == 0) return;  // (statistics over no keys: -inf and grad . out, by the kernel)
     }
-    pending_.push_back([this, q, k, v, mask, grad, fwd_out, st, yv = &y, ap, what]() mutable {
+    // the key's and the value's gradients of the same call: one pass writes both (the other's node
+    // is this step's second result)
+    const plan::value* kv_other = nullptr;
+    if ((which == 1 || which == 2) && p.opts().fuse) {
+      const ir::node_id other = attention_kv_sibling(p, s, 3 - which);
+      if (other != plan::no_node) {
+        kv_other = &p.also_compute(s, other);
+        ap.pass = attention_pass::grad_key_value;
+      }
+    }
+    const bool key_here = which == 1;
+    pending_.push_back([this, q, k, v, mask, grad, fwd_out, st, yv = &y, kv_other, key_here, ap, what]() mutable {
       ap.q = reinterpret_cast<const float*>(address(q->at));
       ap.k = reinterpret_cast<const float*>(address(k->at));
       ap.v = reinterpret_cast<const float*>(address(v->at));
@@ -1188,9 +1198,50 @@ class planned_engine final : public kit::engine, private plan::target {
       ap.grad = grad != nullptr ? reinterpret_cast<const float*>(address(grad->at)) : nullptr;
       ap.fwd_out = fwd_out != nullptr ? reinterpret_cast<const float*>(address(fwd_out->at)) : nullptr;
       ap.stats = st != nullptr ? reinterpret_cast<const float*>(address(st->at)) : nullptr;
-      ap.out = reinterpret_cast<float*>(address(yv->at));
-      return kernel_record(attention_launch(ap), what, address(yv->at), yv->bytes());
+      if (kv_other == nullptr) {
+        ap.out = reinterpret_cast<float*>(address(yv->at));
+        return kernel_record(attention_launch(ap), what, address(yv->at), yv->bytes());
+      }
+      // (the key's gradient to out, the value's to out2, whichever of the two nodes this step is)
+      const plan::value* key = key_here ? yv : kv_other;
+      const plan::value* value = key_here ? kv_other : yv;
+      ap.out = reinterpret_cast<float*>(address(key->at));
+      ap.out2 = reinterpret_cast<float*>(address(value->at));
+      record r = kernel_record(attention_launch(ap), what, address(key->at), key->bytes());
+      r.out2 = address(value->at);
+      r.out2_bytes = value->bytes();
+      return r;
     });
+  }
+
+  // The backward node of the same attention call (the same gradient, operands, statistics, mask and
+  // scalars) that computes input `which` (1: the key's gradient, 2: the value's), not yet planned:
+  // the key's and value's pass computes both. no_node: none.
+  ir::node_id attention_kv_sibling(const plan::planner& p, const plan::step_plan& s, std::int64_t which) const {
+    const ir::graph& g = p.graph();
+    const ir::node& node = g[s.node];
+    const auto* st = std::get_if<ir::value_ref>(&node.args[4]);
+    if (st == nullptr) return plan::no_node;
+    const auto same = [](const ir::argument& a, const ir::argument& b) {
+      return a.index() == b.index() && std::visit(
+                                           [&](const auto& x) {
+                                             using X = std::decay_t<decltype(x)>;
+                                             if constexpr (std::equality_comparable<X>) return x == std::get<X>(b);
+                                             else return false;
+                                           },
+                                           a);
+    };
+    for (const ir::node_id u : p.users(st->node)) {
+      const ir::node& n = g[u];
+      if (u == s.node || n.op != ir::node_op::call_function || n.target != op_id_of<attention_backward_op> || n.args.size() != node.args.size() ||
+          !p.claimable(s, u))
+        continue;
+      bool match = true;
+      for (std::size_t a = 0; a < n.args.size() && match; ++a)
+        match = a == 8 ? std::holds_alternative<std::int64_t>(n.args[a]) && std::get<std::int64_t>(n.args[a]) == which : same(n.args[a], node.args[a]);
+      if (match && n.vals.front().scalar_type == node.vals.front().scalar_type) return u;
+    }
+    return plan::no_node;
   }
 
   // max_pool2d, avg_pool2d, adaptive_avg_pool2d: a thread per output element; the output's extents

@@ -5,8 +5,9 @@
 //   p_ij = exp(s_ij - L_i),  ds_ij = p_ij (grad_i . v_j - D_i)
 //   dq_i = scale sum_j ds_ij k_j     (attention_grad_query_kernel: a block per 32 query rows,
 //                                      walking the key tiles)
-//   dk_j = scale sum_i ds_ij q_i     (attention_grad_kv_kernel<true>: a block per 32 keys,
-//   dv_j = sum_i p_ij grad_i          walking the query tiles; <false> for the value)
+//   dk_j = scale sum_i ds_ij q_i     (attention_grad_kv_kernel: a block per 32 keys, walking
+//   dv_j = sum_i p_ij grad_i          the query tiles; the key's, the value's, or both in one
+//                                      pass that recomputes the weights once for the two)
 // Each block keeps its 32 rows' sums in registers: warp w owns rows 8w .. 8w + 7, lane t the head
 // columns 2t and 2t + 1 (head dims up to attention_backward_max_head = 64). A tile's scores are one
 // per (row, lane): the lane is the other side's row (a key for the query's gradient, a query for
@@ -160,29 +161,53 @@ TYPEX_GLOBAL void attention_grad_query_kernel(const TYPEX_GRID_CONSTANT attentio
   }
 }
 
-// Key: the key's gradient (scale sum_i ds_ij q_i); else the value's (sum_i p_ij grad_i).
-template <class T, bool Key>
+// Which gradients a key block sums (attention_grad_kv_kernel's Grads, a bit set).
+inline constexpr int attention_grad_key = 1;    // scale sum_i ds_ij q_i, to out
+inline constexpr int attention_grad_value = 2;  // sum_i p_ij grad_i, to out (to out2 beside the key's)
+
+namespace detail {
+// A key block's sums, rows j0 + 8 warp + r, head columns 2 lane and 2 lane + 1 of `width`, times
+// `factor`, into out [b, s, width].
+template <int RW>
+TYPEX_DEVICE void store_attention_kv(float* out, const float (&acc)[RW][2], const attention_params& p, std::int64_t b, std::int64_t j0,
+                                     int warp, int lane, int width, float factor) {
+  TYPEX_DEVICE_UNROLL
+  for (int r = 0; r < RW; ++r) {
+    const std::int64_t j = j0 + warp * RW + r;
+    if (j >= p.s) continue;
+    float* o = out + (b * p.s + j) * width;
+    if (2 * lane < width) o[2 * lane] = acc[r][0] * factor;
+    if (2 * lane + 1 < width) o[2 * lane + 1] = acc[r][1] * factor;
+  }
+}
+}  // namespace detail
+
+// The key's gradient, the value's, or both in one walk over the query tiles (Grads): both share the
+// scores and the weights p, recomputed once; ds needs grad_i . v_j too.
+template <class T, int Grads>
 TYPEX_GLOBAL void attention_grad_kv_kernel(const TYPEX_GRID_CONSTANT attention_params p) {
   static_assert(std::is_same_v<T, float>, "typex::cuda: attention_grad_kv_kernel computes f32 gradients");
+  static_assert(Grads >= 1 && Grads <= 3, "typex::cuda: attention_grad_kv_kernel sums the key's gradient, the value's or both");
+  constexpr bool Key = (Grads & attention_grad_key) != 0, Value = (Grads & attention_grad_value) != 0;
   constexpr int B = static_cast<int>(attention_tile), RW = B / 4;
   const detail::attention_block blk = detail::attention_block_of(p, p.s);
   const int t = blk.t, lane = blk.lane, warp = blk.warp;
   const std::int64_t b = blk.b, j0 = blk.r0;
   const detail::attention_offsets off = blk.off;
   const int e = static_cast<int>(p.e), ev = static_cast<int>(p.ev), ep = e + 1, evp = ev + 1;
-  const int width = Key ? e : ev;          // (the gradient's head dim)
   const detail::attention_backward_tiles tiles = detail::attention_backward_tiles_of(TYPEX_SHARED(float), e, ev);
   float* k_tile = tiles.own_e;     // this block's keys
   float* v_tile = tiles.own_ev;    // their values
   float* q_tile = tiles.other_e;   // the query tile
   float* g_tile = tiles.other_ev;  // its output gradients
-  float* w_tile = tiles.w;         // the tile's weights (value) or ds (key), [key][query]
+  float* p_tile = tiles.w;         // the tile's weights p, [key][query] (the value's gradient)
+  float* ds_tile = Key && Value ? tiles.w + B * (B + 1) : tiles.w;  // and ds (the key's)
   const float* grad = p.grad + b * p.l * ev;
   detail::load_attention_rows(k_tile, e, p.k + off.k, j0, p.s, e, t);
   if constexpr (Key) detail::load_attention_rows(v_tile, ev, p.v + off.v, j0, p.s, ev, t);
-  float acc[RW][2];
+  float acc_k[RW][2], acc_v[RW][2];
   TYPEX_DEVICE_UNROLL
-  for (int r = 0; r < RW; ++r) acc[r][0] = acc[r][1] = 0.0f;
+  for (int r = 0; r < RW; ++r) acc_k[r][0] = acc_k[r][1] = acc_v[r][0] = acc_v[r][1] = 0.0f;
   // (causal: the queries from the block's first key on; the tiles before it exclude every key)
   for (std::int64_t i0 = p.causal ? j0 / B * B : 0; i0 < p.l; i0 += B) {
     sync_threads();  // (the key and value tiles stored; the previous query tile read)
@@ -210,31 +235,34 @@ TYPEX_GLOBAL void attention_grad_kv_kernel(const TYPEX_GRID_CONSTANT attention_p
     for (int r = 0; r < RW; ++r) {
       const std::int64_t j = j0 + warp * RW + r;
       const float w = i < p.l ? detail::attention_weight(p, off.mask, i, j, dot[r], lse) : 0.0f;
-      w_tile[(warp * RW + r) * (B + 1) + lane] = Key ? w * (dp[r] - dsum) : w;
+      if constexpr (Value) p_tile[(warp * RW + r) * (B + 1) + lane] = w;
+      if constexpr (Key) ds_tile[(warp * RW + r) * (B + 1) + lane] = w * (dp[r] - dsum);
     }
     sync_warp(full_mask);
     const int queries = p.l - i0 < B ? static_cast<int>(p.l - i0) : B;
-    const float* side = Key ? q_tile : g_tile;  // (the rows the gradient sums)
-    const int sp = Key ? ep : evp;
     for (int c = 0; c < queries; ++c) {
-      const float x0 = 2 * lane < width ? side[c * sp + 2 * lane] : 0.0f, x1 = 2 * lane + 1 < width ? side[c * sp + 2 * lane + 1] : 0.0f;
-      TYPEX_DEVICE_UNROLL
-      for (int r = 0; r < RW; ++r) {
-        const float w = w_tile[(warp * RW + r) * (B + 1) + c];
-        acc[r][0] += w * x0;
-        acc[r][1] += w * x1;
+      if constexpr (Key) {  // (the query rows, weighted by ds)
+        const float x0 = 2 * lane < e ? q_tile[c * ep + 2 * lane] : 0.0f, x1 = 2 * lane + 1 < e ? q_tile[c * ep + 2 * lane + 1] : 0.0f;
+        TYPEX_DEVICE_UNROLL
+        for (int r = 0; r < RW; ++r) {
+          const float w = ds_tile[(warp * RW + r) * (B + 1) + c];
+          acc_k[r][0] += w * x0;
+          acc_k[r][1] += w * x1;
+        }
+      }
+      if constexpr (Value) {  // (the output gradient's rows, weighted by p)
+        const float x0 = 2 * lane < ev ? g_tile[c * evp + 2 * lane] : 0.0f, x1 = 2 * lane + 1 < ev ? g_tile[c * evp + 2 * lane + 1] : 0.0f;
+        TYPEX_DEVICE_UNROLL
+        for (int r = 0; r < RW; ++r) {
+          const float w = p_tile[(warp * RW + r) * (B + 1) + c];
+          acc_v[r][0] += w * x0;
+          acc_v[r][1] += w * x1;
+        }
       }
     }
   }
-  const float factor = Key ? p.scale : 1.0f;
-  TYPEX_DEVICE_UNROLL
-  for (int r = 0; r < RW; ++r) {
-    const std::int64_t j = j0 + warp * RW + r;
-    if (j >= p.s) continue;
-    float* o = p.out + (b * p.s + j) * width;
-    if (2 * lane < width) o[2 * lane] = acc[r][0] * factor;
-    if (2 * lane + 1 < width) o[2 * lane + 1] = acc[r][1] * factor;
-  }
+  if constexpr (Key) detail::store_attention_kv(p.out, acc_k, p, b, j0, warp, lane, e, p.scale);
+  if constexpr (Value) detail::store_attention_kv(Key ? p.out2 : p.out, acc_v, p, b, j0, warp, lane, ev, 1.0f);
 }
 
 }  // inline namespace TYPEX_CUDA_ABI
