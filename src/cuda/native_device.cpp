@@ -453,9 +453,7 @@ class native_device final : public device_runtime, public std::enable_shared_fro
     return a;
   }
 
-  // cuBLASLt's first heuristic choice for the product's descriptors within the workspace given, for
-  // operands at the alignments of the call's. (Chosen once per lt_matmul: its workspace is a planned
-  // buffer of a fixed size, and a plan's addresses never change.)
+  // Whether cuBLASLt's heuristic has an algorithm for the product at the least alignment a call gives.
   bool can_matmul(const lt_matmul& m, std::size_t workspace_bytes) override {
     if (!m) return false;
     device_guard guard(info_.ordinal, where_);
@@ -472,6 +470,9 @@ class native_device final : public device_runtime, public std::enable_shared_fro
     }
   }
 
+  // cuBLASLt's first heuristic choice for the product's descriptors within the workspace given, for
+  // operands at the alignments of the call's. (Chosen once per lt_matmul: its workspace is a planned
+  // buffer of a fixed size, and a plan's addresses never change.)
   cublasLtMatmulAlgo_t choose_algorithm(const lt_matmul& m, const matmul_args& args, const std::string& where) {
     const std::size_t workspace_bytes = args.workspace_bytes;
     cublasLtMatmulPreference_t pref = nullptr;

@@ -30,6 +30,7 @@
 #include <typex/plan/rules.hpp>
 #include <typex/tensor/host_tensor.hpp>
 
+#include <algorithm>
 #include <optional>
 #include <span>
 #include <string>
@@ -439,6 +440,12 @@ inline void planner::plan(std::span<const any_tensor> inputs, const symbol_table
         prev = u;
       }
     } else {
+      if (!s.also.empty()) {  // (a claimed node would never be computed)
+        typex::detail::raise<ir::graph_error>([&](auto& w) {
+          w.put("typex: the backend claimed a later node for node '"); w.put(node.name);
+          w.put("''s step (also_compute) and then declined to lower it");
+        });
+      }
       arena_.resize(v.at.index, v.bytes());
       s = step_plan{};
       s.node = n;
@@ -476,8 +483,11 @@ inline bool planner::claimable(const step_plan& s, ir::node_id later) const {
   const ir::graph& g = *g_;
   if (later <= s.node || later >= g.size() || claimed_[later] || chained_to_[later] != no_node || fused_into_[later] || absorbed_[later])
     return false;
+  // (nor what this step fuses already, nor a random draw: a node of its own, drawn per call)
+  if (later == s.epilogue || later == s.pool || std::find(s.chain.begin(), s.chain.end(), later) != s.chain.end()) return false;
   const ir::node& node = g[later];
-  if (node.op != ir::node_op::call_function || ir::is_assertion(node) || has(rules_of(node.target), rule::view)) return false;
+  if (node.op != ir::node_op::call_function || ir::is_assertion(node) || has(rules_of(node.target), rule::view) || takes_draw(node))
+    return false;
   // (its arguments computed before the step; not all of them constants: such a node is folded)
   bool ready = true, constant = true;
   ir::graph::for_each_ref(node, [&](ir::value_ref r) {

@@ -13,7 +13,9 @@
 //         until it waits at a barrier or a warp operation, in an order shuffled by the seed; no
 //         host thread switches (on 2 cores the threads mode spends most of its time in the
 //         scheduler's futex wake-ups), a deadlock is known exactly (every thread left waits), and a
-//         missing barrier reads the poisoned shared memory (NaN) as the threads mode's races do;
+//         missing barrier before a tile's first use reads the poisoned shared memory (NaN), one
+//         between uses of a tile reads the previous tile's values, in an order the seed shuffles
+//         (no data race: ThreadSanitizer's reports need the threads mode);
 //         AddressSanitizer is told of every stack switch;
 //   - sync_threads() is a barrier that counts arrivals and exits: threads reaching different
 //     barriers, or a thread returning while others wait, is a device_error naming the kernel, the
@@ -79,7 +81,11 @@
 #define TYPEX_EMU_FIBERS 1
 #include <sys/mman.h>
 #include <unistd.h>
-#if !defined(__x86_64__)
+// (the own switch returns where its caller did not call: not with CET shadow stacks, where glibc's
+// swapcontext keeps the shadow stack right)
+#if defined(__x86_64__) && !(defined(__CET__) && (__CET__ & 2))
+#define TYPEX_EMU_OWN_SWITCH 1
+#else
 #include <ucontext.h>
 #endif
 #endif
@@ -138,23 +144,32 @@ inline bool same_site(const std::source_location& a, const std::source_location&
 }
 
 // The execution mode a process starts with: TYPEX_CUDA_EMULATOR_EXECUTION=threads or fibers in the
-// environment, else the build's default (an unknown value, or fibers where the build has none, is
-// refused at the first launch rather than ignored).
-inline execution initial_execution() {
+// environment, else the build's default. An unknown value, or fibers where the build has none, is
+// kept as `wrong` and refused by every launch until set_execution chooses a mode (not ignored).
+struct initial_mode {
+  execution mode = default_execution;
+  std::string wrong;  // (the refusal's message)
+};
+inline initial_mode initial_execution() {
+  initial_mode r;
   const char* e = std::getenv("TYPEX_CUDA_EMULATOR_EXECUTION");
-  if (e == nullptr || *e == '\0') return default_execution;
+  if (e == nullptr || *e == '\0') return r;
   const std::string_view v(e);
-  if (v == "threads") return execution::threads;
-  if (v == "fibers" && fibers_available) return execution::fibers;
-  typex::detail::raise_message<device_error>(std::string("typex::cuda emulator: TYPEX_CUDA_EMULATOR_EXECUTION=") + e +
-                                             (v == "fibers" ? ": this build has no fibers (POSIX ucontext, not under ThreadSanitizer)" : ": expected threads or fibers"));
+  if (v == "threads") r.mode = execution::threads;
+  else if (v == "fibers" && fibers_available) r.mode = execution::fibers;
+  else
+    r.wrong = std::string("typex::cuda emulator: TYPEX_CUDA_EMULATOR_EXECUTION=") + e +
+              (v == "fibers" ? ": this build has no fibers (Linux, not under ThreadSanitizer)" : ": expected threads or fibers");
+  return r;
 }
 
 // Settings, process-wide.
 struct settings {
   std::atomic<std::uint64_t> seed{0x5eed};
   std::atomic<long long> barrier_timeout_ms{5000};
-  std::atomic<execution> mode{initial_execution()};
+  initial_mode initial = initial_execution();
+  std::atomic<execution> mode{initial.mode};
+  std::atomic<bool> mode_refused{!initial.wrong.empty()};  // (the environment's value, until set_execution)
   std::mutex optin_mutex;
   std::map<const void*, std::size_t> optin;  // kernel -> the dynamic shared memory it opted in to
 };
@@ -269,7 +284,7 @@ inline std::chrono::milliseconds timeout() { return std::chrono::milliseconds(co
 
 #if defined(TYPEX_EMU_FIBERS)
 // A suspended fiber (or the scheduler): where it continues.
-#if defined(__x86_64__)
+#if defined(TYPEX_EMU_OWN_SWITCH)
 struct fiber_context {
   void* sp = nullptr;  // its stack, as fiber_switch left it
 };
@@ -343,9 +358,9 @@ class fiber_scheduler {
   static constexpr std::size_t stack_bytes = 512 * 1024;
 
   void run(unsigned n, body fn, void* arg, std::uint64_t seed) {
-    while (fibers_.size() < n) {
-      fibers_.push_back(make_fiber());
-      prepare_fiber(fibers_.back().context, fibers_.back().stack, stack_bytes, &fiber_scheduler::entry);
+    while (fibers_.size() < n) {  // (each fiber at a fixed address: a suspended context is never moved)
+      fibers_.push_back(std::make_unique<fiber>(make_fiber()));
+      prepare_fiber(fibers_.back()->context, fibers_.back()->stack, stack_bytes, &fiber_scheduler::entry);
     }
     fn_ = fn;
     arg_ = arg;
@@ -353,16 +368,16 @@ class fiber_scheduler {
     std::iota(order_.begin(), order_.end(), 0u);
     std::mt19937_64 rng(seed);
     std::shuffle(order_.begin(), order_.end(), rng);
-    for (unsigned i = 0; i < n; ++i) fibers_[i].done = false;
+    for (unsigned i = 0; i < n; ++i) fibers_[i]->done = false;
     active() = this;
     unsigned live = n;
     stalled_ = false;
     while (live > 0) {
       progress_ = false;
       for (const unsigned i : order_) {
-        if (fibers_[i].done) continue;
+        if (fibers_[i]->done) continue;
         resume(i);
-        if (fibers_[i].done) {
+        if (fibers_[i]->done) {
           --live;
           progress_ = true;
         }
@@ -414,9 +429,9 @@ class fiber_scheduler {
     running_ = i;
 #if defined(TYPEX_EMU_ASAN)
     void* fake_stack = nullptr;
-    __sanitizer_start_switch_fiber(&fake_stack, fibers_[i].stack, stack_bytes);
+    __sanitizer_start_switch_fiber(&fake_stack, fibers_[i]->stack, stack_bytes);
 #endif
-    switch_fiber(scheduler_, fibers_[i].context);
+    switch_fiber(scheduler_, fibers_[i]->context);
 #if defined(TYPEX_EMU_ASAN)
     __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
 #endif
@@ -424,7 +439,7 @@ class fiber_scheduler {
 
   // Back to the scheduler, until resumed.
   void suspend() {
-    fiber& f = fibers_[running_];
+    fiber& f = *fibers_[running_];
 #if defined(TYPEX_EMU_ASAN)
     void* fake_stack = nullptr;
     __sanitizer_start_switch_fiber(&fake_stack, scheduler_stack_, scheduler_stack_bytes_);
@@ -450,16 +465,18 @@ class fiber_scheduler {
     for (;;) {
       const unsigned i = s.running_;
       s.fn_(s.arg_, i);  // (the body catches everything: nothing unwinds out of a fiber)
-      s.fibers_[i].done = true;
+      s.fibers_[i]->done = true;
       s.suspend();  // (resumed by a later block, perhaps launched from another host thread)
     }
   }
 
-  std::vector<fiber> fibers_;
+  std::vector<std::unique_ptr<fiber>> fibers_;
   std::vector<unsigned> order_;
   fiber_context scheduler_{};
-  const void* scheduler_stack_ = nullptr;
+#if defined(TYPEX_EMU_ASAN)
+  const void* scheduler_stack_ = nullptr;  // (the scheduler's stack, for ASan's switch annotations)
   std::size_t scheduler_stack_bytes_ = 0;
+#endif
   body fn_ = nullptr;
   void* arg_ = nullptr;
   unsigned running_ = 0;
@@ -476,7 +493,7 @@ inline fiber_scheduler& fibers() {
 // A kernel thread's wait (`lock` held): until pred() holds (true) or the wait gives up (false:
 // the barrier timeout with threads, a deadlock with fibers).
 template <class P>
-bool await(block_state& b, std::condition_variable& cv, std::unique_lock<std::mutex>& lock, P pred) {
+bool await([[maybe_unused]] block_state& b, std::condition_variable& cv, std::unique_lock<std::mutex>& lock, P pred) {
 #if defined(TYPEX_EMU_FIBERS)
   if (b.fibers != nullptr) return b.fibers->wait(lock, pred);
 #endif
@@ -741,6 +758,7 @@ void run_grid(std::string_view kernel, const void* kernel_address, dim3 grid, di
                      "set_max_dynamic_shared(kernel, bytes) first" + (optin != 0 ? std::string(" (it opted in to ") + std::to_string(optin) + " bytes)" : std::string()));
   }
 
+  if (config().mode_refused.load()) typex::detail::raise_message<device_error>(config().initial.wrong);
   const std::lock_guard serial(launch_mutex());
   [[maybe_unused]] const execution mode = config().mode.load();
   const unsigned long long blocks = 1ull * grid.x * grid.y * grid.z;
@@ -818,6 +836,7 @@ inline void set_execution(execution e) {
   if (e == execution::fibers && !fibers_available)
     typex::detail::raise_message<device_error>("typex::cuda emulator: fibers are not available in this build (POSIX ucontext, not under ThreadSanitizer)");
   detail::config().mode.store(e);
+  detail::config().mode_refused.store(false);
 }
 inline execution current_execution() { return detail::config().mode.load(); }
 
