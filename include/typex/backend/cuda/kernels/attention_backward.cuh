@@ -82,6 +82,39 @@ TYPEX_DEVICE void load_attention_rows(float* tile, int stride, const float* src,
     tile[c * stride + col] = r0 + c < rows ? src[(r0 + c) * width + col] : 0.0f;
   }
 }
+
+// A gradient block's sums over one tile: for each of the warp's rows r, acc[r] += weights[r][c] times
+// the lane's two columns (2 lane, 2 lane + 1 of `width`) of the tile's row c (`side`, row stride
+// sp), for the tile's `count` rows in order.
+template <int RW>
+TYPEX_DEVICE void accumulate_attention_tile(float (&acc)[RW][2], const float* weights, const float* side, int sp, int width, int count,
+                                            int warp, int lane) {
+  constexpr int B = static_cast<int>(attention_tile);
+  for (int c = 0; c < count; ++c) {
+    const float x0 = 2 * lane < width ? side[c * sp + 2 * lane] : 0.0f, x1 = 2 * lane + 1 < width ? side[c * sp + 2 * lane + 1] : 0.0f;
+    TYPEX_DEVICE_UNROLL
+    for (int r = 0; r < RW; ++r) {
+      const float w = weights[(warp * RW + r) * (B + 1) + c];
+      acc[r][0] += w * x0;
+      acc[r][1] += w * x1;
+    }
+  }
+}
+
+// A gradient block's sums, rows r0 + RW warp + r of `rows`, head columns 2 lane and 2 lane + 1 of
+// `width`, times `factor`, into out [b, rows, width].
+template <int RW>
+TYPEX_DEVICE void store_attention_rows(float* out, const float (&acc)[RW][2], std::int64_t b, std::int64_t rows, std::int64_t r0, int warp,
+                                       int lane, int width, float factor) {
+  TYPEX_DEVICE_UNROLL
+  for (int r = 0; r < RW; ++r) {
+    const std::int64_t row = r0 + warp * RW + r;
+    if (row >= rows) continue;
+    float* o = out + (b * rows + row) * width;
+    if (2 * lane < width) o[2 * lane] = acc[r][0] * factor;
+    if (2 * lane + 1 < width) o[2 * lane + 1] = acc[r][1] * factor;
+  }
+}
 }  // namespace detail
 
 // Launch geometry: attention_backward_launch (block x: batch entry x 32-row tile of the output's
@@ -141,46 +174,14 @@ TYPEX_GLOBAL void attention_grad_query_kernel(const TYPEX_GRID_CONSTANT attentio
     }
     sync_warp(full_mask);
     const int keys = s_end - j0 < B ? static_cast<int>(s_end - j0) : B;
-    for (int c = 0; c < keys; ++c) {
-      const float k0 = 2 * lane < e ? k_tile[c * ep + 2 * lane] : 0.0f, k1 = 2 * lane + 1 < e ? k_tile[c * ep + 2 * lane + 1] : 0.0f;
-      TYPEX_DEVICE_UNROLL
-      for (int r = 0; r < RW; ++r) {
-        const float w = w_tile[(warp * RW + r) * (B + 1) + c];
-        acc[r][0] += w * k0;
-        acc[r][1] += w * k1;
-      }
-    }
+    detail::accumulate_attention_tile(acc, w_tile, k_tile, ep, e, keys, warp, lane);
   }
-  TYPEX_DEVICE_UNROLL
-  for (int r = 0; r < RW; ++r) {
-    const std::int64_t i = i0 + warp * RW + r;
-    if (i >= p.l) continue;
-    float* o = p.out + (b * p.l + i) * e;
-    if (2 * lane < e) o[2 * lane] = acc[r][0] * p.scale;
-    if (2 * lane + 1 < e) o[2 * lane + 1] = acc[r][1] * p.scale;
-  }
+  detail::store_attention_rows(p.out, acc, b, p.l, i0, warp, lane, e, p.scale);
 }
 
 // Which gradients a key block sums (attention_grad_kv_kernel's Grads, a bit set).
 inline constexpr int attention_grad_key = 1;    // scale sum_i ds_ij q_i, to out
 inline constexpr int attention_grad_value = 2;  // sum_i p_ij grad_i, to out (to out2 beside the key's)
-
-namespace detail {
-// A key block's sums, rows j0 + 8 warp + r, head columns 2 lane and 2 lane + 1 of `width`, times
-// `factor`, into out [b, s, width].
-template <int RW>
-TYPEX_DEVICE void store_attention_kv(float* out, const float (&acc)[RW][2], const attention_params& p, std::int64_t b, std::int64_t j0,
-                                     int warp, int lane, int width, float factor) {
-  TYPEX_DEVICE_UNROLL
-  for (int r = 0; r < RW; ++r) {
-    const std::int64_t j = j0 + warp * RW + r;
-    if (j >= p.s) continue;
-    float* o = out + (b * p.s + j) * width;
-    if (2 * lane < width) o[2 * lane] = acc[r][0] * factor;
-    if (2 * lane + 1 < width) o[2 * lane + 1] = acc[r][1] * factor;
-  }
-}
-}  // namespace detail
 
 // The key's gradient, the value's, or both in one walk over the query tiles (Grads): both share the
 // scores and the weights p, recomputed once; ds needs grad_i . v_j too.
@@ -240,29 +241,11 @@ TYPEX_GLOBAL void attention_grad_kv_kernel(const TYPEX_GRID_CONSTANT attention_p
     }
     sync_warp(full_mask);
     const int queries = p.l - i0 < B ? static_cast<int>(p.l - i0) : B;
-    for (int c = 0; c < queries; ++c) {
-      if constexpr (Key) {  // (the query rows, weighted by ds)
-        const float x0 = 2 * lane < e ? q_tile[c * ep + 2 * lane] : 0.0f, x1 = 2 * lane + 1 < e ? q_tile[c * ep + 2 * lane + 1] : 0.0f;
-        TYPEX_DEVICE_UNROLL
-        for (int r = 0; r < RW; ++r) {
-          const float w = ds_tile[(warp * RW + r) * (B + 1) + c];
-          acc_k[r][0] += w * x0;
-          acc_k[r][1] += w * x1;
-        }
-      }
-      if constexpr (Value) {  // (the output gradient's rows, weighted by p)
-        const float x0 = 2 * lane < ev ? g_tile[c * evp + 2 * lane] : 0.0f, x1 = 2 * lane + 1 < ev ? g_tile[c * evp + 2 * lane + 1] : 0.0f;
-        TYPEX_DEVICE_UNROLL
-        for (int r = 0; r < RW; ++r) {
-          const float w = p_tile[(warp * RW + r) * (B + 1) + c];
-          acc_v[r][0] += w * x0;
-          acc_v[r][1] += w * x1;
-        }
-      }
-    }
+    if constexpr (Key) detail::accumulate_attention_tile(acc_k, ds_tile, q_tile, ep, e, queries, warp, lane);    // (the queries, by ds)
+    if constexpr (Value) detail::accumulate_attention_tile(acc_v, p_tile, g_tile, evp, ev, queries, warp, lane);  // (grad's rows, by p)
   }
-  if constexpr (Key) detail::store_attention_kv(p.out, acc_k, p, b, j0, warp, lane, e, p.scale);
-  if constexpr (Value) detail::store_attention_kv(Key ? p.out2 : p.out, acc_v, p, b, j0, warp, lane, ev, 1.0f);
+  if constexpr (Key) detail::store_attention_rows(p.out, acc_k, b, p.s, j0, warp, lane, e, p.scale);
+  if constexpr (Value) detail::store_attention_rows(Key ? p.out2 : p.out, acc_v, b, p.s, j0, warp, lane, ev, 1.0f);
 }
 
 }  // inline namespace TYPEX_CUDA_ABI
