@@ -89,6 +89,17 @@ TEST_CASE("cuda training: each linear layer's bias gradient is written by its we
     INFO("gradient of " << fqn);
     CHECK(worst(g.gradients.at(fqn), t) <= 2e-5);
   }
+  // a device whose cuBLASLt has no algorithm for the epilogues: the sums stay kernels of their own
+  const auto refusing = cuda::make_emulated_device();
+  static_cast<cuda::emulated_device*>(refusing.get())->refuse_epilogue(cuda::epilogue::bgrad_a);
+  static_cast<cuda::emulated_device*>(refusing.get())->refuse_epilogue(cuda::epilogue::bgrad_b);
+  program_module<cuda_backend> fallback(joint, {.device = refusing});
+  const joint_outputs f = read_joint_outputs(joint, fallback({cuda::to_device(in[0], refusing), cuda::to_device(in[1], refusing)}));
+  CHECK(fallback.report().steps == apart.report().steps);
+  for (const auto& [fqn, t] : w.gradients) {
+    INFO("gradient of " << fqn << " without the epilogue");
+    CHECK(worst(f.gradients.at(fqn), t) <= 2e-5);
+  }
 }
 
 TEST_CASE("cuda training: the partitioned halves on the emulated device give the joint program's outputs and train the same parameters") {

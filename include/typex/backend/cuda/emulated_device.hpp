@@ -25,6 +25,7 @@
 #endif
 
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -109,6 +110,11 @@ class emulated_device final : public device_runtime, public std::enable_shared_f
       typex::detail::raise_message<device_error>(msg);
     }
   }
+  // Yes, as the model runs what it accepts, unless a test refused the product's epilogue: a GPU's
+  // heuristic may find no algorithm, and a lowering that asks must then keep its fallback.
+  bool can_matmul(const lt_matmul& m, std::size_t) override { return (refused_.load() & (1u << static_cast<unsigned>(m.epi))) == 0; }
+  // (for tests: can_matmul says no for products with epilogue e from now on)
+  void refuse_epilogue(epilogue e) noexcept { refused_.fetch_or(1u << static_cast<unsigned>(e)); }
 #if defined(TYPEX_CUDNN)
   std::size_t choose_convolution(dnn_convolution& c, std::string_view) override {
     const std::string key = c.key();
@@ -164,6 +170,7 @@ class emulated_device final : public device_runtime, public std::enable_shared_f
   std::size_t in_use_ = 0;
   std::atomic<std::size_t> launches_{0};
   std::atomic<std::size_t> synchronizations_{0};
+  std::atomic<std::uint32_t> refused_{0};  // (a bit per epilogue can_matmul refuses)
 #if defined(TYPEX_CUDNN)
   dnn_algorithm_cache dnn_cache_;
   std::atomic<std::size_t> dnn_choices_{0};
