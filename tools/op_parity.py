@@ -552,6 +552,16 @@ att_case(randn(1, 2, 4, 8), randn(1, 2, 4, 8), randn(1, 2, 4, 8), randn(4, 4) > 
 att_case(randn(3, 4, 8), randn(3, 6, 8), randn(3, 6, 2), randn(3, 1, 6), False, 1 / math.sqrt(8), 1e-5)
 att_case(randn(2, 4, 3), randn(6, 3), randn(6, 5), None, False, 0.75, 1e-5)  # key and value broadcast over the batch
 
+# ---- gelu's gradient (appended: the cases above keep their draws) -------------------------------
+# x spans the tails (|x| up to ~4 sigma) where the exact form's pdf term and the tanh form's sech^2
+# matter; torch's kernel computes f32 in f32.
+case("aten.gelu_backward.default", [randn(5, 9), randn(5, 9) * 2.5], atol=1e-6, rtol=1e-5)
+case("aten.gelu_backward.default", [randn(3, 4, 6), randn(3, 4, 6) * 2.5, "tanh"],
+     fn=lambda g, x, a: torch.ops.aten.gelu_backward.default(g, x, approximate=a), atol=1e-6, rtol=1e-5)
+case("aten.gelu_backward.default", [randn(4, 7, dtype=torch.float64), randn(4, 7, dtype=torch.float64) * 3], atol=1e-12, rtol=1e-12)
+case("aten.gelu_backward.default", [randn(2, 11, dtype=torch.float64), randn(2, 11, dtype=torch.float64) * 3, "tanh"],
+     fn=lambda g, x, a: torch.ops.aten.gelu_backward.default(g, x, approximate=a), atol=1e-12, rtol=1e-12)
+
 path = os.path.join("tests", "data", "parity", "ops.txt")
 os.makedirs(os.path.dirname(path), exist_ok=True)
 with open(path, "w") as f:

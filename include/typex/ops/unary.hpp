@@ -15,6 +15,7 @@
 #include <limits>
 #include <optional>
 #include <source_location>
+#include <string>
 #include <string_view>
 #include <type_traits>
 
@@ -323,22 +324,9 @@ struct gelu_op : detail::unary_floating_only {
       c.produce(c.mul(half_x, e));
     }
   }
-  // exact: Phi(x) + x phi(x); tanh form: torch's gelu_backward formula
-  template <class C> static void vjp(C& c) {
-    const auto x = c.input("self");
-    if (c.args().text("approximate", "none") == "tanh") {
-      const auto x3 = c.mul(c.mul(x, x), x);
-      const auto t = c.tanh(c.mul(c.add(x, c.mul(x3, 0.044715)), 0.7978845608028654));
-      const auto left = c.mul(c.add(t, 1.0), 0.5);  // 0.5 (1 + t)
-      const auto dinner = c.mul(c.add(c.mul(c.mul(x, x), 3 * 0.044715), 1.0), 0.7978845608028654);
-      const auto right = c.mul(c.mul(c.mul(x, 0.5), c.add(c.neg(c.mul(t, t)), 1.0)), dinner);
-      c.accumulate("self", c.mul(c.grad(), c.add(left, right)));
-    } else {
-      const auto cdf = c.mul(c.add(c.erf(c.mul(x, 0.7071067811865476)), 1.0), 0.5);
-      const auto pdf = c.mul(c.exp(c.mul(c.mul(x, x), -0.5)), 0.3989422804014327);  // 1/sqrt(2 pi)
-      c.accumulate("self", c.mul(c.grad(), c.add(cdf, c.mul(x, pdf))));
-    }
-  }
+  // torch's gelu_backward(grad, self, approximate): one op, as in torch's joint graphs (a backend
+  // runs it as one pass; cuBLASLt's DGELU epilogue applies it to the product before it)
+  template <class C> static void vjp(C& c);  // (defined after aten::gelu_backward)
   static constexpr bool epilogue = true;  // (an activation: fuses into the op before it)
   gelu_approximation approximate = gelu_approximation::none;
 
@@ -363,6 +351,110 @@ struct gelu_op : detail::unary_floating_only {
       y = m.k(0.5) * x * (m.k(1) + m.erf(x * m.k(0.7071067811865476)));  // 1/sqrt(2)
   }
 };
+
+namespace aten {
+// gelu's gradient (torch's aten.gelu_backward): grad_output * gelu'(self), with gelu's
+// `approximate`. exact: gelu'(x) = Phi(x) + x phi(x); tanh form, with u = sqrt(2/pi) (x + 0.044715 x^3)
+// and t = tanh(u): gelu'(x) = (1 + t) / 2 + x (1 - t^2) u'(x) / 2. Derivatives record it; one pass.
+struct gelu_backward {
+  static constexpr std::string_view target = "aten.gelu_backward.default";
+  static constexpr std::string_view schema =
+      "aten::gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor";
+  static constexpr double sqrt_2_over_pi = 0.7978845608028654, kappa = 0.044715;
+  static constexpr double inv_sqrt_2 = 0.7071067811865476, inv_sqrt_2pi = 0.3989422804014327;
+  gelu_approximation approximate = gelu_approximation::none;
+
+  // gelu'(x), in M's scalar type (the kernels' one formula: Eigen's, the CUDA map kernel's)
+  template <class M, class X>
+  TYPEX_HOST_DEVICE static X derivative(M m, const X& x, gelu_approximation a) {
+    if (a == gelu_approximation::tanh) {
+      const X x2 = x * x;
+      const X t = m.tanh(m.k(sqrt_2_over_pi) * (x + m.k(kappa) * x2 * x));
+      const X du = m.k(sqrt_2_over_pi) * (m.k(1) + m.k(3 * kappa) * x2);
+      return m.k(0.5) * (m.k(1) + t) + m.k(0.5) * x * (m.k(1) - t * t) * du;
+    }
+    const X cdf = m.k(0.5) * (m.k(1) + m.erf(x * m.k(inv_sqrt_2)));
+    return cdf + x * m.k(inv_sqrt_2pi) * m.exp(m.k(-0.5) * x * x);
+  }
+
+  template <class V>
+  void attributes(V&& v) const {
+    if (approximate == gelu_approximation::tanh) v(std::string_view("tanh"));  // the default is not spelled
+  }
+  template <class Args>
+  static gelu_backward from_arguments(const Args& args) {
+    gelu_backward op;
+    const std::string_view a = args.text(2, "none");
+    if (a == "tanh") op.approximate = gelu_approximation::tanh;
+    else if (a != "none") args.fail_text(2, "is not a gelu approximation (\"none\" or \"tanh\")");
+    return op;
+  }
+  // the formula above as pointwise ops
+  template <class C> static void decompose(C& c) {
+    const auto x = c.input("self");
+    c.produce(c.mul(c.input("grad_output"), derivative_of(c, x, c.args().text("approximate", "none") == "tanh")));
+  }
+  // linear in grad_output (gelu_backward of the incoming gradient); in self: grad_output gelu''(x)
+  //   exact: gelu''(x) = phi(x) (2 - x^2);
+  //   tanh:  gelu''(x) = (1 - t^2) (u' - x t u'^2 + x u'' / 2), u'' = 6 sqrt(2/pi) 0.044715 x.
+  template <class C> static void vjp(C& c) {
+    const auto x = c.input("self");
+    const bool tanh_form = c.args().text("approximate", "none") == "tanh";
+    if (c.wants("grad_output")) {
+      c.accumulate("grad_output", tanh_form ? c.emit(op_id_of<gelu_backward>, {c.grad(), x, std::string("tanh")})
+                                            : c.emit(op_id_of<gelu_backward>, {c.grad(), x}));
+    }
+    if (c.wants("self")) {
+      auto second = [&] {
+        const auto x2 = c.mul(x, x);
+        if (tanh_form) {
+          const auto t = c.tanh(c.mul(c.add(x, c.mul(c.mul(x2, x), kappa)), sqrt_2_over_pi));
+          const auto du = c.mul(c.add(c.mul(x2, 3 * kappa), 1.0), sqrt_2_over_pi);
+          const auto ddu = c.mul(x, 6 * sqrt_2_over_pi * kappa);
+          const auto sech2 = c.add(c.neg(c.mul(t, t)), 1.0);
+          const auto inner = c.add(c.sub(du, c.mul(c.mul(x, t), c.mul(du, du))), c.mul(c.mul(x, ddu), 0.5));
+          return c.mul(sech2, inner);
+        }
+        const auto pdf = c.mul(c.exp(c.mul(x2, -0.5)), inv_sqrt_2pi);
+        return c.mul(pdf, c.add(c.neg(x2), 2.0));
+      };
+      const auto d2 = second();
+      c.accumulate("self", c.mul(c.mul(c.grad(), c.input("grad_output")), d2));
+    }
+  }
+  static constexpr bool pointwise = true;
+  // grad_output's shape and dtype (self has the same: the kernels check)
+  template <class R> static void infer(R& r) {
+    const auto& g = r.input("grad_output");
+    const auto& x = r.input("self");
+    r.result(promote_types(g.scalar_type, x.scalar_type), r.broadcast(g.shape, x.shape));
+  }
+
+ private:
+  template <class C, class V>
+  static auto derivative_of(C& c, const V& x, bool tanh_form) {
+    if (tanh_form) {
+      const auto x2 = c.mul(x, x);
+      const auto t = c.tanh(c.mul(c.add(x, c.mul(c.mul(x2, x), kappa)), sqrt_2_over_pi));
+      const auto left = c.mul(c.add(t, 1.0), 0.5);  // (1 + t) / 2
+      const auto du = c.mul(c.add(c.mul(x2, 3 * kappa), 1.0), sqrt_2_over_pi);
+      const auto right = c.mul(c.mul(c.mul(x, 0.5), c.add(c.neg(c.mul(t, t)), 1.0)), du);
+      return c.add(left, right);
+    }
+    const auto cdf = c.mul(c.add(c.erf(c.mul(x, inv_sqrt_2)), 1.0), 0.5);
+    const auto pdf = c.mul(c.exp(c.mul(c.mul(x, x), -0.5)), inv_sqrt_2pi);
+    return c.add(cdf, c.mul(x, pdf));
+  }
+};
+}  // namespace aten
+
+template <class C>
+void gelu_op::vjp(C& c) {
+  const auto x = c.input("self");
+  // (the default form is not spelled, as torch's graphs)
+  c.accumulate("self", c.args().text("approximate", "none") == "tanh" ? c.emit(op_id_of<aten::gelu_backward>, {c.grad(), x, std::string("tanh")})
+                                                                     : c.emit(op_id_of<aten::gelu_backward>, {c.grad(), x}));
+}
 
 // min(max(x, min_val), max_val) (torch.nn.functional.hardtanh; F.relu6 / nn.ReLU6 is hardtanh(x, 0, 6),
 // which is what torch.export records for them). NaN stays NaN, as torch's (a clamp).
@@ -852,6 +944,6 @@ auto operator-(const X& x) { return apply_op(neg_op{}, nullptr, x); }
 using unary_ops = op_list<neg_op, abs_op, relu_op, exp_op, log_op, sqrt_op, rsqrt_op, tanh_op, log1p_op, sin_op, cos_op, erf_op,
                          reciprocal_op, pow_scalar_op, clamp_op, sigmoid_op, silu_op, gelu_op, hardswish_op, hardtanh_op,
                          leaky_relu_op, elu_op, hardsigmoid_op, softplus_op, mish_op, logical_not_op, aten::_to_copy,
-                         aten::threshold_backward>;
+                         aten::threshold_backward, aten::gelu_backward>;
 
 }  // namespace typex

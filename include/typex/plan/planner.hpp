@@ -138,8 +138,10 @@ class planner {
   // written by this step's kernel too (a second result: a product's bias gradient), into a buffer of
   // its own allocated now; its arguments are read at s.node, and the planner skips it when it gets
   // there. claimable(s, later) first says whether it still can be (a kernel step of its own so far,
-  // not folded, chained, fused, absorbed, nor claimed).
-  bool claimable(const step_plan& s, ir::node_id later) const;
+  // not folded, chained, fused, absorbed, nor claimed; its arguments computed before the step, or,
+  // with `of_result`, s.node's result among them: a kernel that computes `later` from its own result,
+  // which it then need not write, as a product whose epilogue applies the reader's op).
+  bool claimable(const step_plan& s, ir::node_id later, bool of_result = false) const;
   const value& also_compute(step_plan& s, ir::node_id later);
   // The nodes that read node n's value, and whether it is an output of the graph.
   const std::vector<ir::node_id>& users(ir::node_id n) const noexcept { return users_[n]; }
@@ -479,7 +481,7 @@ inline void planner::evaluate_meta(ir::node_id n) {
   }
 }
 
-inline bool planner::claimable(const step_plan& s, ir::node_id later) const {
+inline bool planner::claimable(const step_plan& s, ir::node_id later, bool of_result) const {
   const ir::graph& g = *g_;
   if (later <= s.node || later >= g.size() || claimed_[later] || chained_to_[later] != no_node || fused_into_[later] || absorbed_[later])
     return false;
@@ -491,7 +493,7 @@ inline bool planner::claimable(const step_plan& s, ir::node_id later) const {
   // (its arguments computed before the step; not all of them constants: such a node is folded)
   bool ready = true, constant = true;
   ir::graph::for_each_ref(node, [&](ir::value_ref r) {
-    ready = ready && r.node < s.node;
+    ready = ready && (r.node < s.node || (of_result && r.node == s.node));
     constant = constant && ready && values_[r.node].folded.has_value();
   });
   return ready && !constant;

@@ -512,3 +512,90 @@ TEST_CASE("cuda cublaslt: planted mistakes in a bias-gradient product are caught
     CHECK_THROWS_AS(cuda::reference_matmul(tf32, cuda::row_major_operands(a.data(), b.data(), d.data())), device_error);
   }
 }
+
+// DGELU as the lowering uses it: a linear layer's input gradient dh = g · W whose only reader is
+// gelu_backward(dh, x, approximate='tanh'); D is the product times the tanh GELU's derivative at the
+// aux matrix x (the layer's pre-activation). The derivative here is a central difference of the GELU
+// itself, not the model's formula.
+TEST_CASE("cuda cublaslt: DGELU multiplies the product by the tanh GELU's derivative at the aux matrix") {
+  const auto gelu = [](double v) { return 0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))); };
+  const auto derivative = [&](double v) { return (gelu(v + 1e-5) - gelu(v - 1e-5)) / 2e-5; };
+  struct shape {
+    std::int64_t m, n, k;
+  };
+  for (const shape s : {shape{1, 8, 1}, shape{7, 32, 5}, shape{33, 48, 20}}) {
+    for (const bool transposed : {false, true}) {
+      CAPTURE(s.m);
+      CAPTURE(s.n);
+      CAPTURE(s.k);
+      CAPTURE(transposed);
+      matmul_geometry g{};
+      g.m = s.m, g.n = s.n, g.k = s.k;
+      g.transpose_b = transposed;
+      const std::vector<float> a = random_values(std::size_t(s.m * s.k), 31), b = random_values(std::size_t(s.k * s.n), 32);
+      const std::vector<float> x = random_values(std::size_t(s.m * s.n), 33, -4.0f, 4.0f);
+      std::vector<float> d(std::size_t(s.m * s.n), -7.0f);
+      lt_matmul lt = cuda::make_matmul(g, epilogue::dgelu_tanh);
+      lt.set_aux(x.data(), s.n);
+      cuda::reference_matmul(lt, cuda::row_major_operands(a.data(), b.data(), d.data()));
+      std::vector<double> want = matmul_loop(a, b, g);
+      for (std::size_t i = 0; i < want.size(); ++i) want[i] *= derivative(double(x[i]));
+      CHECK(max_error(d, want) < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("cuda cublaslt: planted mistakes in a DGELU product are caught") {
+  matmul_geometry g{};
+  g.m = 6, g.n = 16, g.k = 4;
+  const std::vector<float> a = random_values(24, 41), b = random_values(64, 42);
+  const std::vector<float> x = random_values(96, 43, -3.0f, 3.0f), other = random_values(96, 44, -3.0f, 3.0f);
+  std::vector<float> d(96), with_x(96);
+  {
+    lt_matmul lt = cuda::make_matmul(g, epilogue::dgelu_tanh);
+    lt.set_aux(x.data(), 16);
+    cuda::reference_matmul(lt, cuda::row_major_operands(a.data(), b.data(), with_x.data()));
+  }
+  SUBCASE("another aux matrix: another result") {
+    lt_matmul lt = cuda::make_matmul(g, epilogue::dgelu_tanh);
+    lt.set_aux(other.data(), 16);
+    cuda::reference_matmul(lt, cuda::row_major_operands(a.data(), b.data(), d.data()));
+    double diff = 0;
+    for (std::size_t i = 0; i < d.size(); ++i) diff = std::max(diff, double(std::abs(d[i] - with_x[i])));
+    CHECK(diff > 1e-2);
+  }
+  SUBCASE("DEFAULT where DGELU is meant: the plain product") {
+    lt_matmul lt = cuda::make_matmul(g, epilogue::dgelu_tanh);
+    lt.set_aux(x.data(), 16);
+    set_desc<std::uint32_t>(lt, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_DEFAULT);
+    cuda::reference_matmul(lt, cuda::row_major_operands(a.data(), b.data(), d.data()));
+    CHECK(max_error(d, matmul_loop(a, b, g)) < 1e-6);
+    double diff = 0;
+    for (std::size_t i = 0; i < d.size(); ++i) diff = std::max(diff, double(std::abs(d[i] - with_x[i])));
+    CHECK(diff > 1e-2);
+  }
+  SUBCASE("no aux pointer, or a leading dimension cuBLASLt refuses: CUBLAS_STATUS_INVALID_VALUE") {
+    lt_matmul none = cuda::make_matmul(g, epilogue::dgelu_tanh);
+    CHECK_THROWS_AS(cuda::reference_matmul(none, cuda::row_major_operands(a.data(), b.data(), d.data())), device_error);
+    lt_matmul odd = cuda::make_matmul(g, epilogue::dgelu_tanh);
+    odd.set_aux(x.data(), 16);
+    set_desc<std::int64_t>(odd, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, 12);  // (below the rows, and no multiple of 8)
+    CHECK_THROWS_AS(cuda::reference_matmul(odd, cuda::row_major_operands(a.data(), b.data(), d.data())), device_error);
+    set_desc<std::int64_t>(odd, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, 20);  // (no multiple of 8)
+    CHECK_THROWS_AS(cuda::reference_matmul(odd, cuda::row_major_operands(a.data(), b.data(), d.data())), device_error);
+    // set_aux refuses them before cuBLASLt would
+    lt_matmul lt = cuda::make_matmul(g, epilogue::dgelu_tanh);
+    CHECK_THROWS_AS(lt.set_aux(x.data(), 12), argument_error);
+    CHECK_THROWS_AS(lt.set_aux(x.data(), 20), argument_error);
+  }
+  SUBCASE("what the model does not model: alpha != 1, a reduced-precision compute type") {
+    lt_matmul lt = cuda::make_matmul(g, epilogue::dgelu_tanh);
+    lt.set_aux(x.data(), 16);
+    auto args = cuda::row_major_operands(a.data(), b.data(), d.data());
+    args.alpha = 2.0f;
+    CHECK_THROWS_AS(cuda::reference_matmul(lt, args), device_error);
+    lt_matmul tf32 = cuda::make_matmul(g, epilogue::dgelu_tanh, dtype::f32, cuda::matmul_precision::tf32);
+    tf32.set_aux(x.data(), 16);
+    CHECK_THROWS_AS(cuda::reference_matmul(tf32, cuda::row_major_operands(a.data(), b.data(), d.data())), device_error);
+  }
+}

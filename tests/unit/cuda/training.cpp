@@ -46,7 +46,23 @@ struct with_addmm {
     return relu(addmm(b, x, w, 0.5, 2.0));
   }
 };
+// two linear layers with a GELU between them (hidden 64: DGELU's aux rows are a multiple of 8)
+template <gelu_approximation A>
+struct gelu_mlp {
+  nn::Linear<32, 64> fc1;
+  nn::GELU act;
+  nn::Linear<64, 10> fc2;
+  gelu_mlp() { act.approximate = A; }
+  template <class X, class Y>
+  auto operator()(const X& x, const Y& y) const {
+    return cross_entropy(fc2(act(fc1(x))), y);
+  }
+};
+using tanh_gelu_mlp = gelu_mlp<gelu_approximation::tanh>;
+using erf_gelu_mlp = gelu_mlp<gelu_approximation::none>;
 }  // namespace cuda_training_tests
+BOOST_HANA_ADAPT_STRUCT(cuda_training_tests::tanh_gelu_mlp, fc1, act, fc2);
+BOOST_HANA_ADAPT_STRUCT(cuda_training_tests::erf_gelu_mlp, fc1, act, fc2);
 BOOST_HANA_ADAPT_STRUCT(cuda_training_tests::bump);
 BOOST_HANA_ADAPT_STRUCT(cuda_training_tests::with_addmm);
 BOOST_HANA_ADAPT_STRUCT(cuda_training_tests::bn_net, conv, bn, fc);
@@ -100,6 +116,58 @@ TEST_CASE("cuda training: each linear layer's bias gradient is written by its we
     INFO("gradient of " << fqn << " without the epilogue");
     CHECK(worst(f.gradients.at(fqn), t) <= 2e-5);
   }
+}
+
+// gelu's derivative is torch's aten.gelu_backward (one op); of the tanh form, after the product
+// that gives its gradient (the second layer's input gradient), it is that product's DGELU epilogue.
+template <class Model>
+void check_gelu_gradient_epilogue(bool tanh_form) {
+  Model m;
+  init_module(m, 7);
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<6>, fix<32>>>()), input<"y">(tensor_spec<i64, shape<fix<6>>>()));
+  const exported_program joint = make_joint(ep);
+  std::size_t gelu_backward = 0;
+  for (const ir::node& n : joint.graph().nodes()) gelu_backward += n.target == op_id_of<aten::gelu_backward> ? 1 : 0;
+  CHECK(gelu_backward == 1);
+  const auto gpu = cuda::make_emulated_device();
+  auto* emu = static_cast<cuda::emulated_device*>(gpu.get());
+  // (TF32 products take neither the bias-gradient nor the DGELU epilogue)
+  program_module<cuda_backend> fused(joint, {.device = gpu}), apart(joint, {.device = gpu, .matmul_precision = cuda::matmul_precision::tf32});
+  program_module<eigen_backend> cpu(joint);
+  const std::vector<any_tensor> in = {pattern({6, 32}, 3), labels(6, 10)};
+  const std::vector<any_tensor> dev_in = {cuda::to_device(in[0], gpu), cuda::to_device(in[1], gpu)};
+  (void)apart(dev_in);
+  std::size_t before = emu->launches();
+  (void)apart(dev_in);
+  const std::size_t launches_apart = emu->launches() - before;
+  before = emu->launches();
+  const auto got = fused(dev_in);
+  const std::size_t launches = emu->launches() - before;
+  const std::size_t epilogues = 2 + (tanh_form ? 1 : 0);  // (the two bias gradients, and DGELU for the tanh form)
+  CHECK(apart.report().steps - fused.report().steps == epilogues);
+  CHECK(launches_apart - launches == epilogues);
+  const joint_outputs w = read_joint_outputs(joint, cpu(in)), g = read_joint_outputs(joint, got);
+  CHECK(worst(g.loss, w.loss) <= 2e-6);
+  for (const auto& [fqn, t] : w.gradients) {
+    INFO("gradient of " << fqn);
+    CHECK(worst(g.gradients.at(fqn), t) <= 2e-5);
+  }
+  if (!tanh_form) return;
+  // a device whose cuBLASLt has no algorithm for DGELU: gelu_backward stays a kernel of its own
+  const auto refusing = cuda::make_emulated_device();
+  static_cast<cuda::emulated_device*>(refusing.get())->refuse_epilogue(cuda::epilogue::dgelu_tanh);
+  program_module<cuda_backend> fallback(joint, {.device = refusing});
+  const joint_outputs f = read_joint_outputs(joint, fallback({cuda::to_device(in[0], refusing), cuda::to_device(in[1], refusing)}));
+  CHECK(fallback.report().steps == fused.report().steps + 1);
+  for (const auto& [fqn, t] : w.gradients) {
+    INFO("gradient of " << fqn << " without the epilogue");
+    CHECK(worst(f.gradients.at(fqn), t) <= 2e-5);
+  }
+}
+
+TEST_CASE("cuda training: the tanh GELU's gradient is applied by the product before it (cuBLASLt's DGELU), the exact form's is a kernel; both equal the Eigen backend") {
+  check_gelu_gradient_epilogue<cuda_training_tests::tanh_gelu_mlp>(true);
+  check_gelu_gradient_epilogue<cuda_training_tests::erf_gelu_mlp>(false);
 }
 
 TEST_CASE("cuda training: the partitioned halves on the emulated device give the joint program's outputs and train the same parameters") {

@@ -295,6 +295,53 @@ TEST_CASE("cuda gpu: real cuBLASLt's BGRADB / BGRADA equal the emulated device's
   }
 }
 
+TEST_CASE("cuda gpu: real cuBLASLt's DGELU equals the emulated device's model (the product times the tanh GELU's derivative at the aux matrix)") {
+  const auto d = cuda::make_native_device();
+  const auto bytes = [](const std::vector<float>& v) { return v.size() * sizeof(float); };
+  struct shape {
+    std::int64_t m, n, k;
+  };
+  // (n: the aux matrix's row length, a multiple of 8; dh = g · W as a linear layer's input gradient)
+  for (const shape s : {shape{13, 32, 21}, shape{64, 48, 96}, shape{256, 64, 10}, shape{1, 8, 5}}) {
+    INFO("m " << s.m << " n " << s.n << " k " << s.k);
+    cuda::matmul_geometry g{};
+    g.m = s.m, g.n = s.n, g.k = s.k;
+    std::vector<float> a(std::size_t(s.m * s.k)), b(std::size_t(s.k * s.n)), x(std::size_t(s.m * s.n));
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::sin(0.37f * float(i) + 0.1f);
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = std::cos(0.11f * float(i)) * 0.5f;
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = 3.0f * std::sin(0.73f * float(i));  // (the GELU's input, its tails too)
+    cuda::lt_matmul on_gpu = cuda::make_matmul(g, cuda::epilogue::dgelu_tanh);
+    on_gpu.set_aux(reinterpret_cast<const void*>(std::uintptr_t{4}), s.n);
+    REQUIRE(d->can_matmul(on_gpu, std::size_t{32} << 20));  // (the lowering asks the same)
+    void* da = d->allocate(bytes(a));
+    void* dbm = d->allocate(bytes(b));
+    void* dx = d->allocate(bytes(x));
+    void* dd = d->allocate(std::size_t(s.m * s.n) * sizeof(float));
+    void* ws = d->allocate(std::size_t{32} << 20);
+    d->copy_to_device(da, a.data(), bytes(a));
+    d->copy_to_device(dbm, b.data(), bytes(b));
+    d->copy_to_device(dx, x.data(), bytes(x));
+    on_gpu.set_aux(dx, s.n);
+    cuda::matmul_args args = cuda::row_major_operands(da, dbm, dd);
+    args.workspace = ws;
+    args.workspace_bytes = std::size_t{32} << 20;
+    d->matmul(on_gpu, args, "contract");
+    std::vector<float> got(static_cast<std::size_t>(s.m * s.n));
+    d->copy_to_host(got.data(), dd, got.size() * sizeof(float));
+    d->synchronize();
+    std::vector<float> want(got.size());
+    cuda::lt_matmul on_host = cuda::make_matmul(g, cuda::epilogue::dgelu_tanh);
+    on_host.set_aux(x.data(), s.n);
+    cuda::reference_matmul(on_host, cuda::row_major_operands(a.data(), b.data(), want.data()));
+    double worst = 0;
+    for (std::size_t i = 0; i < got.size(); ++i)
+      worst = std::max(worst, std::abs(double(got[i]) - double(want[i])) / (1.0 + std::abs(double(want[i]))));
+    CHECK(worst <= 1e-4);
+    for (void* p : {da, dbm, dx, dd, ws}) d->deallocate(p);
+    d->synchronize();
+  }
+}
+
 TEST_CASE("cuda gpu: fused attention (partial tiles, broadcast batch dims, causal, boolean and additive masks, head dim 128) equals the math path on the GPU, graphs on and off") {
   cuda_attention_tests::check_attention_cases(cuda::make_native_device(), true);
 }

@@ -254,7 +254,7 @@ static_assert(std::is_trivially_copyable_v<pool_params>);
 // between dtypes, the arithmetic of integers, and the factories (fill, iota).
 enum class map_op : std::uint8_t {
   convert, eq, ne, lt, le, gt, ge, logical_and, logical_or, logical_xor, logical_not, where, maximum, minimum, pow,
-  add, sub, mul, div, neg, abs, threshold_backward, fill, iota, clamp, unary, tril, triu, dropout_mask
+  add, sub, mul, div, neg, abs, threshold_backward, fill, iota, clamp, unary, tril, triu, dropout_mask, gelu_backward
 };
 // The type the op computes in: the operands are read into it, the result written from it.
 enum class map_compute : std::uint8_t { f32, f64, i64 };
@@ -271,7 +271,8 @@ struct map_operand {
 
 // out[i] = op(operands at element i) for the n elements of a contiguous output of `rank` dims.
 //   convert, neg, abs, logical_not: one operand; where: (condition, a, b); threshold_backward:
-//   (grad, x) with `a` the threshold (0 where x <= a, else grad); add / sub: y = x0 ± alpha x1;
+//   (grad, x) with `a` the threshold (0 where x <= a, else grad); gelu_backward: (grad, x), grad
+//   times gelu'(x), the tanh form where `a` is 1 (a float compute type only); add / sub: y = x0 ± alpha x1;
 //   fill: every element `a`; iota: a + i b (arange's start and step); clamp: to [a, b] where
 //   has_lo / has_hi; unary: the registry op `link` (a chain link) of a float compute type, on an
 //   operand of another dtype (tanh of an int64 tensor); tril / triu: the operand where the element's

@@ -70,6 +70,12 @@ enum class epilogue : unsigned char {
   // row-major terms (cuBLAS's A is typex's B, its B typex's A: the header comment):
   bgrad_a,  // CUBLASLT_EPILOGUE_BGRADA: n sums, bias[j] = Σ_l op(B)[l, j] (the right operand's columns)
   bgrad_b,  // CUBLASLT_EPILOGUE_BGRADB: m sums, bias[i] = Σ_l op(A)[i, l] (the left operand's rows)
+  // GELU's gradient (the tanh form's, as the GELU epilogues'): D = (alpha·op(A)·op(B)) ⊙ gelu_tanh'(aux),
+  // aux the GELU's input, an input matrix of D's shape and type at the descriptor's
+  // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER with leading dimension EPILOGUE_AUX_LD (in typex's
+  // row-major terms its row stride: a multiple of 8, at least n). torch's gelu_backward(g, x,
+  // approximate='tanh') of a product g.
+  dgelu_tanh,  // CUBLASLT_EPILOGUE_DGELU
 };
 
 constexpr std::string_view name(epilogue e) noexcept {
@@ -82,6 +88,7 @@ constexpr std::string_view name(epilogue e) noexcept {
     case epilogue::gelu_tanh_bias: return "gelu_tanh_bias";
     case epilogue::bgrad_a: return "bgrad_a";
     case epilogue::bgrad_b: return "bgrad_b";
+    case epilogue::dgelu_tanh: return "dgelu_tanh";
   }
   return "?";
 }
@@ -92,6 +99,9 @@ constexpr bool has_bias(epilogue e) noexcept {
 
 // Whether the epilogue writes a bias gradient to the bias pointer (instead of reading a bias there).
 constexpr bool writes_bias_gradient(epilogue e) noexcept { return e == epilogue::bgrad_a || e == epilogue::bgrad_b; }
+
+// Whether the epilogue reads an input matrix at the descriptor's aux pointer (set_aux).
+constexpr bool reads_aux(epilogue e) noexcept { return e == epilogue::dgelu_tanh; }
 
 // Whether the descriptor's bias pointer is used at all.
 constexpr bool uses_bias_pointer(epilogue e) noexcept { return has_bias(e) || writes_bias_gradient(e); }
@@ -116,6 +126,7 @@ constexpr cublasLtEpilogue_t to_cublaslt(epilogue e) noexcept {
     case epilogue::gelu_tanh_bias: return CUBLASLT_EPILOGUE_GELU_BIAS;
     case epilogue::bgrad_a: return CUBLASLT_EPILOGUE_BGRADA;
     case epilogue::bgrad_b: return CUBLASLT_EPILOGUE_BGRADB;
+    case epilogue::dgelu_tanh: return CUBLASLT_EPILOGUE_DGELU;
   }
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
@@ -249,6 +260,21 @@ struct lt_matmul {
     detail::check_lt(cublasLtMatmulDescGetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p, sizeof p, &written),
                      "cublasLtMatmulDescGetAttribute(CUBLASLT_MATMUL_DESC_BIAS_POINTER)", label);
     return p;
+  }
+
+  // Sets CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER and _AUX_LD (reads_aux epilogues: the matrix the
+  // epilogue reads, `ld` elements between typex's rows, a multiple of 8 and at least n, as cuBLASLt
+  // documents). Like the bias pointer, set once at plan time (the lowering sets an address of the
+  // element size's alignment first, for the heuristic's query, then the buffer's).
+  void set_aux(const void* aux, std::int64_t ld) {
+    if (ld < geometry.n || ld % 8 != 0) {
+      typex::detail::raise_message<argument_error>(std::string("cuBLASLt matrix product ") + label + ": the epilogue's aux leading dimension " +
+                                                   std::to_string(ld) + " must be a multiple of 8 and at least n = " + std::to_string(geometry.n));
+    }
+    detail::check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux),
+                     "cublasLtMatmulDescSetAttribute(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER)", label);
+    detail::check_lt(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld),
+                     "cublasLtMatmulDescSetAttribute(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD)", label);
   }
 
   // For the native device's cublasLtMatmul and its heuristic query (what the descriptors also say).

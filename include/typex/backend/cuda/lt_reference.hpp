@@ -13,7 +13,10 @@
 // added before the activation; GELU is the tanh approximation (see lt.hpp); BGRADA / BGRADB store D
 // as DEFAULT does and write to the bias pointer the sums over k of op(A)'s rows (D's rows of them) or
 // of op(B)'s columns (D's columns), for the plain product only (one batch, alpha 1, beta 0, f32 or f64
-// compute: what the gradient epilogues do otherwise is not documented). Products are accumulated
+// compute: what the gradient epilogues do otherwise is not documented); DGELU multiplies the product
+// by the tanh-form GELU's derivative at the aux matrix (the GELU's input: D's shape and type, at
+// EPILOGUE_AUX_POINTER with leading dimension EPILOGUE_AUX_LD, a multiple of 8 and at least D's rows),
+// for the plain product only as well. Products are accumulated
 // in double. A wrong transpose flag, leading dimension, epilogue or bias pointer in a descriptor
 // therefore changes the emulator's result (tests/unit/cuda/cublaslt.cpp plants each one).
 //
@@ -24,7 +27,7 @@
 // CUDA_R_32F; or its FAST_TF32 / FAST_16BF / FAST_16F compute types, modelled as the operands
 // rounded to the narrower format, operand_rounding, then the same sums) or f64 (CUBLAS_COMPUTE_64F,
 // CUDA_R_64F), an order other than CUBLASLT_ORDER_COL, an
-// epilogue outside DEFAULT / BIAS / RELU / RELU_BIAS / GELU / GELU_BIAS / BGRADA / BGRADB, a pointer
+// epilogue outside DEFAULT / BIAS / RELU / RELU_BIAS / GELU / GELU_BIAS / BGRADA / BGRADB / DGELU, a pointer
 // mode other than host,
 // planar-complex or pointer-array batches. Whether cuBLASLt supports a combination the model accepts
 // (an algorithm exists), and its numerics, only a GPU can say (the contract tests).
@@ -158,13 +161,25 @@ struct operand_rounding {
 inline double gelu_tanh(double x) noexcept {
   return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
 }
+// Its derivative (DGELU's factor), written out here rather than taken from the op's definition, so that
+// the model is a second statement of the formula.
+inline double gelu_tanh_derivative(double x) noexcept {
+  const double t = std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x));
+  return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * x * x);
+}
+// DGELU's aux matrix: its address and leading dimension (column-major, D's shape).
+template <class T>
+struct lt_aux {
+  const T* data = nullptr;
+  std::int64_t ld = 0;
+};
 
 // The computation, once everything is read back and checked (T is the type of every matrix and of the
 // bias).
 template <class T>
 void lt_compute(const lt_layout& la, bool trans_a, const lt_layout& lb, bool trans_b, const lt_layout& lc,
                 const lt_layout& ld, const T* bias, std::int64_t bias_stride, bool relu, bool gelu, const matmul_args& args,
-                std::int64_t k, operand_rounding round = {}, T* bias_grad = nullptr, char bias_grad_of = 0) {
+                std::int64_t k, operand_rounding round = {}, T* bias_grad = nullptr, char bias_grad_of = 0, lt_aux<T> dgelu = {}) {
   const auto* A = static_cast<const T*>(args.a);
   const auto* B = static_cast<const T*>(args.b);
   const auto* C = static_cast<const T*>(args.c);
@@ -193,6 +208,7 @@ void lt_compute(const lt_layout& la, bool trans_a, const lt_layout& lb, bool tra
         if (bp != nullptr) v += static_cast<double>(bp[i]);
         if (relu) v = v > 0.0 ? v : 0.0;
         if (gelu) v = gelu_tanh(v);
+        if (dgelu.data != nullptr) v *= gelu_tanh_derivative(static_cast<double>(dgelu.data[i + j * dgelu.ld]));
         d[i + j * ld.ld] = static_cast<T>(v);
       }
     }
@@ -264,7 +280,7 @@ inline void reference_matmul(const lt_matmul& m, const matmul_args& args) {
   if (transc != CUBLAS_OP_N) lt_invalid(m, std::string("CUBLASLT_MATMUL_DESC_TRANSC is ") + std::to_string(transc) + " (only CUBLAS_OP_N is supported)");
   if (fill != CUBLAS_FILL_MODE_FULL) lt_unmodelled(m, std::string("fill mode ") + std::to_string(fill) + " (only CUBLAS_FILL_MODE_FULL)");
 
-  bool bias_epilogue = false, relu = false, gelu = false;
+  bool bias_epilogue = false, relu = false, gelu = false, dgelu = false;
   char bias_grad_of = 0;  // 'A' or 'B': the operand whose sums over k BGRADA / BGRADB write
   switch (epi) {
     case CUBLASLT_EPILOGUE_DEFAULT: break;
@@ -275,10 +291,11 @@ inline void reference_matmul(const lt_matmul& m, const matmul_args& args) {
     case CUBLASLT_EPILOGUE_GELU_BIAS: gelu = bias_epilogue = true; break;
     case CUBLASLT_EPILOGUE_BGRADA: bias_grad_of = 'A'; break;
     case CUBLASLT_EPILOGUE_BGRADB: bias_grad_of = 'B'; break;
+    case CUBLASLT_EPILOGUE_DGELU: dgelu = true; break;
     default:
       lt_unmodelled(m, std::string("epilogue ") + std::to_string(epi) +
-                           " (modelled: DEFAULT, BIAS, RELU, RELU_BIAS, GELU, GELU_BIAS, BGRADA, BGRADB; aux epilogues and DRELU / "
-                           "DGELU are not)");
+                           " (modelled: DEFAULT, BIAS, RELU, RELU_BIAS, GELU, GELU_BIAS, BGRADA, BGRADB, DGELU; the aux-writing "
+                           "epilogues, DRELU and DGELU_BGRAD are not)");
   }
 
   // The layouts, and the shape rules cublasLtMatmul checks.
@@ -343,6 +360,27 @@ inline void reference_matmul(const lt_matmul& m, const matmul_args& args) {
     lt_invalid(m, std::string("the call passes a bias, but the descriptor's epilogue (") + std::to_string(epi) + ") adds none");
   }
 
+  // DGELU's aux matrix: the descriptor's pointer and leading dimension (there is no call argument).
+  const void* aux = nullptr;
+  std::int64_t aux_ld = 0;
+  if (dgelu) {
+    aux = lt_desc_attr<const void*>(m, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, "CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER");
+    aux_ld = lt_desc_attr<std::int64_t>(m, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, "CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD");
+    const auto aux_type = lt_desc_attr<std::int32_t>(m, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, "CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE");
+    if (aux == nullptr) lt_invalid(m, "the DGELU epilogue reads the GELU's input, but CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER is null");
+    if (aux_ld < static_cast<std::int64_t>(ld.rows) || aux_ld % 8 != 0) {
+      lt_invalid(m, std::string("CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD is ") + std::to_string(aux_ld) +
+                        "; it must be a multiple of 8 and at least D's rows, " + std::to_string(ld.rows));
+    }
+    // (-1, the default, is D's type.)
+    if (aux_type != -1 && aux_type != static_cast<std::int32_t>(data_type)) {
+      lt_unmodelled(m, std::string("aux data type ") + std::to_string(aux_type) + " differs from D's " + std::to_string(data_type));
+    }
+    if (ld.batch != 1) lt_unmodelled(m, std::string("the DGELU epilogue over ") + std::to_string(ld.batch) + " batches");
+    if (args.alpha != 1.0f || args.beta != 0.0f) lt_unmodelled(m, "the DGELU epilogue with alpha != 1 or beta != 0");
+    if (round.bits < 24) lt_unmodelled(m, "the DGELU epilogue with a reduced-precision compute type");
+  }
+
   // The operands the shapes say are read.
   const bool empty = ld.rows == 0 || ld.cols == 0;
   const bool reads_ab = !empty && a_cols > 0;
@@ -357,10 +395,10 @@ inline void reference_matmul(const lt_matmul& m, const matmul_args& args) {
   if (bias_grad != nullptr) bias = nullptr;
   if (data_type == CUDA_R_32F) {
     lt_compute<float>(la, trans_a, lb, trans_b, lc, ld, static_cast<const float*>(bias), bias_stride, relu, gelu, args, k, round,
-                      static_cast<float*>(bias_grad), bias_grad_of);
+                      static_cast<float*>(bias_grad), bias_grad_of, {static_cast<const float*>(aux), aux_ld});
   } else {
     lt_compute<double>(la, trans_a, lb, trans_b, lc, ld, static_cast<const double*>(bias), bias_stride, relu, gelu, args, k, {},
-                       static_cast<double*>(bias_grad), bias_grad_of);
+                       static_cast<double*>(bias_grad), bias_grad_of, {static_cast<const double*>(aux), aux_ld});
   }
 }
 

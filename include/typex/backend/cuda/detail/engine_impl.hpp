@@ -225,7 +225,8 @@ inline std::optional<map_op> map_op_of(op_id op) {
       {op_id_of<minimum_op>, map_op::minimum}, {op_id_of<pow_op>, map_op::pow}, {op_id_of<aten::_to_copy>, map_op::convert},
       {op_id_of<copy_op>, map_op::convert}, {op_id_of<add_op>, map_op::add}, {op_id_of<sub_op>, map_op::sub},
       {op_id_of<mul_op>, map_op::mul}, {op_id_of<div_op>, map_op::div}, {op_id_of<neg_op>, map_op::neg}, {op_id_of<abs_op>, map_op::abs},
-      {op_id_of<aten::threshold_backward>, map_op::threshold_backward}, {op_id_of<aten::full>, map_op::fill},
+      {op_id_of<aten::threshold_backward>, map_op::threshold_backward},
+      {op_id_of<aten::gelu_backward>, map_op::gelu_backward}, {op_id_of<aten::full>, map_op::fill},
       {op_id_of<aten::arange>, map_op::iota}, {op_id_of<aten::arange_start>, map_op::iota}, {op_id_of<aten::arange_start_step>, map_op::iota},
       {op_id_of<pow_scalar_op>, map_op::pow}, {op_id_of<clamp_op>, map_op::clamp}, {op_id_of<aten::zeros>, map_op::fill},
       {op_id_of<aten::ones>, map_op::fill}, {op_id_of<aten::zeros_like>, map_op::fill}, {op_id_of<aten::ones_like>, map_op::fill},
@@ -293,7 +294,7 @@ inline bool map_runs(const ir::graph& g, const ir::node& node) {
     if (c.args.has("layout") || c.args.has("device") || c.args.has("memory_format")) return false;
   }
   if ((*m == map_op::tril || *m == map_op::triu) && node.vals.front().rank() < 2) return false;
-  if (*m == map_op::dropout_mask && !is_floating_point(node.vals.front().scalar_type)) return false;
+  if ((*m == map_op::dropout_mask || *m == map_op::gelu_backward) && !is_floating_point(node.vals.front().scalar_type)) return false;
   return tensors <= 3;
 }
 
@@ -1591,6 +1592,31 @@ class planned_engine final : public kit::engine, private plan::target {
     return plan::no_node;
   }
 
+  // GELU's gradient applied to a product (cuBLASLt's DGELU): the only reader of the product's result
+  // y is an aten.gelu_backward of the tanh form whose gradient is y and whose input x is a dense f32
+  // value of y's extents (the layer's pre-activation, which the forward keeps); y is no output. The
+  // product then writes the gelu_backward's value, reading x as the epilogue's aux matrix, and y is
+  // never written. no_node: none.
+  ir::node_id gelu_gradient_of(plan::planner& p, const plan::step_plan& s) const {
+    const ir::graph& g = p.graph();
+    if (p.is_output(s.node) || p.users(s.node).size() != 1) return plan::no_node;
+    const ir::node_id u = p.users(s.node).front();
+    const ir::node& n = g[u];
+    if (n.op != ir::node_op::call_function || n.target != op_id_of<aten::gelu_backward> || n.args.size() < 2 ||
+        !p.claimable(s, u, /*of_result=*/true))
+      return plan::no_node;
+    const auto* grad = std::get_if<ir::value_ref>(&n.args[0]);
+    const auto* input = std::get_if<ir::value_ref>(&n.args[1]);
+    if (grad == nullptr || grad->node != s.node || input == nullptr || input->node == s.node) return plan::no_node;
+    const detail::call_of c(n, &p.symbols());
+    if (aten::gelu_backward::from_arguments(c.args).approximate != gelu_approximation::tanh) return plan::no_node;
+    const plan::value& y = p.at(s.node);
+    const plan::value* x = p.arg(n, 1);
+    if (x == nullptr || x->strided() || x->dt != dtype::f32 || x->extents != y.extents || n.vals.front().scalar_type != dtype::f32)
+      return plan::no_node;
+    return u;
+  }
+
   // matmul / mm / bmm through one (batched) cuBLASLt product: the operands' transposes and batch
   // strides read in place (the planner hands permutes to this reader as strided values); an
   // operand whose batch does not flatten to one stride (broadcast in some dims only) is copied
@@ -1660,18 +1686,28 @@ class planned_engine final : public kit::engine, private plan::target {
       if (ga.transposed && (bias_grad = bias_gradient_of(p, s, 0, ga, mm, k)) != plan::no_node) e = epilogue::bgrad_b;
       else if (!gb.transposed && (bias_grad = bias_gradient_of(p, s, 1, gb, n, k)) != plan::no_node) e = epilogue::bgrad_a;
     }
+    // GELU's gradient of the result, in the epilogue (its aux leading dimension, n, a multiple of 8)
+    ir::node_id gelu_grad = plan::no_node;
+    if (e == epilogue::none && p.opts().fuse && y.dt == dtype::f32 && options_.matmul_precision == matmul_precision::f32 && batches == 1 &&
+        n % 8 == 0 && (gelu_grad = gelu_gradient_of(p, s)) != plan::no_node)
+      e = epilogue::dgelu_tanh;
     cuda_plan& cp = *building_;
     cp.products.push_back(make_matmul(g, e, y.dt, options_.matmul_precision));
+    // (the heuristic's query sees an aux address of the least alignment a call gives: the element size)
+    if (reads_aux(e)) cp.products.back().set_aux(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(itemsize(y.dt))), n);
     if (e != epilogue::none && !rt_->can_matmul(cp.products.back(), lt_workspace_bytes)) {
       cp.products.back() = make_matmul(g, epilogue::none, y.dt, options_.matmul_precision);
       e = epilogue::none;
-      bias_grad = plan::no_node;
+      bias_grad = gelu_grad = plan::no_node;
     }
     const plan::value* bg = bias_grad != plan::no_node ? &p.also_compute(s, bias_grad) : nullptr;
+    // (with DGELU the product writes the gelu_backward's value, not its own)
+    const plan::value* aux = gelu_grad != plan::no_node ? p.arg(p.graph()[gelu_grad], 1) : nullptr;
+    const plan::value* out = gelu_grad != plan::no_node ? &p.also_compute(s, gelu_grad) : &y;
     const std::size_t product = cp.product_at.size();
     cp.product_at.push_back(&cp.products.back());
     const std::int64_t item = static_cast<std::int64_t>(itemsize(y.dt));
-    pending_.push_back([this, ga, gb, yv = &y, bg, product, item, what] {
+    pending_.push_back([this, ga, gb, yv = out, bg, aux, n, product, item, what] {
       record r;
       record::gemm gm;
       gm.product = product;
@@ -1684,6 +1720,7 @@ class planned_engine final : public kit::engine, private plan::target {
         r.out2 = address(bg->at);
         r.out2_bytes = bg->bytes();
       }
+      if (aux != nullptr) building_->product_at[product]->set_aux(address(aux->at), n);  // (DGELU's GELU input)
       r.what = gm;
       r.name = what;
       r.out = address(yv->at);
@@ -1982,6 +2019,8 @@ class planned_engine final : public kit::engine, private plan::target {
     }
     if (mp.op == map_op::add || mp.op == map_op::sub) mp.alpha = c.args.has("alpha") ? c.args.real("alpha") : 1.0;
     if (mp.op == map_op::threshold_backward) mp.a = detail::number_arg(c.args, 2);
+    if (mp.op == map_op::gelu_backward)
+      mp.a = aten::gelu_backward::from_arguments(c.args).approximate == gelu_approximation::tanh ? 1.0 : 0.0;
     if (mp.op == map_op::fill) {
       const op_id t = node.target;
       mp.a = t == op_id_of<aten::zeros> || t == op_id_of<aten::zeros_like> ? 0.0

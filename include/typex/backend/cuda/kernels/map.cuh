@@ -1,6 +1,6 @@
 // typex/backend/cuda/kernels/map.cuh — elementwise ops of any dtype but f16 / bf16: comparisons and
 // logic (bool results), where, maximum / minimum, pow, dtype conversion, integer arithmetic,
-// threshold_backward and the factories (fill, iota). One thread per output element (grid-stride);
+// threshold_backward, gelu_backward and the factories (fill, iota). One thread per output element (grid-stride);
 // each operand is read at its own dtype and strides (broadcast) into the compute type, the result
 // written at the output's dtype. torch's conventions: maximum / minimum propagate a NaN; a float
 // converted to an integer is truncated toward zero; a value converted to bool is "not zero".
@@ -124,6 +124,14 @@ TYPEX_GLOBAL void map_kernel(const TYPEX_GRID_CONSTANT map_params p) {
         const C x = detail::map_load<C>(x1, off1);
         // (0 where x <= threshold: a NaN x passes the gradient, as torch's)
         detail::map_store(p.out, p.out_dt, i, x <= static_cast<C>(p.a) ? C{} : detail::map_load<C>(x0, off0));
+        break;
+      }
+      case map_op::gelu_backward: {
+        if constexpr (!std::is_integral_v<C>) {
+          const gelu_approximation form = p.a != 0.0 ? gelu_approximation::tanh : gelu_approximation::none;
+          const C d = aten::gelu_backward::derivative(device_math<C>{}, detail::map_load<C>(x1, off1), form);
+          detail::map_store(p.out, p.out_dt, i, static_cast<C>(detail::map_load<C>(x0, off0) * d));
+        }
         break;
       }
       case map_op::clamp: {  // (a NaN stays NaN)

@@ -103,6 +103,30 @@ inline any_tensor threshold_backward(const kernel_args& a) {
   return out;
 }
 
+// (grad_output, self; approximate): grad_output * gelu'(self) (gelu's gradient, torch's gelu_backward)
+inline any_tensor gelu_backward(const kernel_args& a) {
+  const auto op = aten::gelu_backward::from_arguments(a);
+  const any_tensor& g = a.tensor("grad_output");
+  const any_tensor& x = a.tensor("self");
+  if (g.extents() != x.extents() || g.scalar_type() != x.scalar_type()) {
+    raise<shape_error>([&](auto& w) {
+      w.put(a.target()); w.put(": grad_output "); w.put(g.to_string()); w.put(" and self "); w.put(x.to_string());
+      w.put(" must have one shape and dtype");
+    });
+  }
+  any_tensor out(g.scalar_type(), g.extents());
+  dispatch<true>(g.scalar_type(), a.target(), [&](auto tag) {  // (floating dtypes only)
+    using T = decltype(tag);
+    using C = compute_t<T>;
+    const T* pg = g.data<T>();
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    for (index_t i = 0, n = g.numel(); i < n; ++i)
+      po[i] = convert<T>(convert<C>(pg[i]) * aten::gelu_backward::derivative(scalar_math<C>{}, convert<C>(px[i]), op.approximate));
+  });
+  return out;
+}
+
 inline any_tensor pow_scalar(const kernel_args& a) {
   const double e = a.real("exponent");
   return unary_map(a, [e](auto v) { return pow_scalar_op::scalar(v, e); });
@@ -252,6 +276,7 @@ TYPEX_EIGEN_KERNEL(neg_op, detail::unary<neg_op>);
 TYPEX_EIGEN_KERNEL(abs_op, detail::unary<abs_op>);
 TYPEX_EIGEN_KERNEL(relu_op, detail::unary<relu_op>);
 TYPEX_EIGEN_KERNEL(aten::threshold_backward, detail::threshold_backward);
+TYPEX_EIGEN_KERNEL(aten::gelu_backward, detail::gelu_backward);
 TYPEX_EIGEN_KERNEL(exp_op, detail::unary<exp_op>);
 TYPEX_EIGEN_KERNEL(log_op, detail::unary<log_op>);
 TYPEX_EIGEN_KERNEL(sqrt_op, detail::unary<sqrt_op>);
