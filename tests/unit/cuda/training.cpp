@@ -165,7 +165,7 @@ void check_gelu_gradient_epilogue(bool tanh_form) {
   }
 }
 
-TEST_CASE("cuda training: the tanh GELU's gradient is applied by the product before it (cuBLASLt's DGELU), the exact form's is a kernel; both equal the Eigen backend") {
+TEST_CASE("cuda training: the tanh GELU's gradient is applied by the product before it (cuBLASLt's DGELU), the exact form's is a kernel, and both equal the Eigen backend") {
   check_gelu_gradient_epilogue<cuda_training_tests::tanh_gelu_mlp>(true);
   check_gelu_gradient_epilogue<cuda_training_tests::erf_gelu_mlp>(false);
 }
