@@ -411,8 +411,12 @@ struct gelu_backward {
           const auto t = c.tanh(c.mul(c.add(x, c.mul(c.mul(x2, x), kappa)), sqrt_2_over_pi));
           const auto du = c.mul(c.add(c.mul(x2, 3 * kappa), 1.0), sqrt_2_over_pi);
           const auto ddu = c.mul(x, 6 * sqrt_2_over_pi * kappa);
+          // (one op per statement where two arguments are ops: the program's order is not the compiler's)
           const auto sech2 = c.add(c.neg(c.mul(t, t)), 1.0);
-          const auto inner = c.add(c.sub(du, c.mul(c.mul(x, t), c.mul(du, du))), c.mul(c.mul(x, ddu), 0.5));
+          const auto xt = c.mul(x, t);
+          const auto du2 = c.mul(du, du);
+          const auto first = c.sub(du, c.mul(xt, du2));
+          const auto inner = c.add(first, c.mul(c.mul(x, ddu), 0.5));
           return c.mul(sech2, inner);
         }
         const auto pdf = c.mul(c.exp(c.mul(x2, -0.5)), inv_sqrt_2pi);
@@ -423,10 +427,12 @@ struct gelu_backward {
     }
   }
   static constexpr bool pointwise = true;
-  // grad_output's shape and dtype (self has the same: the kernels check)
+  // a binary pointwise op of floating tensors in PyTorch: grad_output and self broadcast, their dtypes
+  // promote (the kernels take one shape and dtype, what derivatives record)
   template <class R> static void infer(R& r) {
     const auto& g = r.input("grad_output");
     const auto& x = r.input("self");
+    if (!is_floating_point(g.scalar_type) || !is_floating_point(x.scalar_type)) r.fail("defined on floating-point tensors only, as in PyTorch");
     r.result(promote_types(g.scalar_type, x.scalar_type), r.broadcast(g.shape, x.shape));
   }
 
@@ -438,7 +444,9 @@ struct gelu_backward {
       const auto t = c.tanh(c.mul(c.add(x, c.mul(c.mul(x2, x), kappa)), sqrt_2_over_pi));
       const auto left = c.mul(c.add(t, 1.0), 0.5);  // (1 + t) / 2
       const auto du = c.mul(c.add(c.mul(x2, 3 * kappa), 1.0), sqrt_2_over_pi);
-      const auto right = c.mul(c.mul(c.mul(x, 0.5), c.add(c.neg(c.mul(t, t)), 1.0)), du);
+      const auto half_x = c.mul(x, 0.5);
+      const auto sech2 = c.add(c.neg(c.mul(t, t)), 1.0);
+      const auto right = c.mul(c.mul(half_x, sech2), du);
       return c.add(left, right);
     }
     const auto cdf = c.mul(c.add(c.erf(c.mul(x, inv_sqrt_2)), 1.0), 0.5);

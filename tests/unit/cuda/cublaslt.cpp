@@ -587,6 +587,10 @@ TEST_CASE("cuda cublaslt: planted mistakes in a DGELU product are caught") {
     lt_matmul lt = cuda::make_matmul(g, epilogue::dgelu_tanh);
     CHECK_THROWS_AS(lt.set_aux(x.data(), 12), argument_error);
     CHECK_THROWS_AS(lt.set_aux(x.data(), 20), argument_error);
+    matmul_geometry batched = g;
+    batched.batch = 2;
+    lt_matmul two = cuda::make_matmul(batched, epilogue::dgelu_tanh);
+    CHECK_THROWS_AS(two.set_aux(x.data(), 16), argument_error);  // (no aux batch stride is set)
   }
   SUBCASE("what the model does not model: alpha != 1, a reduced-precision compute type") {
     lt_matmul lt = cuda::make_matmul(g, epilogue::dgelu_tanh);

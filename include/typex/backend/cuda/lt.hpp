@@ -267,6 +267,10 @@ struct lt_matmul {
   // documents). Like the bias pointer, set once at plan time (the lowering sets an address of the
   // element size's alignment first, for the heuristic's query, then the buffer's).
   void set_aux(const void* aux, std::int64_t ld) {
+    if (geometry.batch > 1) {  // (EPILOGUE_AUX_BATCH_STRIDE is not set: every batch would read the first matrix)
+      typex::detail::raise_message<argument_error>(std::string("cuBLASLt matrix product ") + label + ": an aux matrix for a batched product (" +
+                                                   std::to_string(geometry.batch) + " batches) is not supported; typex sets no aux batch stride");
+    }
     if (ld < geometry.n || ld % 8 != 0) {
       typex::detail::raise_message<argument_error>(std::string("cuBLASLt matrix product ") + label + ": the epilogue's aux leading dimension " +
                                                    std::to_string(ld) + " must be a multiple of 8 and at least n = " + std::to_string(geometry.n));
