@@ -603,3 +603,36 @@ TEST_CASE("cuda cublaslt: planted mistakes in a DGELU product are caught") {
     CHECK_THROWS_AS(cuda::reference_matmul(tf32, cuda::row_major_operands(a.data(), b.data(), d.data())), device_error);
   }
 }
+
+// GELU_AUX_BIAS as a training forward uses it: D = gelu_tanh(X·Wᵀ + b) and the aux matrix = X·Wᵀ + b
+// (the pre-activation gelu_backward reads), by definition.
+TEST_CASE("cuda cublaslt: GELU_AUX_BIAS writes the GELU of the biased product and, to the aux matrix, its input") {
+  const auto gelu = [](double v) { return 0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))); };
+  for (const std::int64_t m : {1, 9}) {
+    CAPTURE(m);
+    const std::int64_t n = 24, k = 7;
+    const std::vector<float> x = random_values(std::size_t(m * k), 51), w = random_values(std::size_t(n * k), 52), b = random_values(std::size_t(n), 53);
+    std::vector<float> d(std::size_t(m * n), -7.0f), pre(std::size_t(m * n), -7.0f);
+    lt_matmul lt = cuda::make_linear(m, n, k, epilogue::gelu_tanh_aux, true);
+    CHECK(lt.epi == epilogue::gelu_tanh_aux_bias);
+    lt.set_bias_pointer(b.data());
+    lt.set_aux(pre.data(), n);
+    cuda::matmul_args args = cuda::row_major_operands(x.data(), w.data(), d.data());
+    args.bias = b.data();
+    cuda::reference_matmul(lt, args);
+    std::vector<double> want_pre(std::size_t(m * n)), want_d(std::size_t(m * n));
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        double acc = b[std::size_t(j)];
+        for (std::int64_t l = 0; l < k; ++l) acc += double(x[std::size_t(i * k + l)]) * double(w[std::size_t(j * k + l)]);
+        want_pre[std::size_t(i * n + j)] = acc;
+        want_d[std::size_t(i * n + j)] = gelu(acc);
+      }
+    CHECK(max_error(pre, want_pre) < 1e-6);
+    CHECK(max_error(d, want_d) < 1e-6);
+    // no aux pointer: refused, as cuBLASLt does
+    lt_matmul none = cuda::make_linear(m, n, k, epilogue::gelu_tanh_aux, true);
+    none.set_bias_pointer(b.data());
+    CHECK_THROWS_AS(cuda::reference_matmul(none, args), device_error);
+  }
+}

@@ -295,7 +295,7 @@ TEST_CASE("cuda gpu: real cuBLASLt's BGRADB / BGRADA equal the emulated device's
   }
 }
 
-TEST_CASE("cuda gpu: real cuBLASLt's DGELU equals the emulated device's model (the product times the tanh GELU's derivative at the aux matrix)") {
+TEST_CASE("cuda gpu: real cuBLASLt's DGELU and GELU_AUX_BIAS equal the emulated device's model (the product times the tanh GELU's derivative at the aux matrix; the GELU and its input)") {
   const auto d = cuda::make_native_device();
   const auto bytes = [](const std::vector<float>& v) { return v.size() * sizeof(float); };
   struct shape {
@@ -337,7 +337,45 @@ TEST_CASE("cuda gpu: real cuBLASLt's DGELU equals the emulated device's model (t
     for (std::size_t i = 0; i < got.size(); ++i)
       worst = std::max(worst, std::abs(double(got[i]) - double(want[i])) / (1.0 + std::abs(double(want[i]))));
     CHECK(worst <= 1e-4);
-    for (void* p : {da, dbm, dx, dd, ws}) d->deallocate(p);
+    // the forward's GELU_AUX_BIAS on the same operands as a linear layer (x [m, k], w [n, k]): D is
+    // the GELU of the biased product, the aux matrix its input
+    cuda::lt_matmul fwd = cuda::make_linear(s.m, s.n, s.k, cuda::epilogue::gelu_tanh_aux, true);
+    fwd.set_aux(reinterpret_cast<const void*>(std::uintptr_t{4}), s.n);
+    REQUIRE(d->can_matmul(fwd, std::size_t{32} << 20));
+    std::vector<float> w(std::size_t(s.n * s.k)), bias(std::size_t(s.n));
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.29f * float(i)) * 0.4f;
+    for (std::size_t i = 0; i < bias.size(); ++i) bias[i] = 0.1f * float(i % 7) - 0.3f;
+    void* dw = d->allocate(bytes(w));
+    void* dbias = d->allocate(bytes(bias));
+    void* dpre = d->allocate(std::size_t(s.m * s.n) * sizeof(float));
+    d->copy_to_device(dw, w.data(), bytes(w));
+    d->copy_to_device(dbias, bias.data(), bytes(bias));
+    fwd.set_bias_pointer(dbias);
+    fwd.set_aux(dpre, s.n);
+    cuda::matmul_args fargs = cuda::row_major_operands(da, dw, dd);
+    fargs.bias = dbias;
+    fargs.workspace = ws;
+    fargs.workspace_bytes = std::size_t{32} << 20;
+    d->matmul(fwd, fargs, "contract");
+    std::vector<float> got_d(got.size()), got_pre(got.size());
+    d->copy_to_host(got_d.data(), dd, got_d.size() * sizeof(float));
+    d->copy_to_host(got_pre.data(), dpre, got_pre.size() * sizeof(float));
+    d->synchronize();
+    std::vector<float> want_d(got.size()), want_pre(got.size());
+    cuda::lt_matmul fwd_host = cuda::make_linear(s.m, s.n, s.k, cuda::epilogue::gelu_tanh_aux, true);
+    fwd_host.set_bias_pointer(bias.data());
+    fwd_host.set_aux(want_pre.data(), s.n);
+    cuda::matmul_args hargs = cuda::row_major_operands(a.data(), w.data(), want_d.data());
+    hargs.bias = bias.data();
+    cuda::reference_matmul(fwd_host, hargs);
+    double worst_d = 0, worst_pre = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      worst_d = std::max(worst_d, std::abs(double(got_d[i]) - double(want_d[i])) / (1.0 + std::abs(double(want_d[i]))));
+      worst_pre = std::max(worst_pre, std::abs(double(got_pre[i]) - double(want_pre[i])) / (1.0 + std::abs(double(want_pre[i]))));
+    }
+    CHECK(worst_d <= 1e-4);
+    CHECK(worst_pre <= 1e-4);
+    for (void* p : {da, dbm, dx, dd, ws, dw, dbias, dpre}) d->deallocate(p);
     d->synchronize();
   }
 }

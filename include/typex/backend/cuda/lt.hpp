@@ -76,6 +76,10 @@ enum class epilogue : unsigned char {
   // row-major terms its row stride: a multiple of 8, at least n). torch's gelu_backward(g, x,
   // approximate='tanh') of a product g.
   dgelu_tanh,  // CUBLASLT_EPILOGUE_DGELU
+  // The tanh GELU of the forward that also stores its input (the pre-activation, after the bias) in
+  // the aux matrix (same layout rules as DGELU's): the value gelu_backward reads in training.
+  gelu_tanh_aux,       // CUBLASLT_EPILOGUE_GELU_AUX
+  gelu_tanh_aux_bias,  // CUBLASLT_EPILOGUE_GELU_AUX_BIAS: gelu_tanh_aux(· + bias)
 };
 
 constexpr std::string_view name(epilogue e) noexcept {
@@ -89,19 +93,23 @@ constexpr std::string_view name(epilogue e) noexcept {
     case epilogue::bgrad_a: return "bgrad_a";
     case epilogue::bgrad_b: return "bgrad_b";
     case epilogue::dgelu_tanh: return "dgelu_tanh";
+    case epilogue::gelu_tanh_aux: return "gelu_tanh_aux";
+    case epilogue::gelu_tanh_aux_bias: return "gelu_tanh_aux_bias";
   }
   return "?";
 }
 
 constexpr bool has_bias(epilogue e) noexcept {
-  return e == epilogue::bias || e == epilogue::relu_bias || e == epilogue::gelu_tanh_bias;
+  return e == epilogue::bias || e == epilogue::relu_bias || e == epilogue::gelu_tanh_bias || e == epilogue::gelu_tanh_aux_bias;
 }
 
 // Whether the epilogue writes a bias gradient to the bias pointer (instead of reading a bias there).
 constexpr bool writes_bias_gradient(epilogue e) noexcept { return e == epilogue::bgrad_a || e == epilogue::bgrad_b; }
 
-// Whether the epilogue reads an input matrix at the descriptor's aux pointer (set_aux).
+// Whether the epilogue reads an input matrix at the descriptor's aux pointer (set_aux), or writes one.
 constexpr bool reads_aux(epilogue e) noexcept { return e == epilogue::dgelu_tanh; }
+constexpr bool writes_aux(epilogue e) noexcept { return e == epilogue::gelu_tanh_aux || e == epilogue::gelu_tanh_aux_bias; }
+constexpr bool uses_aux(epilogue e) noexcept { return reads_aux(e) || writes_aux(e); }
 
 // Whether the descriptor's bias pointer is used at all.
 constexpr bool uses_bias_pointer(epilogue e) noexcept { return has_bias(e) || writes_bias_gradient(e); }
@@ -112,6 +120,7 @@ constexpr epilogue with_bias(epilogue e) noexcept {
     case epilogue::none: return epilogue::bias;
     case epilogue::relu: return epilogue::relu_bias;
     case epilogue::gelu_tanh: return epilogue::gelu_tanh_bias;
+    case epilogue::gelu_tanh_aux: return epilogue::gelu_tanh_aux_bias;
     default: return e;
   }
 }
@@ -127,6 +136,8 @@ constexpr cublasLtEpilogue_t to_cublaslt(epilogue e) noexcept {
     case epilogue::bgrad_a: return CUBLASLT_EPILOGUE_BGRADA;
     case epilogue::bgrad_b: return CUBLASLT_EPILOGUE_BGRADB;
     case epilogue::dgelu_tanh: return CUBLASLT_EPILOGUE_DGELU;
+    case epilogue::gelu_tanh_aux: return CUBLASLT_EPILOGUE_GELU_AUX;
+    case epilogue::gelu_tanh_aux_bias: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
   }
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
@@ -262,9 +273,9 @@ struct lt_matmul {
     return p;
   }
 
-  // Sets CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER and _AUX_LD (reads_aux epilogues: the matrix the
-  // epilogue reads, `ld` elements between typex's rows, a multiple of 8 and at least n, as cuBLASLt
-  // documents). Like the bias pointer, set once at plan time (the lowering sets an address of the
+  // Sets CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER and _AUX_LD (uses_aux epilogues: the matrix the
+  // epilogue reads or writes, `ld` elements between typex's rows, a multiple of 8 and at least n, as
+  // cuBLASLt documents). Like the bias pointer, set once at plan time (the lowering sets an address of the
   // element size's alignment first, for the heuristic's query, then the buffer's).
   void set_aux(const void* aux, std::int64_t ld) {
     if (geometry.batch > 1) {  // (EPILOGUE_AUX_BATCH_STRIDE is not set: every batch would read the first matrix)

@@ -16,7 +16,8 @@
 // compute: what the gradient epilogues do otherwise is not documented); DGELU multiplies the product
 // by the tanh-form GELU's derivative at the aux matrix (the GELU's input: D's shape and type, at
 // EPILOGUE_AUX_POINTER with leading dimension EPILOGUE_AUX_LD, a multiple of 8 and at least D's rows),
-// for the plain product only as well. Products are accumulated
+// for the plain product only as well; GELU_AUX / GELU_AUX_BIAS store GELU's input (after the bias) in
+// the aux matrix too (same layout rules). Products are accumulated
 // in double. A wrong transpose flag, leading dimension, epilogue or bias pointer in a descriptor
 // therefore changes the emulator's result (tests/unit/cuda/cublaslt.cpp plants each one).
 //
@@ -27,7 +28,8 @@
 // CUDA_R_32F; or its FAST_TF32 / FAST_16BF / FAST_16F compute types, modelled as the operands
 // rounded to the narrower format, operand_rounding, then the same sums) or f64 (CUBLAS_COMPUTE_64F,
 // CUDA_R_64F), an order other than CUBLASLT_ORDER_COL, an
-// epilogue outside DEFAULT / BIAS / RELU / RELU_BIAS / GELU / GELU_BIAS / BGRADA / BGRADB / DGELU, a pointer
+// epilogue outside DEFAULT / BIAS / RELU / RELU_BIAS / GELU / GELU_BIAS / GELU_AUX / GELU_AUX_BIAS / BGRADA /
+// BGRADB / DGELU, a pointer
 // mode other than host,
 // planar-complex or pointer-array batches. Whether cuBLASLt supports a combination the model accepts
 // (an algorithm exists), and its numerics, only a GPU can say (the contract tests).
@@ -167,11 +169,13 @@ inline double gelu_tanh_derivative(double x) noexcept {
   const double t = std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x));
   return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * x * x);
 }
-// DGELU's aux matrix: its address and leading dimension (column-major, D's shape).
+// The aux matrix: its address and leading dimension (column-major, D's shape); DGELU reads it,
+// GELU_AUX writes it (`written`).
 template <class T>
 struct lt_aux {
-  const T* data = nullptr;
+  T* data = nullptr;
   std::int64_t ld = 0;
+  bool written = false;
 };
 
 // The computation, once everything is read back and checked (T is the type of every matrix and of the
@@ -179,7 +183,7 @@ struct lt_aux {
 template <class T>
 void lt_compute(const lt_layout& la, bool trans_a, const lt_layout& lb, bool trans_b, const lt_layout& lc,
                 const lt_layout& ld, const T* bias, std::int64_t bias_stride, bool relu, bool gelu, const matmul_args& args,
-                std::int64_t k, operand_rounding round = {}, T* bias_grad = nullptr, char bias_grad_of = 0, lt_aux<T> dgelu = {}) {
+                std::int64_t k, operand_rounding round = {}, T* bias_grad = nullptr, char bias_grad_of = 0, lt_aux<T> aux = {}) {
   const auto* A = static_cast<const T*>(args.a);
   const auto* B = static_cast<const T*>(args.b);
   const auto* C = static_cast<const T*>(args.c);
@@ -207,8 +211,9 @@ void lt_compute(const lt_layout& la, bool trans_a, const lt_layout& lb, bool tra
         if (c != nullptr) v += beta * static_cast<double>(c[i + j * lc.ld]);
         if (bp != nullptr) v += static_cast<double>(bp[i]);
         if (relu) v = v > 0.0 ? v : 0.0;
+        if (aux.written) aux.data[i + j * aux.ld] = static_cast<T>(v);  // (GELU's input)
         if (gelu) v = gelu_tanh(v);
-        if (dgelu.data != nullptr) v *= gelu_tanh_derivative(static_cast<double>(dgelu.data[i + j * dgelu.ld]));
+        if (aux.data != nullptr && !aux.written) v *= gelu_tanh_derivative(static_cast<double>(aux.data[i + j * aux.ld]));
         d[i + j * ld.ld] = static_cast<T>(v);
       }
     }
@@ -280,7 +285,7 @@ inline void reference_matmul(const lt_matmul& m, const matmul_args& args) {
   if (transc != CUBLAS_OP_N) lt_invalid(m, std::string("CUBLASLT_MATMUL_DESC_TRANSC is ") + std::to_string(transc) + " (only CUBLAS_OP_N is supported)");
   if (fill != CUBLAS_FILL_MODE_FULL) lt_unmodelled(m, std::string("fill mode ") + std::to_string(fill) + " (only CUBLAS_FILL_MODE_FULL)");
 
-  bool bias_epilogue = false, relu = false, gelu = false, dgelu = false;
+  bool bias_epilogue = false, relu = false, gelu = false, dgelu = false, gelu_aux = false;
   char bias_grad_of = 0;  // 'A' or 'B': the operand whose sums over k BGRADA / BGRADB write
   switch (epi) {
     case CUBLASLT_EPILOGUE_DEFAULT: break;
@@ -292,10 +297,12 @@ inline void reference_matmul(const lt_matmul& m, const matmul_args& args) {
     case CUBLASLT_EPILOGUE_BGRADA: bias_grad_of = 'A'; break;
     case CUBLASLT_EPILOGUE_BGRADB: bias_grad_of = 'B'; break;
     case CUBLASLT_EPILOGUE_DGELU: dgelu = true; break;
+    case CUBLASLT_EPILOGUE_GELU_AUX: gelu = gelu_aux = true; break;
+    case CUBLASLT_EPILOGUE_GELU_AUX_BIAS: gelu = gelu_aux = bias_epilogue = true; break;
     default:
       lt_unmodelled(m, std::string("epilogue ") + std::to_string(epi) +
-                           " (modelled: DEFAULT, BIAS, RELU, RELU_BIAS, GELU, GELU_BIAS, BGRADA, BGRADB, DGELU; the aux-writing "
-                           "epilogues, DRELU and DGELU_BGRAD are not)");
+                           " (modelled: DEFAULT, BIAS, RELU, RELU_BIAS, GELU, GELU_BIAS, GELU_AUX, GELU_AUX_BIAS, BGRADA, BGRADB, "
+                           "DGELU; RELU_AUX, DRELU and DGELU_BGRAD are not)");
   }
 
   // The layouts, and the shape rules cublasLtMatmul checks.
@@ -360,14 +367,15 @@ inline void reference_matmul(const lt_matmul& m, const matmul_args& args) {
     lt_invalid(m, std::string("the call passes a bias, but the descriptor's epilogue (") + std::to_string(epi) + ") adds none");
   }
 
-  // DGELU's aux matrix: the descriptor's pointer and leading dimension (there is no call argument).
+  // The aux matrix (DGELU's input, GELU_AUX's output): the descriptor's pointer and leading dimension
+  // (there is no call argument).
   const void* aux = nullptr;
   std::int64_t aux_ld = 0;
-  if (dgelu) {
+  if (dgelu || gelu_aux) {
     aux = lt_desc_attr<const void*>(m, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, "CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER");
     aux_ld = lt_desc_attr<std::int64_t>(m, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, "CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD");
     const auto aux_type = lt_desc_attr<std::int32_t>(m, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, "CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE");
-    if (aux == nullptr) lt_invalid(m, "the DGELU epilogue reads the GELU's input, but CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER is null");
+    if (aux == nullptr) lt_invalid(m, "the epilogue reads or writes GELU's input, but CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER is null");
     if (aux_ld < static_cast<std::int64_t>(ld.rows) || aux_ld % 8 != 0) {
       lt_invalid(m, std::string("CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD is ") + std::to_string(aux_ld) +
                         "; it must be a multiple of 8 and at least D's rows, " + std::to_string(ld.rows));
@@ -376,9 +384,9 @@ inline void reference_matmul(const lt_matmul& m, const matmul_args& args) {
     if (aux_type != -1 && aux_type != static_cast<std::int32_t>(data_type)) {
       lt_unmodelled(m, std::string("aux data type ") + std::to_string(aux_type) + " differs from D's " + std::to_string(data_type));
     }
-    if (ld.batch != 1) lt_unmodelled(m, std::string("the DGELU epilogue over ") + std::to_string(ld.batch) + " batches");
-    if (args.alpha != 1.0f || args.beta != 0.0f) lt_unmodelled(m, "the DGELU epilogue with alpha != 1 or beta != 0");
-    if (round.bits < 24) lt_unmodelled(m, "the DGELU epilogue with a reduced-precision compute type");
+    if (ld.batch != 1) lt_unmodelled(m, std::string("an aux epilogue over ") + std::to_string(ld.batch) + " batches");
+    if (dgelu && (args.alpha != 1.0f || args.beta != 0.0f)) lt_unmodelled(m, "the DGELU epilogue with alpha != 1 or beta != 0");
+    if (dgelu && round.bits < 24) lt_unmodelled(m, "the DGELU epilogue with a reduced-precision compute type");
   }
 
   // The operands the shapes say are read.
@@ -395,10 +403,10 @@ inline void reference_matmul(const lt_matmul& m, const matmul_args& args) {
   if (bias_grad != nullptr) bias = nullptr;
   if (data_type == CUDA_R_32F) {
     lt_compute<float>(la, trans_a, lb, trans_b, lc, ld, static_cast<const float*>(bias), bias_stride, relu, gelu, args, k, round,
-                      static_cast<float*>(bias_grad), bias_grad_of, {static_cast<const float*>(aux), aux_ld});
+                      static_cast<float*>(bias_grad), bias_grad_of, {static_cast<float*>(const_cast<void*>(aux)), aux_ld, gelu_aux});
   } else {
     lt_compute<double>(la, trans_a, lb, trans_b, lc, ld, static_cast<const double*>(bias), bias_stride, relu, gelu, args, k, {},
-                       static_cast<double*>(bias_grad), bias_grad_of, {static_cast<const double*>(aux), aux_ld});
+                       static_cast<double*>(bias_grad), bias_grad_of, {static_cast<double*>(const_cast<void*>(aux)), aux_ld, gelu_aux});
   }
 }
 

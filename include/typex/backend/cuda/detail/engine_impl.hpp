@@ -849,26 +849,45 @@ class planned_engine final : public kit::engine, private plan::target {
     }
     const std::string what = name_of(node);
     const plan::value* yv = &y;
+    // a training forward's tanh GELU after the product, whose input the backward reads too: the
+    // product writes the GELU's value (D) and keeps its input, y, as the epilogue's aux matrix
+    ir::node_id gelu_node = plan::no_node;
+    if (gemm && e == epilogue::none && !act && y.dt == dtype::f32 && p.opts().fuse && (b == nullptr || bias_in_epilogue) && n % 8 == 0)
+      gelu_node = gelu_reader_of(p, s);
+    if (gelu_node != plan::no_node) e = epilogue::gelu_tanh_aux;
     if (gemm) {
       cuda_plan& cp = *building_;
       cp.products.push_back(make_linear(m, n, k, e, bias_in_epilogue, y.dt, options_.matmul_precision));
+      // (the heuristic's query sees an aux address of the least alignment a call gives: the element size)
+      if (uses_aux(cp.products.back().epi)) cp.products.back().set_aux(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(itemsize(y.dt))), n);
+      if (gelu_node != plan::no_node && !rt_->can_matmul(cp.products.back(), lt_workspace_bytes)) {
+        cp.products.back() = make_linear(m, n, k, epilogue::none, bias_in_epilogue, y.dt, options_.matmul_precision);
+        gelu_node = plan::no_node;
+      }
+      const plan::value* dv = gelu_node != plan::no_node ? &p.also_compute(s, gelu_node) : yv;
+      const plan::value* aux = gelu_node != plan::no_node ? yv : nullptr;
       const std::size_t product = cp.product_at.size();
       cp.product_at.push_back(&cp.products.back());
-      pending_.push_back([this, x, wt, b, yv, product, what, bias_in_epilogue] {
+      pending_.push_back([this, x, wt, b, dv, aux, n, product, what, bias_in_epilogue] {
         record r;
         record::gemm g;
         g.product = product;
-        g.args = row_major_operands(address(x->at), address(wt->at), address(yv->at));  // (swapped for cuBLAS there)
+        g.args = row_major_operands(address(x->at), address(wt->at), address(dv->at));  // (swapped for cuBLAS there)
         g.args.workspace = building_->workspace.data();
         g.args.workspace_bytes = building_->workspace.bytes();
         if (bias_in_epilogue) {
           g.args.bias = address(b->at);
           building_->product_at[product]->set_bias_pointer(g.args.bias);
         }
+        if (aux != nullptr) {  // (the GELU's input, y, written beside D)
+          building_->product_at[product]->set_aux(address(aux->at), n);
+          r.out2 = address(aux->at);
+          r.out2_bytes = aux->bytes();
+        }
         r.what = g;
         r.name = what;
         r.out = static_cast<std::byte*>(g.args.d);
-        r.out_bytes = yv->bytes();
+        r.out_bytes = dv->bytes();
         return r;
       });
     } else {
@@ -1588,6 +1607,25 @@ class planned_engine final : public kit::engine, private plan::target {
         for (std::size_t d = 0; dims_ok && d < rank; ++d) dims_ok = reduced[d] == (d + 1 < rank);
         if (dims_ok) return u;
       }
+    }
+    return plan::no_node;
+  }
+
+  // The tanh-form GELU that reads a linear layer's result y where y has other readers too (a
+  // training forward: gelu_backward reads y), for cuBLASLt's GELU_AUX: a gelu_op of the tanh form of
+  // y itself (f32, y's extents). no_node: none.
+  ir::node_id gelu_reader_of(plan::planner& p, const plan::step_plan& s) const {
+    const ir::graph& g = p.graph();
+    const plan::value& y = p.at(s.node);
+    if (y.strided()) return plan::no_node;
+    for (const ir::node_id u : p.users(s.node)) {
+      const ir::node& n = g[u];
+      if (n.op != ir::node_op::call_function || n.target != op_id_of<gelu_op> || n.args.empty()) continue;
+      const auto* in = std::get_if<ir::value_ref>(&n.args[0]);
+      if (in == nullptr || in->node != s.node || n.vals.front().scalar_type != dtype::f32 || !p.claimable(s, u, /*of_result=*/true)) continue;
+      const detail::call_of c(n, &p.symbols());
+      if (gelu_op::from_arguments(c.args).approximate != gelu_approximation::tanh) continue;
+      return u;
     }
     return plan::no_node;
   }
