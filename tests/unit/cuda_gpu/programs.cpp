@@ -295,7 +295,7 @@ TEST_CASE("cuda gpu: real cuBLASLt's BGRADB / BGRADA equal the emulated device's
   }
 }
 
-TEST_CASE("cuda gpu: real cuBLASLt's DGELU and GELU_AUX_BIAS equal the emulated device's model (the product times the tanh GELU's derivative at the aux matrix; the GELU and its input)") {
+TEST_CASE("cuda gpu: real cuBLASLt's DGELU and GELU_AUX_BIAS equal the emulated device's model (the product times the tanh GELU's derivative at the aux matrix, and the GELU with its input)") {
   const auto d = cuda::make_native_device();
   const auto bytes = [](const std::vector<float>& v) { return v.size() * sizeof(float); };
   struct shape {
