@@ -71,6 +71,30 @@ TEST_CASE("cuda training: a training step of the MLP, CNN and transformer block 
   train_reference_models(cuda::make_emulated_device(), 2e-5, true);
 }
 
+// A joint program on one emulated device twice: with f32 products (`fused`: the gradient epilogues
+// where they apply) and with TF32 ones (`apart`: without them); each called once to plan, then once
+// more, counting that call's launches (`got`: fused's outputs).
+struct fused_and_apart {
+  decltype(cuda::make_emulated_device()) gpu = cuda::make_emulated_device();
+  program_module<cuda_backend> fused, apart;
+  std::size_t launches = 0, launches_apart = 0;
+  std::vector<any_tensor> got;
+  fused_and_apart(const exported_program& joint, const std::vector<any_tensor>& in)
+      : fused(joint, {.device = gpu}), apart(joint, {.device = gpu, .matmul_precision = cuda::matmul_precision::tf32}) {
+    auto* emu = static_cast<cuda::emulated_device*>(gpu.get());
+    std::vector<any_tensor> dev_in;
+    for (const any_tensor& t : in) dev_in.push_back(cuda::to_device(t, gpu));
+    (void)apart(dev_in);
+    (void)fused(dev_in);
+    std::size_t before = emu->launches();
+    (void)apart(dev_in);
+    launches_apart = emu->launches() - before;
+    before = emu->launches();
+    got = fused(dev_in);
+    launches = emu->launches() - before;
+  }
+};
+
 TEST_CASE("cuda training: each linear layer's bias gradient is written by its weight gradient's product (cuBLASLt's BGRADB), one step fewer per layer") {
   using namespace cuda_training_tests;
   const auto models = parity_models::read_models();
@@ -78,21 +102,14 @@ TEST_CASE("cuda training: each linear layer's bias gradient is written by its we
   load_state_dict(m.net, models.at("mlp").state);
   const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<fix<6>, fix<32>>>()), input<"y">(tensor_spec<i64, shape<fix<6>>>()));
   const exported_program joint = make_joint(ep);
-  const auto gpu = cuda::make_emulated_device();
-  auto* emu = static_cast<cuda::emulated_device*>(gpu.get());
   // (TF32 products take no bias-gradient epilogue: the same program, the sums as kernels of their own)
-  program_module<cuda_backend> fused(joint, {.device = gpu}), apart(joint, {.device = gpu, .matmul_precision = cuda::matmul_precision::tf32});
-  program_module<eigen_backend> cpu(joint);
   const std::vector<any_tensor> in = {pattern({6, 32}, 1), labels(6, 10)};
-  const std::vector<any_tensor> dev_in = {cuda::to_device(in[0], gpu), cuda::to_device(in[1], gpu)};
-  (void)apart(dev_in);
-  (void)fused(dev_in);
-  std::size_t before = emu->launches();
-  (void)apart(dev_in);
-  const std::size_t launches_apart = emu->launches() - before;
-  before = emu->launches();
-  const auto got = fused(dev_in);
-  const std::size_t launches = emu->launches() - before;
+  fused_and_apart run(joint, in);
+  program_module<cuda_backend>& fused = run.fused;
+  program_module<cuda_backend>& apart = run.apart;
+  const std::size_t launches = run.launches, launches_apart = run.launches_apart;
+  const auto& got = run.got;
+  program_module<eigen_backend> cpu(joint);
   std::size_t biases = 0;
   for (const auto& [fqn, p] : fused.parameters()) biases += fqn.ends_with(".bias") ? 1 : 0;
   REQUIRE(biases == 3);
@@ -131,20 +148,14 @@ void check_gelu_gradient_epilogue(bool tanh_form) {
   std::size_t gelu_backward = 0;
   for (const ir::node& n : joint.graph().nodes()) gelu_backward += n.target == op_id_of<aten::gelu_backward> ? 1 : 0;
   CHECK(gelu_backward == 1);
-  const auto gpu = cuda::make_emulated_device();
-  auto* emu = static_cast<cuda::emulated_device*>(gpu.get());
   // (TF32 products take neither the bias-gradient nor the DGELU epilogue)
-  program_module<cuda_backend> fused(joint, {.device = gpu}), apart(joint, {.device = gpu, .matmul_precision = cuda::matmul_precision::tf32});
-  program_module<eigen_backend> cpu(joint);
   const std::vector<any_tensor> in = {pattern({6, 32}, 3), labels(6, 10)};
-  const std::vector<any_tensor> dev_in = {cuda::to_device(in[0], gpu), cuda::to_device(in[1], gpu)};
-  (void)apart(dev_in);
-  std::size_t before = emu->launches();
-  (void)apart(dev_in);
-  const std::size_t launches_apart = emu->launches() - before;
-  before = emu->launches();
-  const auto got = fused(dev_in);
-  const std::size_t launches = emu->launches() - before;
+  fused_and_apart run(joint, in);
+  program_module<cuda_backend>& fused = run.fused;
+  program_module<cuda_backend>& apart = run.apart;
+  const std::size_t launches = run.launches, launches_apart = run.launches_apart;
+  const auto& got = run.got;
+  program_module<eigen_backend> cpu(joint);
   // (the two bias gradients and, for the tanh form, DGELU: what TF32 products go without; the
   // forward's GELU_AUX_BIAS they take too, so each program has it, and the refusals below count it)
   const std::size_t epilogues = 2 + (tanh_form ? 1 : 0);

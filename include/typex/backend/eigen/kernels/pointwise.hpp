@@ -79,15 +79,20 @@ any_tensor unary(const kernel_args& a) {
 
 // x ** e (aten.pow.Tensor_Scalar) and clamp(x, min?, max?): pointwise with numbers from the call.
 // (grad_output, self, threshold): grad_output where self > threshold, else 0 (relu's gradient)
-inline any_tensor threshold_backward(const kernel_args& a) {
-  const any_tensor& g = a.tensor("grad_output");
-  const any_tensor& x = a.tensor("self");
+// (an activation's gradient kernel reads grad_output and self of one shape and dtype, what
+// derivatives record)
+inline void require_alike(const kernel_args& a, const any_tensor& g, const any_tensor& x) {
   if (g.extents() != x.extents() || g.scalar_type() != x.scalar_type()) {
     raise<shape_error>([&](auto& w) {
       w.put(a.target()); w.put(": grad_output "); w.put(g.to_string()); w.put(" and self "); w.put(x.to_string());
       w.put(" must have one shape and dtype");
     });
   }
+}
+inline any_tensor threshold_backward(const kernel_args& a) {
+  const any_tensor& g = a.tensor("grad_output");
+  const any_tensor& x = a.tensor("self");
+  require_alike(a, g, x);
   const double threshold = a.real("threshold");
   any_tensor out(g.scalar_type(), g.extents());
   dispatch<true>(g.scalar_type(), a.target(), [&](auto tag) {
@@ -108,12 +113,7 @@ inline any_tensor gelu_backward(const kernel_args& a) {
   const auto op = aten::gelu_backward::from_arguments(a);
   const any_tensor& g = a.tensor("grad_output");
   const any_tensor& x = a.tensor("self");
-  if (g.extents() != x.extents() || g.scalar_type() != x.scalar_type()) {
-    raise<shape_error>([&](auto& w) {
-      w.put(a.target()); w.put(": grad_output "); w.put(g.to_string()); w.put(" and self "); w.put(x.to_string());
-      w.put(" must have one shape and dtype");
-    });
-  }
+  require_alike(a, g, x);
   any_tensor out(g.scalar_type(), g.extents());
   dispatch<true>(g.scalar_type(), a.target(), [&](auto tag) {  // (floating dtypes only)
     using T = decltype(tag);
