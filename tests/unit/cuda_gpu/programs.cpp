@@ -311,7 +311,7 @@ TEST_CASE("cuda gpu: real cuBLASLt's DGELU and GELU_AUX_BIAS equal the emulated 
     for (std::size_t i = 0; i < b.size(); ++i) b[i] = std::cos(0.11f * float(i)) * 0.5f;
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = 3.0f * std::sin(0.73f * float(i));  // (the GELU's input, its tails too)
     cuda::lt_matmul on_gpu = cuda::make_matmul(g, cuda::epilogue::dgelu_tanh);
-    on_gpu.set_aux(reinterpret_cast<const void*>(std::uintptr_t{4}), s.n);
+    on_gpu.set_aux_for_query(s.n);
     REQUIRE(d->can_matmul(on_gpu, std::size_t{32} << 20));  // (the lowering asks the same)
     void* da = d->allocate(bytes(a));
     void* dbm = d->allocate(bytes(b));
@@ -340,7 +340,7 @@ TEST_CASE("cuda gpu: real cuBLASLt's DGELU and GELU_AUX_BIAS equal the emulated 
     // the forward's GELU_AUX_BIAS on the same operands as a linear layer (x [m, k], w [n, k]): D is
     // the GELU of the biased product, the aux matrix its input
     cuda::lt_matmul fwd = cuda::make_linear(s.m, s.n, s.k, cuda::epilogue::gelu_tanh_aux, true);
-    fwd.set_aux(reinterpret_cast<const void*>(std::uintptr_t{4}), s.n);
+    fwd.set_aux_for_query(s.n);
     REQUIRE(d->can_matmul(fwd, std::size_t{32} << 20));
     std::vector<float> w(std::size_t(s.n * s.k)), bias(std::size_t(s.n));
     for (std::size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.29f * float(i)) * 0.4f;

@@ -292,6 +292,10 @@ struct lt_matmul {
                      "cublasLtMatmulDescSetAttribute(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD)", label);
   }
 
+  // set_aux with a placeholder address of the element size's alignment, the least a call gives: what
+  // a lowering sets before asking the device for an algorithm (can_matmul), then the buffer's.
+  void set_aux_for_query(std::int64_t ld) { set_aux(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(itemsize(type))), ld); }
+
   // For the native device's cublasLtMatmul and its heuristic query (what the descriptors also say).
   cublasComputeType_t compute_type = CUBLAS_COMPUTE_32F;
   cudaDataType_t scale_type = CUDA_R_32F;

@@ -858,8 +858,7 @@ class planned_engine final : public kit::engine, private plan::target {
     if (gemm) {
       cuda_plan& cp = *building_;
       cp.products.push_back(make_linear(m, n, k, e, bias_in_epilogue, y.dt, options_.matmul_precision));
-      // (the heuristic's query sees an aux address of the least alignment a call gives: the element size)
-      if (uses_aux(cp.products.back().epi)) cp.products.back().set_aux(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(itemsize(y.dt))), n);
+      if (uses_aux(cp.products.back().epi)) cp.products.back().set_aux_for_query(n);
       if (gelu_node != plan::no_node && !rt_->can_matmul(cp.products.back(), lt_workspace_bytes)) {
         cp.products.back() = make_linear(m, n, k, epilogue::none, bias_in_epilogue, y.dt, options_.matmul_precision);
         gelu_node = plan::no_node;
@@ -1731,8 +1730,7 @@ class planned_engine final : public kit::engine, private plan::target {
       e = epilogue::dgelu_tanh;
     cuda_plan& cp = *building_;
     cp.products.push_back(make_matmul(g, e, y.dt, options_.matmul_precision));
-    // (the heuristic's query sees an aux address of the least alignment a call gives: the element size)
-    if (reads_aux(e)) cp.products.back().set_aux(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(itemsize(y.dt))), n);
+    if (reads_aux(e)) cp.products.back().set_aux_for_query(n);
     if (e != epilogue::none && !rt_->can_matmul(cp.products.back(), lt_workspace_bytes)) {
       cp.products.back() = make_matmul(g, epilogue::none, y.dt, options_.matmul_precision);
       e = epilogue::none;

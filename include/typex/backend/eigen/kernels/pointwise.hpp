@@ -77,8 +77,6 @@ any_tensor unary(const kernel_args& a) {
   return map_elements(x, out_dt, [&](auto v, auto& y) { op.math(scalar_math<decltype(v)>{}, v, y); });
 }
 
-// x ** e (aten.pow.Tensor_Scalar) and clamp(x, min?, max?): pointwise with numbers from the call.
-// (grad_output, self, threshold): grad_output where self > threshold, else 0 (relu's gradient)
 // (an activation's gradient kernel reads grad_output and self of one shape and dtype, what
 // derivatives record)
 inline void require_alike(const kernel_args& a, const any_tensor& g, const any_tensor& x) {
@@ -89,6 +87,7 @@ inline void require_alike(const kernel_args& a, const any_tensor& g, const any_t
     });
   }
 }
+// (grad_output, self, threshold): grad_output where self > threshold, else 0 (relu's gradient)
 inline any_tensor threshold_backward(const kernel_args& a) {
   const any_tensor& g = a.tensor("grad_output");
   const any_tensor& x = a.tensor("self");
@@ -137,6 +136,7 @@ inline any_tensor gelu_backward(const kernel_args& a) {
   return out;
 }
 
+// x ** e (aten.pow.Tensor_Scalar) and clamp(x, min?, max?): pointwise with numbers from the call.
 inline any_tensor pow_scalar(const kernel_args& a) {
   const double e = a.real("exponent");
   return unary_map(a, [e](auto v) { return pow_scalar_op::scalar(v, e); });
