@@ -4,6 +4,8 @@
 # configures build/bench (Release, no tests or examples) and builds the typex target and, where
 # LibTorch is installed, its LibTorch twin. Sets torch=ON|OFF.
 bench_build() {
+  # (the library's own build dependencies first: Boost, Eigen, nlohmann-json, CMake, ...)
+  bash scripts/install-deps.sh
   local need=()
   dpkg -s libbenchmark-dev >/dev/null 2>&1 || need+=(libbenchmark-dev)
   dpkg -s libtorch-dev >/dev/null 2>&1 || need+=(libtorch-dev)

@@ -10,6 +10,7 @@
 // per thread), the read bandwidth of L3 (8 MiB) and of memory (512 MiB) on 1 thread, and the
 // largest difference between typex's and the hand-written outputs (checked before timing: > 1e-3
 // aborts).
+#include "fma_peak.hpp"
 #include "hand_eigen.hpp"
 #include "typex_models.hpp"
 #include "workloads.hpp"
@@ -46,34 +47,6 @@ void set_threads(int t) {
 #ifdef _OPENMP
   omp_set_num_threads(t);
 #endif
-}
-
-// Measured FMA throughput (GFLOP/s) with `threads` threads.
-double fma_peak(int threads) {
-  using P = Eigen::internal::packet_traits<float>::type;
-  constexpr int L = Eigen::internal::packet_traits<float>::size;
-  auto one = [] {
-    using namespace Eigen::internal;
-    P acc[12];
-    for (auto& a : acc) a = pset1<P>(0.f);
-    const P x = pset1<P>(1.0000001f), y = pset1<P>(0.9999999f);
-    const long iters = 20'000'000;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (long i = 0; i < iters; ++i)
-      for (auto& a : acc) a = pmadd(a, x, y);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    float sink = 0;
-    for (auto& a : acc) sink += pfirst(a);
-    benchmark::DoNotOptimize(sink);
-    return iters * 12.0 * L * 2.0 / s * 1e-9;
-  };
-  std::vector<double> r(static_cast<std::size_t>(threads));
-  std::vector<std::thread> ts;
-  for (int i = 0; i < threads; ++i) ts.emplace_back([&, i] { r[static_cast<std::size_t>(i)] = one(); });
-  for (auto& t : ts) t.join();
-  double total = 0;
-  for (double v : r) total += v;
-  return total;
 }
 
 // Measured read bandwidth (GB/s, 1 thread): summing a buffer of `bytes` over and over (8 MiB: in
@@ -264,8 +237,7 @@ BENCHMARK(BM_shape_new_transformer)->TYPEX_SHAPE_ARGS(1);
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
-  benchmark::AddCustomContext("fma_peak_gflops_1_thread", std::to_string(bench::fma_peak(1)));
-  benchmark::AddCustomContext("fma_peak_gflops_2_threads", std::to_string(bench::fma_peak(2)));
+  bench::add_fma_peak_context();
   benchmark::AddCustomContext("read_gbs_l3_8mib", std::to_string(bench::read_bandwidth(std::size_t{8} << 20)));
   benchmark::AddCustomContext("read_gbs_memory_512mib", std::to_string(bench::read_bandwidth(std::size_t{512} << 20)));
   benchmark::RunSpecifiedBenchmarks();

@@ -4,11 +4,15 @@
 # Debian's LibTorch 1.13 (libtorch-dev, installed here when missing, as root) and, where a Python
 # with torch 2.x is given (TORCH2_PY, default build/peers/venv/bin/python, the model benchmarks'
 # peer venv), LibTorch 2.x built from that wheel. Prints the table of benchmarks/README.md.
-#   bash benchmarks/training/run_training.sh          # REPS=5 MIN_TIME=0.5
+# Judged by paired rounds (issue 39): ROUNDS rounds (default 15), each running every binary once
+# for >= MIN_TIME s a row (default 0.2), the order rotated; per row the median and quartiles of
+# peer / typex over the rounds, typex's GFLOP/s against the FMA peak measured in the same run, the
+# first step's loss of each side, and the steal time (benchmarks/rounds.py).
+#   bash benchmarks/training/run_training.sh          # ROUNDS=15 MIN_TIME=0.2 [FILTER=cnn]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-REPS=${REPS:-5}
-MIN_TIME=${MIN_TIME:-0.5}
+ROUNDS=${ROUNDS:-15}
+MIN_TIME=${MIN_TIME:-0.2}
 source benchmarks/build_bench.sh
 bench_build typex_training typex_training_libtorch
 # LibTorch 2.x: the same peer source, built against the wheel's LibTorch
@@ -43,10 +47,13 @@ fi
 export GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4294967295
 unset OPENBLAS_CORETYPE
 [ -d /usr/lib/x86_64-linux-gnu/openblas-openmp ] && export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp
-out=build/bench/results
-mkdir -p $out
-args=(--benchmark_repetitions=$REPS --benchmark_min_time=$MIN_TIME --benchmark_format=json)
-build/bench/benchmarks/typex_training "${args[@]}" >$out/training_typex.json
-[ $torch = ON ] && build/bench/benchmarks/typex_training_libtorch "${args[@]}" >$out/training_libtorch.json
-[ $torch2 = ON ] && LD_LIBRARY_PATH= build/bench-torch2/build/typex_training_libtorch2 "${args[@]}" >$out/training_libtorch2.json
-python3 benchmarks/training/report.py $out
+# Paired rounds (benchmarks/rounds.py): every round runs typex and each LibTorch once, the order
+# rotated, every row >= MIN_TIME s; a row's figure is the median over the rounds of peer / typex.
+runs=(--run "typex=build/bench/benchmarks/typex_training")
+[ $torch = ON ] && runs+=(--run "LibTorch 1.13=build/bench/benchmarks/typex_training_libtorch")
+[ $torch2 = ON ] && runs+=(--run "LibTorch $("$py" -c 'import torch; print(torch.__version__.split("+")[0])')=env LD_LIBRARY_PATH= build/bench-torch2/build/typex_training_libtorch2")
+mkdir -p build/bench/results
+echo "$(lscpu | awk -F: '/Model name/{gsub(/^ +/,"",$2); print $2}'), $(nproc) CPUs, $(grep -o -w -E 'avx512f|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')$(date -u +%Y-%m-%dT%H:%MZ)"
+python3 benchmarks/rounds.py "${runs[@]}" --rounds "$ROUNDS" --min-time "$MIN_TIME" --filter "${FILTER:-.}" \
+  --strip BM_train_ _typex _libtorch /real_time \
+  --json build/bench/results/training_rounds.json

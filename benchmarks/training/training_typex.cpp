@@ -5,6 +5,7 @@
 // eager (same weights by parameter name, same inputs and labels); the `loss` counter is the first
 // step's loss, equal in both to ~1e-5 relative. benchmarks/training/run_training.sh runs them in
 // turns and prints the table of benchmarks/README.md.
+#include "../models/fma_peak.hpp"
 #include "../models/workloads.hpp"
 
 #include <typex/backend/eigen.hpp>
@@ -112,4 +113,11 @@ BENCHMARK(BM_train_mlp_typex)->TYPEX_TRAIN_ARGS({32, 256});
 BENCHMARK(BM_train_cnn_typex)->TYPEX_TRAIN_ARGS({32});
 BENCHMARK(BM_train_transformer_typex)->TYPEX_TRAIN_ARGS({8});
 
-BENCHMARK_MAIN();
+// (the FMA peak measured in every run: rounds.py reports each row's GFLOP/s against the median of
+// its rounds' peaks)
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  bench::add_fma_peak_context();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+}

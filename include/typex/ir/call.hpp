@@ -15,6 +15,7 @@
 #include <typex/tensor/host_tensor.hpp>
 
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -61,6 +62,25 @@ class call_args {
   // The tensor of each argument (nullptr for the others), and the tensor-list argument's.
   std::span<const any_tensor* const> tensors() const noexcept { return tensors_; }
   std::span<const any_tensor* const> list() const noexcept { return list_; }
+
+  // Where the caller wants the call's result: a planned program hands an eager kernel a view of the
+  // node's arena buffer (one that overlaps none of the call's tensors), so that the result is
+  // written there instead of into a new tensor copied over afterwards. A kernel takes it by asking
+  // for its result through result(); the caller checks whether it did (the same storage).
+  call_args& into(const any_tensor* destination) noexcept {
+    destination_ = destination;
+    return *this;
+  }
+  // A tensor for the call's result: the caller's destination where it has this dtype and these
+  // extents, else a new tensor. Zeroed, as a new tensor is, unless `zeroed` is false (a kernel that
+  // writes every element).
+  any_tensor result(dtype dt, std::vector<index_t> extents, bool zeroed = true) const {
+    if (destination_ == nullptr || destination_->scalar_type() != dt || destination_->extents() != extents)
+      return any_tensor(dt, std::move(extents));
+    any_tensor out = *destination_;
+    if (zeroed) std::memset(out.raw_data(), 0, out.nbytes());
+    return out;
+  }
   bool has(std::size_t i) const noexcept { return i < args_.size() && !std::holds_alternative<ir::none_t>(args_[i]); }
   bool is_tensor(std::size_t i) const noexcept { return i < tensors_.size() && tensors_[i] != nullptr; }
 
@@ -239,6 +259,7 @@ class call_args {
   std::span<const any_tensor* const> tensors_;
   std::span<const any_tensor* const> list_;
   const symbol_table* symbols_;
+  const any_tensor* destination_ = nullptr;
 };
 
 }  // namespace typex::ir

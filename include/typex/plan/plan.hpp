@@ -58,6 +58,8 @@ struct report {
   std::size_t chained = 0;          // pointwise ops computed in the pass of the op before them
   std::size_t views = 0;            // nodes that cost nothing (views, strided matmul operands)
   std::size_t winograd = 0;         // convolutions computed by Winograd's F(2x2, 3x3) (a backend's choice)
+  std::size_t large_kernel = 0;     // convolutions whose kernel is larger than their output (a weight gradient's),
+                                    // computed as one GEMM over every image (a backend's choice)
   std::size_t arena_bytes = 0;      // the planned peak of intermediate memory
   std::size_t unplanned_bytes = 0;  // what the intermediates would take without sharing
   std::vector<std::string> allocating_ops;  // steps that run an eager kernel (allocate per call)
@@ -65,7 +67,8 @@ struct report {
   std::string to_string() const {
     std::string s = std::to_string(steps) + " steps per call (" + std::to_string(fused) + " fused activations, " +
                     std::to_string(chained) + " pointwise ops chained, " + std::to_string(views) +
-                    " views without copies, " + std::to_string(folded) + " nodes folded at planning, " + std::to_string(winograd) + " convolutions by Winograd F(2x2, 3x3)); arena " +
+                    " views without copies, " + std::to_string(folded) + " nodes folded at planning, " + std::to_string(winograd) + " convolutions by Winograd F(2x2, 3x3)" +
+                    (large_kernel != 0 ? ", " + std::to_string(large_kernel) + " large-kernel convolutions as one GEMM" : std::string()) + "); arena " +
                     std::to_string(arena_bytes) + " bytes (" + std::to_string(unplanned_bytes) + " without buffer sharing)";
     if (allocating_ops.empty()) return s + "; no allocation per call";
     s += "; eager kernels (allocating) for:";

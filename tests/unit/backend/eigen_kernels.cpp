@@ -62,6 +62,13 @@ TEST_CASE("eigen kernels: conv2d equals its definition through every path of the
       {1, 24, 40, 37, 20, 3, 1, 1, 2, 1, 1, 1, 1, true},  // 42 x 37 output, 21 x 19 tiles: chunks end mid-row
       {1, 400, 6, 7, 16, 3, 1, 1, 1, 1, 1, 1, 1, true},   // 400 channels: two k blocks of the packed V
       {1, 8, 3, 3, 16, 3, 1, 1, 0, 0, 1, 1, 1, true},     // one output pixel: one tile, three quarters outside
+      // kernels larger than their output (a weight gradient's convolution): one GEMM over every image
+      {4, 8, 14, 14, 20, 12, 1, 1, 0, 0, 1, 1, 1, false},  // 1152 kernel rows: several blocks of the reduction, 36 columns
+      {3, 5, 13, 11, 7, 9, 2, 1, 1, 2, 1, 1, 1, false},    // padding and a row stride: 4 x 7 outputs, zeros gathered
+      {2, 6, 16, 15, 9, 6, 1, 1, 0, 0, 2, 2, 1, false},    // dilation
+      {2, 2, 56, 56, 3, 29, 1, 1, 0, 0, 1, 1, 1, false},   // 1568 columns: two column chunks
+      {5, 16, 7, 7, 10, 7, 1, 1, 0, 0, 1, 1, 1, false},    // the kernel covers the image: 1 x 1 outputs (a linear layer)
+      {0, 4, 9, 9, 3, 8, 1, 1, 0, 0, 1, 1, 1, false},      // no images: an empty output
   };
   for (const geometry& q : cases) {
     const index_t icg = q.c / q.groups, ocg = q.oc / q.groups;
@@ -151,4 +158,66 @@ TEST_CASE("eigen kernels: matmul broadcasting, permute, slice, embedding") {
   const auto bad = tensor<i64, fix<1>>::from_values({}, {4});
   CHECK(typex_test::message_of<argument_error>([&] { (void)embedding(table, bad); }) ==
         "aten.embedding.default: index 4 is out of range for 4 embeddings");
+}
+
+// sum / mean over every dim but one contiguous block, reduced in place as [P, K, Q] (a bias
+// gradient's [0, 2, 3] of [N, C, H, W]): against the definition in double, with keepdim, no dims
+// kept, empty extents on either side of the block (a sum of nothing is 0, a mean NaN), and rank 0.
+TEST_CASE("eigen kernels: sum and mean over a kept block, empty extents and rank 0 follow their definitions") {
+  const auto run = [](op_id op, const any_tensor& x, std::vector<std::int64_t> dims, bool keep) {
+    const std::vector<ir::argument> args{ir::value_ref{0}, std::move(dims), keep};
+    const std::vector<const any_tensor*> tensors{&x, nullptr, nullptr};
+    return eigen::run_kernel(eigen::kernel_args(op, args, tensors, nullptr));
+  };
+  const auto filled = [](dtype d, std::vector<index_t> e) {
+    any_tensor t(d, std::move(e));
+    std::uint32_t seed = 3;
+    for (index_t i = 0; i < t.numel(); ++i) {
+      seed = seed * 1664525u + 1013904223u;
+      const double v = static_cast<double>(seed >> 8) / double(1 << 24) - 0.5;
+      if (d == dtype::f32) t.data<float>()[i] = static_cast<float>(v);
+      else t.data<double>()[i] = v;
+    }
+    return t;
+  };
+  const auto at = [](const any_tensor& t, index_t i) {
+    return t.scalar_type() == dtype::f32 ? double(t.data<float>()[i]) : t.data<double>()[i];
+  };
+  for (dtype d : {dtype::f32, dtype::f64}) {
+    const any_tensor x = filled(d, {3, 4, 5, 6});
+    for (bool mean : {false, true}) {
+      const op_id op = mean ? op_id_of<aten::mean_dim> : op_id_of<aten::sum_dim_IntList>;
+      const any_tensor s = run(op, x, {0, 2, 3}, false);
+      REQUIRE(s.extents() == std::vector<index_t>{4});
+      CHECK(run(op, x, {0, -2, -1}, true).extents() == std::vector<index_t>{1, 4, 1, 1});
+      for (index_t c = 0; c < 4; ++c) {
+        double want = 0;
+        for (index_t n = 0; n < 3; ++n)
+          for (index_t i = 0; i < 30; ++i) want += at(x, (n * 4 + c) * 30 + i);
+        if (mean) want /= 90;
+        CHECK(at(s, c) == doctest::Approx(want).epsilon(d == dtype::f32 ? 1e-6 : 1e-12));
+      }
+      const any_tensor r = run(op, x, {0}, false);  // (Q = 30 after the block [1, 4))
+      REQUIRE(r.extents() == std::vector<index_t>{4, 5, 6});
+      for (index_t k = 0; k < 120; ++k) {
+        const double want = (at(x, k) + at(x, 120 + k) + at(x, 240 + k)) / (mean ? 3 : 1);
+        CHECK(at(r, k) == doctest::Approx(want).epsilon(d == dtype::f32 ? 1e-6 : 1e-12));
+      }
+      // empty on either side of the kept dim, and nothing kept
+      for (const auto& [ext, dims, kept] : {std::tuple{std::vector<index_t>{0, 4}, std::vector<std::int64_t>{0}, index_t{4}},
+                                            std::tuple{std::vector<index_t>{3, 0}, std::vector<std::int64_t>{1}, index_t{3}},
+                                            std::tuple{std::vector<index_t>{0}, std::vector<std::int64_t>{}, index_t{1}}}) {
+        const any_tensor e = run(op, any_tensor(d, ext), dims, false);
+        REQUIRE(e.numel() == kept);
+        for (index_t i = 0; i < kept; ++i) CHECK((mean ? std::isnan(at(e, i)) : at(e, i) == 0.0));
+      }
+      // rank 0: dim 0 is the value itself
+      any_tensor scalar(d, {});
+      if (d == dtype::f32) scalar.data<float>()[0] = 2.5f;
+      else scalar.data<double>()[0] = 2.5;
+      const any_tensor v = run(op, scalar, {0}, false);
+      CHECK(v.rank() == 0);
+      CHECK(at(v, 0) == 2.5);
+    }
+  }
 }

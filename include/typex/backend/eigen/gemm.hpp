@@ -210,7 +210,12 @@ struct packed_rhs {
         const index_t w = std::min<index_t>(nr, n - j0);
         for (index_t kk = 0; kk < kcp; ++kk) {
           T* row = panel + kk * nr;
-          if (b.cs == 1) std::copy_n(b.at(p0 + kk, j0), w, row);  // (row-major B: a contiguous run)
+          if (b.cs == 1 && w == nr) {  // (row-major B: a contiguous run; a whole panel's in a fixed-size
+            const T* src = b.at(p0 + kk, j0);  // loop of vector moves, not a call to memmove per 64 bytes)
+            for (int jj = 0; jj < nr; ++jj) row[jj] = src[jj];
+            continue;
+          }
+          if (b.cs == 1) std::copy_n(b.at(p0 + kk, j0), w, row);
           else for (index_t jj = 0; jj < w; ++jj) row[jj] = b(p0 + kk, j0 + jj);
           std::fill(row + w, row + nr, T(0));
         }
@@ -406,8 +411,10 @@ void gemm_range(index_t i0, index_t i1, index_t j0, index_t j1, matrix_ref<T> a,
   for (index_t p0 = 0; p0 < k || (k == 0 && p0 == 0); p0 += kc) {
     const index_t kcp = std::min(kc, k - p0);
     const bool first = p0 == 0, last = p0 + kc >= k;
-    // a plain epilogue: full tiles go straight to C (added to it after the first k block)
-    const bool direct = ep.alpha == T(1) && ep.beta == T(0);
+    // a plain epilogue: full tiles go straight to C (added to it after the first k block, or from
+    // the first with beta = 1 and nothing after the sum)
+    const bool add_to_c = ep.beta == T(1) && ep.bias == nullptr && !ep.act;
+    const bool direct = ep.alpha == T(1) && (ep.beta == T(0) || add_to_c);
     for (index_t ic = i0; ic < i1; ic += traits::mc) {
       const index_t mcp = std::min(traits::mc, i1 - ic);
       // pack A rows [ic, ic + mcp) x [p0, p0 + kcp): micro-panels of mr rows (the last may be shorter)
@@ -427,7 +434,7 @@ void gemm_range(index_t i0, index_t i1, index_t j0, index_t j1, matrix_ref<T> a,
             T* dst = c + (ic + ir) * ldc + jr;
             const bool bias = last && ep.bias != nullptr;
             kernel(kcp, apanel, bpanel, dst, ldc, bias && !ep.bias_per_row ? ep.bias + jr : nullptr,
-                   bias && ep.bias_per_row ? ep.bias + ic + ir : nullptr, last && ep.act.is_relu(), !first);
+                   bias && ep.bias_per_row ? ep.bias + ic + ir : nullptr, last && ep.act.is_relu(), !first || add_to_c);
             if (last && ep.act && !ep.act.is_relu())
               for (index_t ii = 0; ii < h; ++ii) activate(dst + ii * ldc, w, ep.act);
             continue;

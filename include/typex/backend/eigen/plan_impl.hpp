@@ -71,6 +71,7 @@ class planned_engine final : public engine, private plan::target {
   plan_report report() const override {
     plan_report r = planner_.summary();
     r.winograd = winograd_;
+    r.large_kernel = large_kernel_;
     return r;
   }
 
@@ -82,6 +83,7 @@ class planned_engine final : public engine, private plan::target {
     planned_ = false;
     steps_.clear();
     winograd_ = 0;
+    large_kernel_ = 0;
     planner_.plan(inputs, symbols, *this);
     if (arena_.bytes() < planner_.arena().peak()) arena_ = storage(planner_.arena().peak());
     // the arena views of the eager-kernel steps point into the new arena
@@ -168,11 +170,26 @@ class planned_engine final : public engine, private plan::target {
       else if (const auto* refs = std::get_if<std::vector<ir::value_ref>>(&s.node->args[k]))
         for (const ir::value_ref& x : *refs) bind(x, s.list, in_list++);
     }
+    // the result's buffer as the kernel's destination, unless it overlaps an operand's (a kernel
+    // may read an operand after writing part of its result)
+    s.destination.reset();
+    const value& o = planner_.at(s.id);
+    if (o.at.kind != operand::where::arena || o.strided()) return;
+    const std::size_t off = planner_.arena().offset(o.at.index), end = off + o.bytes();
+    bool overlaps = false;
+    ir::graph::for_each_ref(*s.node, [&](ir::value_ref r) {
+      const value& v = planner_.at(r.node);
+      if (v.at.kind != operand::where::arena) return;
+      const std::size_t a = planner_.arena().offset(v.at.index);
+      overlaps = overlaps || (a < end && off < a + v.bytes());
+    });
+    if (!overlaps) s.destination = any_tensor(o.dt, o.extents, storage::view(arena_, off, o.bytes()));
   }
 
   std::unique_ptr<step> generic_step(const ir::node& node, ir::node_id n, kernel_fn fn) {
     auto s = std::make_unique<kernel_step>();
     s->node = &node;
+    s->id = n;
     s->fn = fn;
     s->args.resize(node.args.size());
     std::size_t list_size = 0;
@@ -241,15 +258,16 @@ class planned_engine final : public engine, private plan::target {
         const value *x = arg_at(ir::arg_index<op, "input">), *w = arg_at(ir::arg_index<op, "weight">),
                     *b = arg_at(ir::arg_index<op, "bias">);
         if (!plain(x) || !plain(w) || (b != nullptr && !plain(b))) return;
-        std::optional<pool_geometry> pool;
-        if (sp.pool != plan::no_node && !(pool = fusable_pool(g[sp.pool], v))) sp.pool = plan::no_node;
-        if (pool) p.resize(n, pooled_numel(*pool) * itemsize(v.dt));  // (the conv's buffer holds the pooled value)
         auto s = std::make_unique<conv_step<T>>();
         s->g = conv_geometry_of(ka, {x->dt, x->extents}, {w->dt, w->extents}, b ? std::optional<index_t>(b->numel()) : std::nullopt);
         s->g.winograd = s->g.winograd && options_.winograd;
+        std::optional<pool_geometry> pool;  // (a large kernel's GEMM covers every image at once: no pool per image)
+        if (sp.pool != plan::no_node && (s->g.large_kernel || !(pool = fusable_pool(g[sp.pool], v)))) sp.pool = plan::no_node;
+        if (pool) p.resize(n, pooled_numel(*pool) * itemsize(v.dt));  // (the conv's buffer holds the pooled value)
         s->x = x->at, s->w = w->at, s->b = b ? b->at : operand{}, s->out = v.at, s->act = act;
         s->pool = pool;
         winograd_ += s->g.winograd ? 1 : 0;
+        large_kernel_ += s->g.large_kernel ? 1 : 0;
         s->scratch_threads = std::max(num_threads(), options_.threads);
         const index_t scratch = conv_scratch<T>(s->g, s->scratch_threads, pool.has_value());
         s->scratch = p.scratch(static_cast<std::size_t>(scratch) * sizeof(T), n);
@@ -416,6 +434,7 @@ class planned_engine final : public engine, private plan::target {
   std::vector<std::vector<index_t>> planned_extents_;  // the inputs' extents of the last plan
   packed_weights packed_;  // constant weights packed, kept across plans
   std::size_t winograd_ = 0;  // convolutions of the current plan done by Winograd's F(2x2, 3x3)
+  std::size_t large_kernel_ = 0;  // and as one GEMM over every image (conv_geometry::large_kernel)
   std::vector<std::unique_ptr<step>> steps_;
   storage arena_;
 };

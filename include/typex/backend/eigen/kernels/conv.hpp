@@ -51,6 +51,11 @@ struct conv_geometry {
   index_t oc, icg, kh, kw, oh, ow, groups;
   std::array<index_t, 2> stride, pad, dil;
   bool winograd = false;  // computed by Winograd's F(2x2, 3x3) (conv_winograd.hpp), else im2col + GEMM
+  // A kernel larger than its output (a weight gradient's convolution, whose kernel is the output
+  // gradient and whose output has the weight's extent; a convolution that covers its whole image):
+  // computed as one GEMM for all images, conv_large_kernel, instead of one per image whose few
+  // output pixels leave the GEMM's columns empty.
+  bool large_kernel = false;
   index_t krows() const noexcept { return icg * kh * kw; }
   index_t cols() const noexcept { return oh * ow; }
 };
@@ -87,6 +92,7 @@ inline conv_geometry conv_geometry_of(const kernel_args& a, tensor_shape x, tens
   g.oh = window_extent(a, g.s.h, g.kh, g.stride[0], g.pad[0], g.dil[0], false);
   g.ow = window_extent(a, g.s.w, g.kw, g.stride[1], g.pad[1], g.dil[1], false);
   g.winograd = winograd_fits(g);
+  g.large_kernel = !g.winograd && g.groups == 1 && g.kh * g.kw > g.oh * g.ow;
   return g;
 }
 
@@ -262,6 +268,125 @@ packed_rhs<T> im2col_packed(const conv_geometry& g, const T* img, T* out, index_
   return packed_rhs<T>{k, n, out, kc};
 }
 
+// A large-kernel convolution (conv_geometry::large_kernel) as one GEMM over every image:
+//   R[o, (n, y, x)] = sum over (c, i, j) of w[o, (c, i, j)] * x[n, c, y sy - py + i dy, x sx - px + j dx]
+// The weights [oc, C kh kw] are the left-hand side, read in place (a weight gradient's kernel is
+// the output gradient: nothing to pack once per plan); the right-hand side is gathered from the
+// input (zero in the padding) into the packed layout a block of kernel rows and columns at a time.
+// The products of the kernel-row blocks are summed: each thread takes blocks of that reduction
+// (the long side of a weight gradient, the batch times the image) into its own accumulator R,
+// and the last pass adds the threads' R, the bias and the activation into [n, oc, oh, ow].
+// For the reference CNN's second layer at batch 32 the GEMM is 64 x 288 x 18432 where the per-image
+// im2col made 32 GEMMs of 64 x 9 x 18432: 9 of each 16-column panel real.
+template <class T>
+struct large_kernel_blocks {
+  index_t columns, kb, chunk, k_blocks, chunks;  // (n oh ow); kernel rows per block; columns per chunk
+  explicit large_kernel_blocks(const conv_geometry& g) {
+    constexpr index_t nr = gemm_traits<T>::nr;
+    // a packed block (kb x chunk) of at most ~384 KiB stays in L2 beside A's block while the product reads it
+    constexpr index_t budget = index_t{384} * 1024 / static_cast<index_t>(sizeof(T));
+    const index_t k = std::max<index_t>(g.krows(), 1);
+    columns = g.s.n * g.cols();
+    const index_t padded = packed_rhs<T>::padded_n(columns);
+    // (kb <= max_kc: one k block per product, kc_for(kb) == kb; fewer rows rather than a second
+    // chunk, down to 64, below which the micro-kernel's fixed cost per call shows)
+    kb = std::min({k, gemm_traits<T>::max_kc, std::max<index_t>(64, budget / std::max<index_t>(padded, 1))});
+    chunk = std::max<index_t>(1, std::min(columns, std::max(nr, budget / kb / nr * nr)));  // (no images: 1, no work)
+    k_blocks = (k + kb - 1) / kb;
+    chunks = std::max<index_t>(1, (columns + chunk - 1) / chunk);
+  }
+  index_t packed() const noexcept { return kb * packed_rhs<T>::padded_n(chunk); }
+  index_t per_thread(const conv_geometry& g) const noexcept { return packed() + g.oc * columns; }
+  // The threads that take blocks: at most one per block, and accumulators of at most ~64 MiB in
+  // all (each thread's is the size of the output: a 512 x 512 x 3 x 3 weight gradient's on 16
+  // threads would be 150 MB)
+  int threads_for(const conv_geometry& g, int threads) const noexcept {
+    const index_t cap = std::max<index_t>(1, (index_t{64} << 20) / static_cast<index_t>(sizeof(T)) / std::max<index_t>(1, g.oc * columns));
+    return static_cast<int>(std::clamp<index_t>(std::min<index_t>({threads, k_blocks * chunks, cap}), 1, std::max(threads, 1)));
+  }
+};
+
+// Kernel rows [k0, k0 + kbp) x columns [j_lo, j_hi) of the gathered right-hand side, in
+// packed_rhs's layout (one k block: nr-column panels of kbp rows). A column is an output pixel of
+// one image (its offset in x and its window's corner precomputed per panel); a row a (channel,
+// kernel row, kernel column), whose offset is added to every column's.
+template <class T>
+void large_kernel_pack(const conv_geometry& g, const T* x, index_t k0, index_t kbp, index_t j_lo, index_t j_hi, T* out) {
+  constexpr int nr = gemm_traits<T>::nr;
+  const index_t hw = g.s.h * g.s.w, chw = g.s.c * hw, cols = g.cols();
+  const bool padded = g.pad[0] > 0 || g.pad[1] > 0;
+  std::array<index_t, nr> off{}, oy{}, ox{};
+  for (index_t j0 = j_lo; j0 < j_hi; j0 += nr) {
+    const index_t w = std::min<index_t>(nr, j_hi - j0);
+    T* panel = out + (j0 - j_lo) * kbp;
+    for (index_t jj = 0; jj < w; ++jj) {
+      const index_t q = j0 + jj, n = q / cols, r = q % cols;
+      oy[static_cast<std::size_t>(jj)] = r / g.ow * g.stride[0] - g.pad[0];
+      ox[static_cast<std::size_t>(jj)] = r % g.ow * g.stride[1] - g.pad[1];
+      off[static_cast<std::size_t>(jj)] = n * chw + oy[static_cast<std::size_t>(jj)] * g.s.w + ox[static_cast<std::size_t>(jj)];
+    }
+    index_t ci = k0 / (g.kh * g.kw), i = k0 / g.kw % g.kh, j = k0 % g.kw;
+    for (index_t kk = 0; kk < kbp; ++kk) {
+      T* row = panel + kk * nr;
+      const index_t dy = i * g.dil[0], dx = j * g.dil[1];
+      const T* src = x + ci * hw;
+      const index_t d = dy * g.s.w + dx;
+      if (!padded) {  // (every window inside the image: window_extent)
+        for (index_t jj = 0; jj < w; ++jj) row[jj] = src[off[static_cast<std::size_t>(jj)] + d];
+      } else {
+        for (index_t jj = 0; jj < w; ++jj) {
+          const auto u = static_cast<std::size_t>(jj);
+          const index_t yy = oy[u] + dy, xx = ox[u] + dx;
+          row[jj] = yy >= 0 && yy < g.s.h && xx >= 0 && xx < g.s.w ? src[off[u] + d] : T(0);
+        }
+      }
+      std::fill(row + w, row + nr, T(0));
+      if (++j == g.kw) {
+        j = 0;
+        if (++i == g.kh) i = 0, ++ci;
+      }
+    }
+  }
+}
+
+// out = act(conv(x, w) + bias) for a large-kernel convolution (above). scratch:
+// large_kernel_blocks<T>(g).per_thread(g) elements per thread.
+template <class T>
+void conv_large_kernel(const conv_geometry& g, const T* x, const T* w, const T* bias, activation act, T* out, T* scratch,
+                       int threads) {
+  const large_kernel_blocks<T> b(g);
+  if (b.columns == 0 || g.oc == 0) return;  // (no images, no channels: an empty output)
+  const index_t per = b.per_thread(g), k = g.krows(), tasks = b.k_blocks * b.chunks;
+  const int t = b.threads_for(g, threads);
+  for (int p = 0; p < t; ++p) std::fill_n(scratch + p * per + b.packed(), g.oc * b.columns, T(0));
+  gemm_epilogue<T> ep;
+  ep.beta = T(1);  // (each block's product added to the thread's R)
+  auto task = [&](index_t q, int p) {
+    const index_t k0 = q / b.chunks * b.kb, kbp = std::min(b.kb, k - k0);
+    const index_t j_lo = q % b.chunks * b.chunk, j_hi = std::min(b.columns, j_lo + b.chunk);
+    T* sc = scratch + p * per;
+    large_kernel_pack(g, x, k0, kbp, j_lo, j_hi, sc);
+    const packed_rhs<T> pb{kbp, j_hi - j_lo, sc, kbp};
+    gemm_range<T>(0, g.oc, 0, j_hi - j_lo, matrix_ref<T>{w + k0, k, 1}, nullptr, pb, sc + b.packed() + j_lo, b.columns, ep);
+  };
+  if (t > 1) thread_pool::instance().run_dynamic(t, tasks, task);
+  else for (index_t q = 0; q < tasks; ++q) task(q, 0);
+  // R[o, (n, pixel)] summed over the threads -> out[n, o, pixel], + bias, activation
+  const index_t cols = g.cols();
+  parallel_for(g.s.n * g.oc, cols * t, threads, [&](index_t r0, index_t r1) {
+    using row = Eigen::Array<T, 1, Eigen::Dynamic>;
+    for (index_t r = r0; r < r1; ++r) {
+      const index_t n = r / g.oc, o = r % g.oc;
+      Eigen::Map<row> dst(out + r * cols, cols);
+      const auto part = [&](int p) { return Eigen::Map<const row>(scratch + p * per + b.packed() + o * b.columns + n * cols, cols); };
+      dst = part(0);
+      for (int p = 1; p < t; ++p) dst += part(p);
+      if (bias != nullptr) dst += bias[o];
+      if (act) activate(dst.data(), cols, act);
+    }
+  });
+}
+
 }  // namespace typex::eigen::detail
 
 #include <typex/backend/eigen/kernels/conv_winograd.hpp>
@@ -273,11 +398,13 @@ namespace typex::eigen::detail {
 // are constant.
 template <class T>
 index_t conv_packed_weights(const conv_geometry& g) {
+  if (g.large_kernel) return 0;  // (read in place: conv_large_kernel)
   if (g.winograd) return static_cast<index_t>(winograd_layout<T>(g).weights());
   return g.oc * g.krows() + gemm_traits<T>::lanes;
 }
 template <class T>
 void conv_pack_weights(const conv_geometry& g, const T* w, T* out) {
+  if (g.large_kernel) return;
   if (g.winograd) return winograd_pack_weights(g, w, out);
   const index_t ocg = g.oc / g.groups, k = g.krows();
   for (index_t gi = 0; gi < g.groups; ++gi) packed_lhs<T>::pack({w + gi * ocg * k, k, 1}, ocg, k, out + gi * ocg * k);
@@ -300,15 +427,24 @@ index_t conv_chunk(const conv_geometry& g) {
 }
 template <class T>
 index_t conv_scratch(const conv_geometry& g, int threads, bool pooled = false) {
+  if (g.large_kernel) {  // (never pooled: fast_step)
+    const large_kernel_blocks<T> b(g);
+    return b.per_thread(g) * b.threads_for(g, threads);
+  }
   const index_t packed =
       g.winograd ? static_cast<index_t>(winograd_layout<T>(g).scratch()) : g.krows() * packed_rhs<T>::padded_n(conv_chunk<T>(g));
   // pooled: the convolution's output (oc x cols) and the pool's row buffer follow each thread's work
   // area (oh * W <= cols: a fused pool is max_pool_direct, its windows inside the convolution's rows)
   return (packed + (pooled ? (g.oc + 1) * g.cols() : 0)) * std::max(threads, 1);
 }
+// wpacked: conv_pack_weights's layout, or the weights as they are for a large kernel (which is never pooled)
 template <class T>
 void conv2d_into(const conv_geometry& g, const T* x, const T* wpacked, const T* bias, activation act, T* out, T* scratch,
                  int threads, const pool_geometry* pool = nullptr) {
+  if (g.large_kernel) {
+    if (pool != nullptr) throw std::logic_error("typex: a large-kernel convolution takes no fused pool");
+    return conv_large_kernel(g, x, wpacked, bias, act, out, scratch, threads);
+  }
   const index_t ocg = g.oc / g.groups, krows = g.krows(), cols = g.cols();
   const index_t per_thread = conv_scratch<T>(g, 1, pool != nullptr), chunk = conv_chunk<T>(g);
   const std::optional<winograd_layout<T>> wl = g.winograd ? std::optional<winograd_layout<T>>(g) : std::nullopt;
@@ -377,7 +513,7 @@ inline any_tensor conv2d(const kernel_args& a) {
   const any_tensor* b = a.optional_tensor("bias");
   const conv_geometry g = conv_geometry_of(a, x, w, b ? std::optional<index_t>(b->numel()) : std::nullopt);
   const dtype d = promote_types(x.scalar_type(), w.scalar_type());
-  any_tensor out(d, nchw_extents(g.s, g.oc, g.oh, g.ow));
+  any_tensor out = a.result(d, nchw_extents(g.s, g.oc, g.oh, g.ow));
   dispatch_gemm(d, a.target(), [&](auto tag) {
     using T = decltype(tag);
     const any_tensor X = to_dtype(x, d), W = to_dtype(w, d);
@@ -386,8 +522,8 @@ inline any_tensor conv2d(const kernel_args& a) {
     std::vector<T> scratch(static_cast<std::size_t>(conv_scratch<T>(g, threads)));
     std::vector<T> wpacked(static_cast<std::size_t>(conv_packed_weights<T>(g)));
     conv_pack_weights(g, W.data<T>(), wpacked.data());
-    conv2d_into<T>(g, X.data<T>(), wpacked.data(), b != nullptr ? B.data<T>() : nullptr, activation{}, out.data<T>(),
-                   scratch.data(), threads);
+    conv2d_into<T>(g, X.data<T>(), g.large_kernel ? W.data<T>() : wpacked.data(), b != nullptr ? B.data<T>() : nullptr,
+                   activation{}, out.data<T>(), scratch.data(), threads);
   });
   return out;
 }
@@ -455,7 +591,7 @@ template <bool Max>
 any_tensor pool2d(const kernel_args& a) {
   const any_tensor& x = a.tensor("self");
   const pool_geometry g = pool_geometry_of<Max>(a, x);
-  any_tensor out(x.scalar_type(), nchw_extents(g.s, g.s.c, g.oh, g.ow));
+  any_tensor out = a.result(x.scalar_type(), nchw_extents(g.s, g.s.c, g.oh, g.ow));
   dispatch<Max ? false : true>(x.scalar_type(), a.target(), [&](auto tag) {
     using T = decltype(tag);
     pool2d_into<Max, T>(g, x.data<T>(), out.data<T>(), num_threads());
@@ -469,7 +605,7 @@ inline any_tensor adaptive_avg_pool2d(const kernel_args& a) {
   const auto size = pair_of(a, "output_size", {1, 1});
   if (size[0] < 1 || size[1] < 1) a.fail_text("output_size", "should be at least 1x1");
   const index_t oh = size[0], ow = size[1];
-  any_tensor out(x.scalar_type(), nchw_extents(s, s.c, oh, ow));
+  any_tensor out = a.result(x.scalar_type(), nchw_extents(s, s.c, oh, ow));
   dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
     using T = decltype(tag);
     using C = compute_t<T>;
@@ -503,7 +639,7 @@ any_tensor pool2d_backward(const kernel_args& a) {
   const pool_geometry g = pool_geometry_of<Max>(a, x);
   if (go.extents() != nchw_extents(g.s, g.s.c, g.oh, g.ow) || go.scalar_type() != x.scalar_type())
     rank_error(a.target(), "grad_output", go, "the pool's output shape and the input's dtype");
-  any_tensor out(x.scalar_type(), x.extents());
+  any_tensor out = a.result(x.scalar_type(), x.extents(), false);  // (both paths write every element)
   dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
     using T = decltype(tag);
     using C = compute_t<T>;
@@ -522,14 +658,18 @@ any_tensor pool2d_backward(const kernel_args& a) {
                 const index_t base = y * g.stride[0] * s.w + xx * g.stride[1];
                 T best = -std::numeric_limits<T>::infinity();
                 index_t at = base;  // (the forward's choice, as below)
+                // (bit masks, not branches: on real activations which element wins is a coin toss,
+                // and a mispredicted branch per comparison made this pass 9 % of the CNN's step)
+                using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
                 for (index_t i = 0; i < g.k[0]; ++i)
                   for (index_t j = 0; j < g.k[1]; ++j) {
                     const index_t k = base + i * s.w + j;
                     const T v = img[k];
-                    if (v > best || v != v) {
-                      best = v;
-                      at = k;
-                    }
+                    const bool take = (v > best) | (v != v);
+                    const U m = U(0) - U(take);
+                    best = std::bit_cast<T>((std::bit_cast<U>(v) & m) | (std::bit_cast<U>(best) & ~m));
+                    const index_t mi = -static_cast<index_t>(take);
+                    at = (k & mi) | (at & ~mi);
                   }
                 o[at] += gp[y * ow + xx];
               }
@@ -591,7 +731,7 @@ inline any_tensor adaptive_avg_pool2d_backward(const kernel_args& a) {
   if (go.rank() != x.rank() || go.scalar_type() != x.scalar_type())
     rank_error(a.target(), "grad_output", go, "of the input's rank and dtype");
   const index_t oh = go.extents()[go.rank() - 2], ow = go.extents()[go.rank() - 1];
-  any_tensor out(x.scalar_type(), x.extents());
+  any_tensor out = a.result(x.scalar_type(), x.extents());
   dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
     using T = decltype(tag);
     using C = compute_t<T>;
@@ -630,7 +770,7 @@ inline any_tensor embedding_dense_backward(const kernel_args& a) {
   if (go.rank() != I.rank() + 1 || !std::equal(I.extents().begin(), I.extents().end(), go.extents().begin()))
     rank_error(a.target(), "grad_output", go, "the indices' shape and one more dim");
   const index_t dim = go.extents().back();
-  any_tensor out(go.scalar_type(), {rows, dim});
+  any_tensor out = a.result(go.scalar_type(), {rows, dim});
   const std::int64_t* pi = I.data<std::int64_t>();
   std::vector<index_t> freq(by_freq ? static_cast<std::size_t>(rows) : 0);
   for (index_t i = 0; i < n; ++i) {
@@ -665,7 +805,7 @@ inline any_tensor embedding(const kernel_args& a) {
   const index_t rows = w.extents()[0], dim = w.extents()[1];
   std::vector<index_t> oe = idx.extents();
   oe.push_back(dim);
-  any_tensor out(w.scalar_type(), oe);
+  any_tensor out = a.result(w.scalar_type(), oe);
   const std::size_t row_bytes = static_cast<std::size_t>(dim) * itemsize(w.scalar_type());
   const any_tensor I = to_dtype(idx, dtype::i64);
   if (!(idx.scalar_type() == dtype::i64 || idx.scalar_type() == dtype::i32))

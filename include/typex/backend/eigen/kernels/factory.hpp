@@ -50,7 +50,7 @@ any_tensor fill(const kernel_args& a) {
   const std::vector<index_t> e = a.ints("size");
   for (index_t v : e)
     if (v < 0) a.fail_text("size", "has a negative size");
-  any_tensor out(a.scalar_type("dtype"), e);
+  any_tensor out = a.result(a.scalar_type("dtype"), e);
   if (Kind == 2) fill_number(out, a);
   else fill_constant(out, Kind, a.target());
   return out;
@@ -59,7 +59,7 @@ any_tensor fill(const kernel_args& a) {
 template <int Kind>
 any_tensor fill_like(const kernel_args& a) {
   const any_tensor& x = a.tensor("self");
-  any_tensor out(x.scalar_type(), x.extents());
+  any_tensor out = a.result(x.scalar_type(), x.extents());
   if (Kind == 2) fill_number(out, a);
   else fill_constant(out, Kind, a.target());
   return out;
@@ -80,7 +80,7 @@ any_tensor arange(const kernel_args& a) {
   const index_t n = real ? typex::detail::arange_length(real_at("start", has_start, 0.0), real_at("end", true, 0.0),
                                                        real_at("step", has_step, 1.0))
                          : typex::detail::arange_length(int_at("start", has_start, 0), int_at("end", true, 0), int_at("step", has_step, 1));
-  any_tensor out(a.scalar_type("dtype"), {n});
+  any_tensor out = a.result(a.scalar_type("dtype"), {n});
   dispatch<false>(out.scalar_type(), a.target(), [&](auto tag) {
     using T = decltype(tag);
     T* po = out.data<T>();

@@ -30,7 +30,7 @@ inline any_tensor linear(const kernel_args& a) {
   std::vector<index_t> oe = x.extents();
   oe.back() = outs;
   const dtype d = promote_types(x.scalar_type(), w.scalar_type());
-  any_tensor out(d, oe);
+  any_tensor out = a.result(d, oe);
   dispatch_gemm(d, a.target(), [&](auto tag) {
     using T = decltype(tag);
     const any_tensor X = to_dtype(x, d), W = to_dtype(w, d);

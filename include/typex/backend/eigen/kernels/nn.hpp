@@ -48,7 +48,7 @@ inline any_tensor dropout_mask(const kernel_args& a) {
   const any_tensor& x = a.tensor("input");
   const double p = a.real("p");
   if (!(p >= 0 && p <= 1)) a.fail_text("p", "is not a probability in [0, 1]");
-  any_tensor out(x.scalar_type(), x.extents());
+  any_tensor out = a.result(x.scalar_type(), x.extents());
   const rng_state draw = take_draw();
   dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
     using T = decltype(tag);
@@ -165,7 +165,7 @@ inline any_tensor attention_stats(const kernel_args& a) {
   if (broadcast_extents(a.target(), rows_e, score_rows) != rows_e) a.fail_text("grad", "does not have the scores' batch dims");
   std::vector<index_t> oe = rows_e;
   oe.push_back(2);
-  any_tensor out(q.scalar_type(), oe);
+  any_tensor out = a.result(q.scalar_type(), oe);
   const index_t s = scores.extents().back(), ev = g.extents().back();
   dispatch_gemm(q.scalar_type(), a.target(), [&](auto tag) {
     using T = decltype(tag);
@@ -325,7 +325,7 @@ any_tensor class_loss(const kernel_args& a, std::int64_t ignore_index, double sm
     }
   });
   if (reduction == 0) return losses;
-  any_tensor out(x.scalar_type(), {});
+  any_tensor out = a.result(x.scalar_type(), {});
   const double r = reduction == 2 ? total : total / denom;  // (mean over nothing: NaN, as PyTorch)
   dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) { *out.data<decltype(tag)>() = convert<decltype(tag)>(r); });
   return out;
@@ -358,7 +358,7 @@ inline any_tensor mse_loss(const kernel_args& a) {
     });
   });
   if (reduction == 0) return sq;
-  any_tensor out(d, {});
+  any_tensor out = a.result(d, {});
   const double r = reduction == 2 ? total : total / static_cast<double>(sq.numel());
   dispatch<true>(d, a.target(), [&](auto tag) { *out.data<decltype(tag)>() = convert<decltype(tag)>(r); });
   return out;

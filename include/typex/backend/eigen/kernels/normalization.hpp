@@ -52,7 +52,7 @@ inline any_tensor layer_norm(const kernel_args& a) {
   require_extents(a.target(), "weight", w, m);
   require_extents(a.target(), "bias", b, m);
   const double eps = ir::arg<layer_norm_op, "eps">(a);  // (1e-05 where the call leaves it out: the schema's)
-  any_tensor out(x.scalar_type(), x.extents());
+  any_tensor out = a.result(x.scalar_type(), x.extents());
   const dtype dt = x.scalar_type();
   if (dt == dtype::f32 || dt == dtype::f64) {
     dispatch_gemm(dt, a.target(), [&](auto tag) {
@@ -140,7 +140,7 @@ inline any_tensor batch_norm_training(const kernel_args& a) {
       o.put(a.target()); o.put(": training-mode batch norm needs more than one value per channel (input "); o.put(x.to_string()); o.put(")");
     });
   }
-  any_tensor out(x.scalar_type(), x.extents());
+  any_tensor out = a.result(x.scalar_type(), x.extents());
   dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
     using T = decltype(tag);
     const channel_affine<T> affine(w, b, x.scalar_type());
@@ -186,7 +186,7 @@ inline any_tensor group_norm(const kernel_args& a) {
   require_extents(a.target(), "bias", b, c);
   const double eps = ir::arg<op, "eps">(a);
   const index_t inner = trailing_numel(x, 2), per = c / g, len = per * inner;
-  any_tensor out(x.scalar_type(), x.extents());
+  any_tensor out = a.result(x.scalar_type(), x.extents());
   dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
     using T = decltype(tag);
     const channel_affine<T> affine(w, b, x.scalar_type());
@@ -223,7 +223,7 @@ inline any_tensor batch_norm(const kernel_args& a) {
   require_extents(a.target(), "running_mean", &mean, c);
   require_extents(a.target(), "running_var", &var, c);
   const double eps = a.has("eps") ? a.real("eps") : 1e-5;
-  any_tensor out(x.scalar_type(), x.extents());
+  any_tensor out = a.result(x.scalar_type(), x.extents());
   dispatch<true>(x.scalar_type(), a.target(), [&](auto tag) {
     using T = decltype(tag);
     using C = compute_t<T>;

@@ -93,7 +93,7 @@ inline any_tensor threshold_backward(const kernel_args& a) {
   const any_tensor& x = a.tensor("self");
   require_alike(a, g, x);
   const double threshold = a.real("threshold");
-  any_tensor out(g.scalar_type(), g.extents());
+  any_tensor out = a.result(g.scalar_type(), g.extents(), false);
   dispatch<true>(g.scalar_type(), a.target(), [&](auto tag) {
     using T = decltype(tag);
     using C = compute_t<T>;
@@ -113,7 +113,7 @@ inline any_tensor gelu_backward(const kernel_args& a) {
   const any_tensor& g = a.tensor("grad_output");
   const any_tensor& x = a.tensor("self");
   require_alike(a, g, x);
-  any_tensor out(g.scalar_type(), g.extents());
+  any_tensor out = a.result(g.scalar_type(), g.extents(), false);
   dispatch<true>(g.scalar_type(), a.target(), [&](auto tag) {  // (floating dtypes only)
     using T = decltype(tag);
     using C = compute_t<T>;
@@ -258,7 +258,7 @@ any_tensor binary(const kernel_args& a) {
         w.put(": alpha must be an integer (within i64) for an integral result (as in PyTorch)");
       });
   }
-  any_tensor out(Compare ? dtype::b8 : cd, oe);
+  any_tensor out = a.result(Compare ? dtype::b8 : cd, oe, false);  // (broadcast_apply writes every element)
   dispatch_compute(cd, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (Compare) {

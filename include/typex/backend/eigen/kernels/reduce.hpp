@@ -64,7 +64,7 @@ template <bool Log>
 any_tensor softmax(const kernel_args& a) {
   const any_tensor& x = a.tensor("self");
   const std::size_t d = wrap_dim(a.target(), a.integer("dim"), x.rank());
-  any_tensor out(x.scalar_type(), x.extents());
+  any_tensor out = a.result(x.scalar_type(), x.extents());
   const dtype dt = x.scalar_type();
   if ((dt == dtype::f32 || dt == dtype::f64) && (x.rank() == 0 || d + 1 == x.rank())) {
     const index_t len = x.rank() == 0 ? 1 : x.extents().back();
@@ -99,6 +99,63 @@ any_tensor softmax(const kernel_args& a) {
 // are), then each of the `outer` rows of `inner` elements is reduced. Floating sums accumulate in
 // double (at least as accurate as torch's pairwise sums); integer sums in i64.
 
+// The sum of a contiguous run, in double (four chains: the additions' latency does not bound it).
+template <class T>
+double sum_run(const T* p, index_t n) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  index_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    s0 += static_cast<double>(p[i]), s1 += static_cast<double>(p[i + 1]);
+    s2 += static_cast<double>(p[i + 2]), s3 += static_cast<double>(p[i + 3]);
+  }
+  for (; i < n; ++i) s0 += static_cast<double>(p[i]);
+  return (s0 + s1) + (s2 + s3);
+}
+
+// sum / mean of floating x over every dim outside [k0, k1): x read as [P, K, Q] (the dims before
+// the kept block, the block, the dims after), each of the K results summed in double over its
+// P runs of Q elements (Q = 1: over P rows, K at a time), in parallel over K.
+template <bool Mean>
+any_tensor reduce_block(const kernel_args& a, const any_tensor& x, std::size_t k0, std::size_t k1, const std::vector<index_t>& out_extents) {
+  index_t P = 1, K = 1, Q = 1;
+  for (std::size_t d = 0; d < x.rank(); ++d) (d < k0 ? P : d < k1 ? K : Q) *= x.extents()[d];
+  const dtype in = x.scalar_type(), cd = compute_dtype(in);
+  const any_tensor X = to_dtype(x, cd);
+  any_tensor out = cd == in ? a.result(cd, out_extents, false) : any_tensor(cd, out_extents);
+  const double count = static_cast<double>(P * Q);  // (a mean over nothing: 0 / 0, NaN, as torch)
+  dispatch_compute(cd, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* px = X.data<T>();
+      T* po = out.data<T>();
+      parallel_for(K, P * Q, num_threads(), [&](index_t ka, index_t kb) {
+        if (Q != 1) {  // (Q = 0: every sum over nothing, 0; a mean 0 / 0)
+          for (index_t k = ka; k < kb; ++k) {
+            double acc = 0;
+            for (index_t p = 0; p < P; ++p) acc += sum_run(px + (p * K + k) * Q, Q);
+            po[k] = static_cast<T>(Mean ? acc / count : acc);
+          }
+          return;
+        }
+        constexpr index_t chunk = 64;  // (the results' sums on the stack, the rows read in order)
+        for (index_t c = ka; c < kb; c += chunk) {
+          const index_t w = std::min(chunk, kb - c);
+          std::array<double, chunk> acc{};
+          for (index_t p = 0; p < P; ++p) {
+            const T* row = px + p * K + c;
+            for (index_t j = 0; j < w; ++j) acc[static_cast<std::size_t>(j)] += static_cast<double>(row[j]);
+          }
+          for (index_t j = 0; j < w; ++j) {
+            const double v = acc[static_cast<std::size_t>(j)];
+            po[c + j] = static_cast<T>(Mean ? v / count : v);
+          }
+        }
+      });
+    }
+  });
+  return cd == in ? out : to_dtype(out, in);
+}
+
 template <reduction R>
 any_tensor reduce(const kernel_args& a) {
   const any_tensor& x = a.tensor("self");
@@ -107,11 +164,12 @@ any_tensor reduce(const kernel_args& a) {
   const bool keep = a.flag_or_default("keepdim");
   double correction = 1.0;
   if constexpr (R == reduction::argmax) {
-    reduced[wrap_dim(a.target(), a.integer("dim"), r)] = true;
+    if (const std::size_t d = wrap_dim(a.target(), a.integer("dim"), r); d < r) reduced[d] = true;  // (rank 0: dim 0 is the value itself)
   } else {
     const auto dims = a.has("dim") ? a.ints("dim") : std::vector<std::int64_t>{};  // (None or []: every dim)
     if (dims.empty()) reduced.assign(r, true);
-    for (const std::int64_t d : dims) reduced[wrap_dim(a.target(), d, r)] = true;
+    for (const std::int64_t d : dims)
+      if (const std::size_t w = wrap_dim(a.target(), d, r); w < r) reduced[w] = true;
     if constexpr (R == reduction::var || R == reduction::std) correction = a.has("correction") ? a.real("correction") : 1.0;
   }
   std::vector<std::size_t> perm;
@@ -139,11 +197,21 @@ any_tensor reduce(const kernel_args& a) {
   bool identity = true;
   for (std::size_t i = 0; i < r; ++i) identity = identity && perm[i] == i;
   const dtype in = x.scalar_type();
+  if constexpr (R == reduction::sum || R == reduction::mean) {
+    // the kept dims one block (none, or a bias gradient's channels of [N, C, H, W], its features of
+    // [N, F]): reduced in place as [P, K, Q], no permuted copy
+    std::size_t k0 = 0, k1 = 0;  // (none kept: [0, 0), x is one run)
+    for (std::size_t d = 0; d < r; ++d)
+      if (!reduced[d]) k0 = k1 == 0 ? d : k0, k1 = d + 1;
+    bool block = true;
+    for (std::size_t d = k0; d < k1; ++d) block = block && !reduced[d];
+    if (is_floating_point(in) && block) return reduce_block<R == reduction::mean>(a, x, k0, k1, out_extents);
+  }
   const dtype cd = compute_dtype(in);
   const any_tensor X = to_dtype(identity ? x : permuted(x, perm, a.target()), cd);
   const bool index_result = R == reduction::argmax || (R == reduction::sum && !is_floating_point(in));  // i64, as torch
   const dtype out_dtype = index_result ? dtype::i64 : cd;
-  any_tensor out(out_dtype, out_extents);
+  any_tensor out = a.result(out_dtype, out_extents);
   dispatch_compute(cd, [&](auto tag) {
     using T = decltype(tag);
     const T* px = X.data<T>();

@@ -15,7 +15,7 @@ namespace typex::eigen::detail {
 
 inline any_tensor logical_not(const kernel_args& a) {
   const any_tensor& x = a.tensor("self");
-  any_tensor out(dtype::b8, x.extents());
+  any_tensor out = a.result(dtype::b8, x.extents());
   dispatch<false>(x.scalar_type(), a.target(), [&](auto tag) {
     using T = decltype(tag);
     const T* px = x.data<T>();
@@ -64,7 +64,7 @@ inline any_tensor where(const kernel_args& a) {
   const dtype d = promote_types(a.tensor("self").scalar_type(), a.tensor("other").scalar_type());
   const any_tensor X = to_dtype(a.tensor("self"), d), Y = to_dtype(a.tensor("other"), d);
   const auto oe = broadcast_extents(a.target(), c.extents(), broadcast_extents(a.target(), X.extents(), Y.extents()));
-  any_tensor out(d, oe);
+  any_tensor out = a.result(d, oe);
   const std::array<std::vector<index_t>, 3> strides{broadcast_strides(c.extents(), oe), broadcast_strides(X.extents(), oe),
                                                     broadcast_strides(Y.extents(), oe)};
   dispatch<false>(d, a.target(), [&](auto tag) {
@@ -107,7 +107,7 @@ inline any_tensor masked_fill(const kernel_args& a) {
   for (std::size_t k = 0; trailing && k < m.rank(); ++k)
     trailing = m.extents()[m.rank() - 1 - k] == x.extents()[x.rank() - 1 - k];
   if (trailing && inner > 0) {
-    any_tensor out(x.scalar_type(), x.extents());
+    any_tensor out = a.result(x.scalar_type(), x.extents());
     dispatch<false>(x.scalar_type(), a.target(), [&](auto tag) {
       using T = decltype(tag);
       const T v = convert<T>(value);
@@ -149,7 +149,7 @@ inline any_tensor nonzero(const kernel_args& a) {
         hits.push_back(i);
       }
   });
-  any_tensor out(dtype::i64, {static_cast<index_t>(hits.size()), static_cast<index_t>(r)});
+  any_tensor out = a.result(dtype::i64, {static_cast<index_t>(hits.size()), static_cast<index_t>(r)});
   std::int64_t* po = out.data<std::int64_t>();
   for (std::size_t k = 0; k < hits.size(); ++k) {
     index_t flat = hits[k];
@@ -172,7 +172,7 @@ inline any_tensor masked_select(const kernel_args& a) {
   const bool* pm = m.data<bool>();
   index_t n = 0;
   for_each_strided(x.extents(), strides, [&](index_t, const std::array<index_t, 1>& o) { n += pm[o[0]] ? 1 : 0; });
-  any_tensor out(x.scalar_type(), {n});
+  any_tensor out = a.result(x.scalar_type(), {n});
   const std::size_t size = itemsize(x.scalar_type());
   index_t k = 0;
   for_each_strided(x.extents(), strides, [&](index_t i, const std::array<index_t, 1>& o) {
@@ -224,7 +224,7 @@ inline select_rows select_rows_of(const kernel_args& a, const any_tensor& x) {
 inline any_tensor select(const kernel_args& a) {
   const any_tensor& x = a.tensor("self");
   const select_rows r = select_rows_of(a, x);
-  any_tensor out(x.scalar_type(), r.extents);
+  any_tensor out = a.result(x.scalar_type(), r.extents);
   for (index_t o = 0; o < r.g.outer; ++o)
     std::memcpy(out.raw_data() + static_cast<std::size_t>(o) * r.row, x.raw_data() + static_cast<std::size_t>(o * r.g.n + r.at) * r.row, r.row);
   return out;
@@ -276,7 +276,7 @@ inline any_tensor expand(const kernel_args& a) {
       });
     }
   }
-  any_tensor out(x.scalar_type(), oe);
+  any_tensor out = a.result(x.scalar_type(), oe);
   const std::vector<index_t> is = broadcast_strides(x.extents(), oe);
   dispatch<false>(x.scalar_type(), a.target(), [&](auto tag) {
     using T = decltype(tag);
@@ -305,7 +305,7 @@ inline any_tensor index_select(const kernel_args& a) {
   if (x.rank() == 0 && k != 1) rank_error(a.target(), "index", I, "a single index for a 0-d input");
   ext[d] = k;
   if (x.rank() == 0) ext.clear();
-  any_tensor out(x.scalar_type(), ext);
+  any_tensor out = a.result(x.scalar_type(), ext);
   const std::int64_t* pi = I.data<std::int64_t>();
   for (index_t j = 0; j < k; ++j)  // (negative indices are errors too, as torch's index_select)
     if (pi[j] < 0 || pi[j] >= g.n) index_out_of_range(a.target(), pi[j], d, g.n);
@@ -340,7 +340,7 @@ inline any_tensor gather(const kernel_args& a) {
   const std::vector<index_t> xs = contiguous_strides(x.extents());
   std::vector<index_t> s = xs;
   s[d] = 0;  // the gathered dim's offset comes from the index
-  any_tensor out(x.scalar_type(), I.extents());
+  any_tensor out = a.result(x.scalar_type(), I.extents());
   const std::int64_t* pi = I.data<std::int64_t>();
   const std::size_t item = itemsize(x.scalar_type());
   const index_t n = x.extents()[d];
@@ -459,7 +459,7 @@ inline any_tensor masked_scatter(const kernel_args& a) {
       w.put(" has "); w.put_int(src.numel());
     });
   }
-  any_tensor out(x.scalar_type(), oe);
+  any_tensor out = a.result(x.scalar_type(), oe);
   const std::size_t size = itemsize(x.scalar_type());
   index_t k = 0;
   for_each_strided(oe, strides, [&](index_t i, const std::array<index_t, 2>& o) {
@@ -514,7 +514,7 @@ inline any_tensor cat(const kernel_args& a) {
     }
     oe[d] += x.extents()[d];
   }
-  any_tensor out(dt, oe);
+  any_tensor out = a.result(dt, oe);
   const around_dim g(oe, d);
   const std::size_t item = itemsize(dt);
   index_t at = 0;  // the dim-d offset of the current tensor

@@ -125,15 +125,15 @@ struct conv_step final : step {
   std::shared_ptr<grow_buffer<T>> packed = std::make_shared<grow_buffer<T>>();  // (shared with later plans when constant)
   bool prepacked = false;
   void prepare(packed_weights& cache) {
-    if (w.kind != operand::where::constant) return;
+    if (w.kind != operand::where::constant || g.large_kernel) return;  // (a large kernel is read in place)
     bool done = false;
     std::tie(packed, done) = cache.get<T>(w.tensor->raw_data(), {g.winograd ? 2 : 1, g.oc, g.groups, g.krows()});  // (the layout: Winograd or im2col)
     if (!done) conv_pack_weights(g, w.tensor->template data<T>(), packed->get(static_cast<std::size_t>(conv_packed_weights<T>(g))));
     prepacked = true;
   }
   void run(const run_ctx& c) override {
-    if (!prepacked) conv_pack_weights(g, c.as<T>(w), packed->get(static_cast<std::size_t>(conv_packed_weights<T>(g))));
-    conv2d_into<T>(g, c.as<T>(x), packed->get(0), b.kind == operand::where::none ? nullptr : c.as<T>(b), act, c.as<T>(out),
+    if (!prepacked && !g.large_kernel) conv_pack_weights(g, c.as<T>(w), packed->get(static_cast<std::size_t>(conv_packed_weights<T>(g))));
+    conv2d_into<T>(g, c.as<T>(x), g.large_kernel ? c.as<T>(w) : packed->get(0), b.kind == operand::where::none ? nullptr : c.as<T>(b), act, c.as<T>(out),
                    c.as<T>(scratch), std::min(c.threads, scratch_threads), pool ? &*pool : nullptr);
   }
 };
@@ -314,8 +314,12 @@ struct kernel_step final : step {
     }
   };
   const ir::node* node;
+  ir::node_id id;
   kernel_fn fn;
   operands args, list;
+  // A view of the result's arena buffer, handed to the kernel (call_args::into) where it overlaps
+  // none of the call's arena operands: a kernel that takes it writes there and nothing is copied.
+  std::optional<any_tensor> destination;
   const symbol_table* symbols;
   operand out;
   dtype dt;
@@ -323,14 +327,17 @@ struct kernel_step final : step {
   void run(const run_ctx& c) override {
     args.bind_inputs(c.inputs);
     list.bind_inputs(c.inputs);
-    const any_tensor r = fn(kernel_args(node->target, node->args, args.ptrs, symbols, list.ptrs));
+    kernel_args ka(node->target, node->args, args.ptrs, symbols, list.ptrs);
+    if (destination) ka.into(&*destination);
+    const any_tensor r = fn(ka);
     if (r.scalar_type() != dt || r.extents() != extents) {  // a bug in typex: reported, not computed on
       typex::detail::raise<ir::graph_error>([&](auto& w) {
         w.put("typex::eigen: node '"); w.put(node->name); w.put("' ("); w.put(node->target.name()); w.put(") produced ");
         w.put(r.to_string()); w.put(" where the program records "); w.put(tensor_shape(dt, extents).to_string());
       });
     }
-    std::memcpy(c.get(out), r.raw_data(), static_cast<std::size_t>(r.numel()) * itemsize(dt));
+    if (static_cast<const void*>(r.raw_data()) != static_cast<const void*>(c.get(out)))  // (written in place: nothing to copy)
+      std::memcpy(c.get(out), r.raw_data(), static_cast<std::size_t>(r.numel()) * itemsize(dt));
   }
 };
 }  // namespace detail

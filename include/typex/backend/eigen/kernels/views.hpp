@@ -74,8 +74,10 @@ void strided_copy(const T* src, T* dst, const std::vector<index_t>& oe, const st
   }
 }
 
-// A contiguous copy of x with its dims in order `perm`.
-inline any_tensor permuted(const any_tensor& x, const std::vector<std::size_t>& perm, std::string_view op) {
+// A contiguous copy of x with its dims in order `perm`; into the call's destination when `call` is
+// given (the kernel's own result: not a temporary of another kernel).
+inline any_tensor permuted(const any_tensor& x, const std::vector<std::size_t>& perm, std::string_view op,
+                           const kernel_args* call = nullptr) {
   const std::size_t r = x.rank();
   const std::vector<index_t> in_strides = contiguous_strides(x.extents());
   std::vector<index_t> oe(r), os(r);
@@ -83,7 +85,7 @@ inline any_tensor permuted(const any_tensor& x, const std::vector<std::size_t>& 
     oe[d] = x.extents()[perm[d]];
     os[d] = in_strides[perm[d]];
   }
-  any_tensor out(x.scalar_type(), oe);
+  any_tensor out = call != nullptr ? call->result(x.scalar_type(), oe, false) : any_tensor(x.scalar_type(), oe);
   dispatch<false>(x.scalar_type(), op, [&](auto tag) {
     using T = decltype(tag);
     std::vector<index_t> idx(r);
@@ -104,7 +106,7 @@ inline any_tensor permute(const kernel_args& a) {
     seen[d] = true;
     perm.push_back(d);
   }
-  return permuted(x, perm, a.target());
+  return permuted(x, perm, a.target(), &a);
 }
 
 inline any_tensor transpose(const kernel_args& a) {
@@ -113,7 +115,7 @@ inline any_tensor transpose(const kernel_args& a) {
   for (std::size_t d = 0; d < perm.size(); ++d) perm[d] = d;
   if (x.rank() == 0) return x;
   std::swap(perm[wrap_dim(a.target(), a.integer("dim0"), x.rank())], perm[wrap_dim(a.target(), a.integer("dim1"), x.rank())]);
-  return permuted(x, perm, a.target());
+  return permuted(x, perm, a.target(), &a);
 }
 
 // (input, dim, start, end, step): Python's bounds, clamped; a copy.
@@ -148,7 +150,7 @@ inline slice_rows slice_rows_of(const kernel_args& a, const any_tensor& x) {
 inline any_tensor slice(const kernel_args& a) {
   const any_tensor& x = a.tensor("self");
   const slice_rows r = slice_rows_of(a, x);
-  any_tensor out(x.scalar_type(), r.extents);
+  any_tensor out = a.result(x.scalar_type(), r.extents);
   for (index_t o = 0; o < r.outer; ++o)
     for (index_t j = 0; j < r.len; ++j)
       std::memcpy(out.raw_data() + static_cast<std::size_t>(o * r.len + j) * r.row,

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""typex against its peers in paired rounds: issue 39's rule for judging a row on a noisy machine.
+
+    python3 benchmarks/rounds.py --run "typex=CMD" --run "LibTorch 1.13=CMD" [--run "PEER=CMD" ...]
+                                 [--rounds 15] [--min-time 0.2] [--filter REGEX] [--strip TEXT ...]
+
+Every CMD is a Google Benchmark binary (with any environment in front: `env LD_LIBRARY_PATH= bin`); the
+first --run is typex, the others its peers. A round runs each command once, every benchmark the filter
+selects for at least --min-time seconds (one repetition), the order rotated from round to round so that
+no side always runs first or last. Drift (steal time, the clock over minutes) moves a round's sides
+together and cancels in their ratio, where absolute times from different minutes do not.
+
+A row is a benchmark name with every --strip text removed, so that the
+binaries' names for one workload meet (default "_typex", "_libtorch", "/real_time"). Per row: each side's median time; per peer, the median over the
+rounds of peer / typex (above 1: typex is faster) with its interquartile range; the best peer is the one
+with the lowest median ratio, and the row is **won** when, against every peer, the median ratio is
+>= 1.0 and its lower quartile >= 0.95. Where typex's benchmark reports a `GFLOP/s` counter and its
+context the FMA peak (`fma_peak_gflops_1_thread` / `_2_threads`, measured at the start of each of its
+runs), the row shows typex's GFLOP/s (median) and its % of the median peak of the run, for the row's
+thread count (the name's `threads:N`); where the benchmarks report a `loss` counter (the first step's
+loss, the same weights and data on every side), the row shows each side's. The steal time (/proc/stat, over the whole run) is printed first.
+--json FILE writes every round's times too.
+"""
+import argparse
+import json
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+
+
+def cpu_ticks():
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal (guest time is counted inside user)
+    return sum(fields[:8]), (fields[7] if len(fields) > 7 else 0)
+
+
+UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def run(cmd, filt, min_time, key):
+    args = shlex.split(cmd) + [f"--benchmark_filter={filt}", f"--benchmark_min_time={min_time}",
+                               "--benchmark_repetitions=1", "--benchmark_format=json"]
+    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    data = json.loads(out)
+    rows = {}
+    for b in data["benchmarks"]:
+        if b.get("run_type", "iteration") != "iteration":
+            continue
+        k = key(b["name"])
+        if k in rows:
+            sys.exit(f"rounds.py: two benchmarks of '{cmd}' are row '{k}' once --strip is applied")
+        rows[k] = {"time": b["real_time"] * UNIT[b.get("time_unit", "ns")], "gflops": b.get("GFLOP/s"), "loss": b.get("loss")}
+    return rows, data.get("context", {})
+
+
+def quartiles(v):
+    if len(v) < 2:
+        return v[0], v[0]
+    q = statistics.quantiles(v, n=4, method="inclusive")
+    return q[0], q[2]
+
+
+def fmt_time(s):
+    return f"{s * 1e3:.2f} ms" if s >= 1e-3 else f"{s * 1e6:.1f} us"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--run", action="append", required=True, help="LABEL=COMMAND; the first is typex")
+    p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--min-time", type=float, default=0.2)
+    p.add_argument("--filter", default=".")
+    p.add_argument("--strip", nargs="*", default=["_typex", "_libtorch", "/real_time"])
+    p.add_argument("--json")
+    o = p.parse_args()
+    if o.rounds < 1:
+        sys.exit("rounds.py: --rounds must be at least 1")
+    sides = []
+    for r in o.run:
+        label, sep, cmd = r.partition("=")
+        if not sep or not cmd.strip():
+            sys.exit(f"rounds.py: --run '{r}' is not LABEL=COMMAND")
+        sides.append((label.strip(), cmd.strip()))
+    if len(sides) < 2:
+        sys.exit("rounds.py: give typex and at least one peer")
+    key = lambda name: re.sub("|".join(map(re.escape, o.strip)), "", name) if o.strip else name
+    times = defaultdict(lambda: defaultdict(list))  # row -> label -> [time per round]
+    ratios = defaultdict(lambda: defaultdict(list))  # row -> peer -> [peer / typex per round]
+    gflops = defaultdict(list)
+    losses = defaultdict(dict)  # row -> label -> the `loss` counter of its first round (a check that the sides agree)
+    peaks = {1: [], 2: []}
+    t0, s0 = cpu_ticks()
+    n = len(sides)
+    for i in range(o.rounds):
+        got = {}
+        for j in range(n):
+            label, cmd = sides[(i + j) % n]
+            rows, ctx = run(cmd, o.filter, o.min_time, key)
+            got[label] = rows
+            if label == sides[0][0]:
+                for t in (1, 2):
+                    v = ctx.get(f"fma_peak_gflops_{t}_thread" + ("s" if t > 1 else ""))
+                    if v is not None:
+                        peaks[t].append(float(v))
+        base = got[sides[0][0]]
+        for label, rows in got.items():
+            for row, r in rows.items():
+                if r["loss"] is not None:
+                    losses[row].setdefault(label, r["loss"])
+        for row, r in base.items():
+            times[row][sides[0][0]].append(r["time"])
+            if r["gflops"] is not None:
+                gflops[row].append(r["gflops"])
+            for label, _ in sides[1:]:
+                if row in got[label]:
+                    times[row][label].append(got[label][row]["time"])
+                    ratios[row][label].append(got[label][row]["time"] / r["time"])
+        print(f"round {i + 1}/{o.rounds} done", file=sys.stderr)
+    t1, s1 = cpu_ticks()
+    steal = 100.0 * (s1 - s0) / max(1, t1 - t0)
+    peak = {t: statistics.median(v) for t, v in peaks.items() if v}
+    print(f"steal time over the run: {steal:.1f} % of all CPU time ({o.rounds} rounds, min time {o.min_time} s each)")
+    if peak:
+        print("FMA peak measured in the run (median of the rounds): " +
+              ", ".join(f"{peak[t]:.0f} GFLOP/s on {t} thread{'s' if t > 1 else ''}" for t in sorted(peak)))
+    print()
+    peers = [label for label, _ in sides[1:]]
+    print("| row | " + " | ".join(f"{label}" for label, _ in sides) +
+          " | best peer | best peer / typex, median | quartiles | rounds | won | typex GFLOP/s (% of peak) |" +
+          (" first loss (" + " / ".join(label for label, _ in sides) + ") |" if losses else ""))
+    print("|---|" + "---:|" * n + "---|---:|---|---:|---|---:|" + ("---|" if losses else ""))
+    report = {"steal_percent": steal, "fma_peak": peak, "rows": {}}
+    for row in sorted(times):
+        cells = [fmt_time(statistics.median(times[row][label])) if times[row][label] else "-" for label, _ in sides]
+        med = {peer: statistics.median(ratios[row][peer]) for peer in peers if ratios[row][peer]}
+        won = all(m >= 1.0 and quartiles(ratios[row][peer])[0] >= 0.95 for peer, m in med.items()) and bool(med)
+        if med:
+            best = min(med, key=med.get)
+            q1, q3 = quartiles(ratios[row][best])
+            judged = f"{best} | {med[best]:.3f} | {q1:.3f} - {q3:.3f} | {len(ratios[row][best])} | {'yes' if won else '**no**'}"
+        else:
+            judged = "- | - | - | 0 | -"
+        g = "-"
+        if gflops[row]:
+            gm = statistics.median(gflops[row])
+            m = re.search(r"threads:(\d+)", row)
+            t = int(m.group(1)) if m else 1
+            gm /= 1e9  # (the counter is a rate in FLOP/s)
+            g = f"{gm:.1f}" + (f" ({100 * gm / peak[t]:.0f} %)" if t in peak else "")
+        loss = (" " + " / ".join(f"{losses[row][label]:.5f}" if label in losses[row] else "-" for label, _ in sides) + " |"
+                if losses else "")
+        print(f"| {row} | " + " | ".join(cells) + f" | {judged} | {g} |" + loss)
+        report["rows"][row] = {"times": times[row], "ratios": ratios[row], "won": won, "gflops": gflops[row]}
+    if o.json:
+        with open(o.json, "w") as f:
+            json.dump(report, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
