@@ -186,6 +186,9 @@ struct matrix_ref {
   const T* at(index_t i, index_t j) const noexcept { return data + (i * rs + j * cs); }
 };
 
+template <class T>
+void pack_rows(const T* src, index_t rs, index_t kcp, index_t h, T* dst, index_t ldd);
+
 // The right-hand side packed into nr-column panels, kc rows at a time: block p (rows
 // [p*kc, p*kc + kcp)) holds its panels one after the other, each kcp x nr, zero padded.
 template <class T>
@@ -208,6 +211,14 @@ struct packed_rhs {
       for (index_t j0 = 0; j0 < n; j0 += nr) {
         T* panel = block + j0 * kcp;
         const index_t w = std::min<index_t>(nr, n - j0);
+        if (b.rs == 1 && b.cs != 1 && w == nr && nr % gemm_traits<T>::lanes == 0) {
+          // (a column-major B, a linear layer's weight read as W^T: each column is contiguous in k,
+          // so a panel is nr / L blocks of L columns transposed L x L in packets, not a gather of
+          // one element per column per row)
+          constexpr int L = gemm_traits<T>::lanes;
+          for (int q = 0; q < nr; q += L) pack_rows(b.at(p0, j0 + q), b.cs, kcp, index_t{L}, panel + q, index_t{nr});
+          continue;
+        }
         for (index_t kk = 0; kk < kcp; ++kk) {
           T* row = panel + kk * nr;
           if (b.cs == 1 && w == nr) {  // (row-major B: a contiguous run; a whole panel's in a fixed-size
@@ -235,23 +246,26 @@ struct packed_rhs {
 // over by the next store, or land past the panel: callers pack panels in address order and keep
 // L elements of slack past the last one.
 TYPEX_VECTOR_TEMPLATE_ARGS_BEGIN
+// ldd: the distance between dst's columns (default h; packed_rhs::pack packs a column-major B's
+// panel as two such blocks of L rows, ldd = nr)
 template <class T>
-void pack_rows(const T* src, index_t rs, index_t kcp, index_t h, T* dst) {
+void pack_rows(const T* src, index_t rs, index_t kcp, index_t h, T* dst, index_t ldd) {
   using traits = gemm_traits<T>;
   using P = typename traits::packet;
   using namespace Eigen::internal;
   constexpr int L = traits::lanes;
+  if (ldd == 0) ldd = h;
   index_t kk = 0;
   if (h <= L) {
     for (; kk + L <= kcp; kk += L) {
       PacketBlock<P, L> block;
       for (int ii = 0; ii < L; ++ii) block.packet[ii] = ii < h ? ploadu<P>(src + ii * rs + kk) : pset1<P>(T(0));
       ptranspose(block);
-      for (int q = 0; q < L; ++q) pstoreu(dst + (kk + q) * h, block.packet[q]);
+      for (int q = 0; q < L; ++q) pstoreu(dst + (kk + q) * ldd, block.packet[q]);
     }
   }
   for (; kk < kcp; ++kk)
-    for (index_t ii = 0; ii < h; ++ii) dst[kk * h + ii] = src[ii * rs + kk];
+    for (index_t ii = 0; ii < h; ++ii) dst[kk * ldd + ii] = src[ii * rs + kk];
 }
 TYPEX_VECTOR_TEMPLATE_ARGS_END
 
@@ -263,7 +277,7 @@ template <class T>
 void pack_micro_panel(matrix_ref<T> a, index_t r, index_t h, index_t p0, index_t kcp, T* dst) {
   const T* src = a.at(r, p0);
   if (a.cs == 1) {
-    pack_rows(src, a.rs, kcp, h, dst);
+    pack_rows(src, a.rs, kcp, h, dst, h);
     return;
   }
   for (index_t kk = 0; kk < kcp; ++kk, dst += h)
