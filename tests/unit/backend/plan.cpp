@@ -193,6 +193,41 @@ TEST_CASE("eigen plan: an MLP folds nothing, fuses its activations into the GEMM
   }
 }
 
+// An output's step writes straight into the caller's output tensor (no copy out of the arena):
+// a result the caller keeps is left as it was by the next call (which makes a new tensor), a
+// released one is written again in place, without allocating.
+TEST_CASE("eigen plan: outputs written in place: a kept result is not changed by the next call, a released one is reused") {
+  using namespace plan_models;
+  mlp m;
+  init_module(m, 3);
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, shape<batch, fix<64>>>(shape<batch, fix<64>>(batch(4), {}))));
+  const auto x1 = typex_test::random_tensor<tensor<f32, batch, fix<64>>>({9, 64}, 1);
+  const auto x2 = typex_test::random_tensor<tensor<f32, batch, fix<64>>>({9, 64}, 2);
+  const std::vector<any_tensor> in1{x1.erase()}, in2{x2.erase()};
+  const auto near = [](const any_tensor& a, const any_tensor& b) {
+    double worst = 0;
+    for (index_t i = 0; i < a.numel(); ++i) worst = std::max(worst, double(std::abs(a.data<float>()[i] - b.data<float>()[i])));
+    return worst <= 1e-6;
+  };
+  const any_tensor want1 = m(x1).erase(), want2 = m(x2).erase();
+  auto run = program_module<eigen_backend>(ep);
+  std::vector<any_tensor> out;
+  run.run(in1, out);
+  const any_tensor kept = out[0];  // (the caller holds the first result)
+  const std::byte* first = kept.raw_data();
+  run.run(in2, out);
+  CHECK(out[0].raw_data() != first);
+  CHECK(near(kept, want1));
+  CHECK(near(out[0], want2));
+  const std::byte* second = out[0].raw_data();
+  const long before = typex_test::allocation_count();
+  run.run(in1, out);
+  CHECK(typex_test::allocation_count() - before == 0);
+  CHECK(out[0].raw_data() == second);
+  CHECK(near(out[0], want1));
+  CHECK(near(kept, want1));
+}
+
 TEST_CASE("eigen plan: a CNN (conv + relu + max-pool in one step, flatten as a view)") {
   using namespace plan_models;
   cnn m;

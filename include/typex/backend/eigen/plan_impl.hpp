@@ -55,14 +55,26 @@ class planned_engine final : public engine, private plan::target {
   void run(std::span<const any_tensor> inputs, const symbol_table& symbols, std::vector<any_tensor>& outputs) override {
     if (!planned_for(inputs)) plan(inputs, symbols);
     const int threads = options_.threads > 0 ? std::min(options_.threads, num_threads()) : num_threads();
-    const run_ctx c{arena_.data(), &planner_.arena().offsets(), inputs, threads};
-    for (const auto& s : steps_) s->run(c);
     const auto& outs = planner_.outputs();
     outputs.resize(outs.size());
-    for (std::size_t i = 0; i < outs.size(); ++i) {
-      const plan::value& v = planner_.at(outs[i]);
+    // an output tensor nobody else holds is reused, else made anew (the caller keeps the old one)
+    const auto ready = [&](std::size_t i, const plan::value& v) -> any_tensor& {
       any_tensor& o = outputs[i];
-      if (o.scalar_type() != v.dt || o.extents() != v.extents || o.get_storage().use_count() > 1) o = any_tensor(v.dt, v.extents);
+      if (o.scalar_type() != v.dt || o.extents() != v.extents || o.get_storage().use_count() > 1)
+        o = any_tensor(v.dt, v.extents, storage::uninitialized(static_cast<std::size_t>(v.numel()) * itemsize(v.dt)));
+      return o;
+    };
+    for (const auto& [i, b] : direct_outputs_) redirect_[b] = ready(i, planner_.at(outs[i])).raw_data();
+    const run_ctx c{arena_.data(), &planner_.arena().offsets(), inputs, threads, &redirect_};
+    for (const auto& s : steps_) s->run(c);
+    std::size_t next_direct = 0;
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      if (next_direct < direct_outputs_.size() && direct_outputs_[next_direct].first == i) {  // (written in place)
+        ++next_direct;
+        continue;
+      }
+      const plan::value& v = planner_.at(outs[i]);
+      any_tensor& o = ready(i, v);
       const std::size_t bytes = static_cast<std::size_t>(o.numel()) * itemsize(v.dt);
       if (bytes != 0) std::memcpy(o.raw_data(), c.get(v.at), bytes);
     }
@@ -89,6 +101,7 @@ class planned_engine final : public engine, private plan::target {
     // the arena views of the eager-kernel steps point into the new arena
     for (auto& s : steps_)
       if (auto* ks = dynamic_cast<kernel_step*>(s.get())) bind_views(*ks);
+    plan_direct_outputs();
     planned_extents_.assign(inputs.size(), {});
     for (std::size_t i = 0; i < inputs.size(); ++i) planned_extents_[i] = inputs[i].extents();
     planned_ = true;
@@ -149,6 +162,37 @@ class planned_engine final : public engine, private plan::target {
     return std::nullopt;
   }
   static std::size_t pooled_numel(const pool_geometry& p) { return static_cast<std::size_t>(p.s.n * p.s.c * p.oh * p.ow); }
+
+  // The outputs whose steps write them straight into the caller's output tensors (no copy out of
+  // the arena after the call: a training step's weight gradients are most of its outputs' bytes):
+  // an output whose buffer is its own (no other output's, its size exactly) and is read or written
+  // only through the steps' operands, resolved per call (run_ctx::redirect). An eager-kernel step's
+  // views are bound to the arena at planning, so a buffer one of them touches stays there.
+  void plan_direct_outputs() {
+    const std::size_t buffers = planner_.arena().buffers().size();
+    redirect_.assign(buffers, nullptr);
+    direct_outputs_.clear();
+    std::vector<int> outputs_of(buffers, 0);
+    std::vector<bool> bound(buffers, false);
+    const auto mark = [&](const plan::value& v) {
+      if (v.at.kind == operand::where::arena) bound[v.at.index] = true;
+    };
+    for (const auto& s : steps_)
+      if (const auto* ks = dynamic_cast<const kernel_step*>(s.get())) {
+        ir::graph::for_each_ref(*ks->node, [&](ir::value_ref r) { mark(planner_.at(r.node)); });
+        mark(planner_.at(ks->id));
+      }
+    const auto& outs = planner_.outputs();
+    for (ir::node_id o : outs)
+      if (const plan::value& v = planner_.at(o); v.at.kind == operand::where::arena) ++outputs_of[v.at.index];
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      const plan::value& v = planner_.at(outs[i]);
+      if (v.at.kind != operand::where::arena || v.strided() || v.folded) continue;
+      const std::size_t b = v.at.index;
+      if (outputs_of[b] != 1 || bound[b] || planner_.arena().buffers()[b].bytes != v.bytes() || v.bytes() == 0) continue;
+      direct_outputs_.emplace_back(i, b);
+    }
+  }
 
   // Points each operand of an eager-kernel step at its arena buffer or constant (user inputs are
   // bound per call).
@@ -435,6 +479,8 @@ class planned_engine final : public engine, private plan::target {
   packed_weights packed_;  // constant weights packed, kept across plans
   std::size_t winograd_ = 0;  // convolutions of the current plan done by Winograd's F(2x2, 3x3)
   std::size_t large_kernel_ = 0;  // and as one GEMM over every image (conv_geometry::large_kernel)
+  std::vector<std::pair<std::size_t, std::size_t>> direct_outputs_;  // (output index, its buffer id), by output index
+  std::vector<std::byte*> redirect_;                                  // per buffer id (run_ctx::redirect)
   std::vector<std::unique_ptr<step>> steps_;
   storage arena_;
 };

@@ -21,10 +21,15 @@ struct run_ctx {
   const std::vector<std::size_t>* offsets;  // per buffer id
   std::span<const any_tensor> inputs;
   int threads;
+  // per buffer id: where this call puts the buffer instead of the arena (a program output's own
+  // tensor: planned_engine::direct_outputs_), or null
+  const std::vector<std::byte*>* redirect = nullptr;
 
   std::byte* get(const operand& o) const {
     switch (o.kind) {
-      case operand::where::arena: return arena + (*offsets)[o.index];
+      case operand::where::arena:
+        if (redirect != nullptr && (*redirect)[o.index] != nullptr) return (*redirect)[o.index];
+        return arena + (*offsets)[o.index];
       case operand::where::input: return inputs[o.index].raw_data();
       case operand::where::constant: return o.tensor->raw_data();
       case operand::where::none: break;
