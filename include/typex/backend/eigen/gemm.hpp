@@ -189,6 +189,7 @@ struct matrix_ref {
 template <class T>
 void pack_rows(const T* src, index_t rs, index_t kcp, index_t h, T* dst, index_t ldd);
 
+TYPEX_VECTOR_TEMPLATE_ARGS_BEGIN
 // The right-hand side packed into nr-column panels, kc rows at a time: block p (rows
 // [p*kc, p*kc + kcp)) holds its panels one after the other, each kcp x nr, zero padded.
 template <class T>
@@ -221,9 +222,11 @@ struct packed_rhs {
         }
         for (index_t kk = 0; kk < kcp; ++kk) {
           T* row = panel + kk * nr;
-          if (b.cs == 1 && w == nr) {  // (row-major B: a contiguous run; a whole panel's in a fixed-size
-            const T* src = b.at(p0 + kk, j0);  // loop of vector moves, not a call to memmove per 64 bytes)
-            for (int jj = 0; jj < nr; ++jj) row[jj] = src[jj];
+          if (b.cs == 1 && w == nr) {  // (row-major B: a contiguous run; a whole panel's as packets, not
+            const T* src = b.at(p0 + kk, j0);  // a call to memmove per 64 bytes, nor scalar moves)
+            using P = typename gemm_traits<T>::packet;
+            constexpr int L = gemm_traits<T>::lanes;
+            for (int q = 0; q < nr; q += L) Eigen::internal::pstoreu(row + q, Eigen::internal::ploadu<P>(src + q));
             continue;
           }
           if (b.cs == 1) std::copy_n(b.at(p0 + kk, j0), w, row);
@@ -239,6 +242,7 @@ struct packed_rhs {
     return data + p0 * padded_n(n) + j0 * kcp;
   }
 };
+TYPEX_VECTOR_TEMPLATE_ARGS_END
 
 // Packs h rows of a row-major A (row stride rs, columns contiguous), kcp columns, into dst as the
 // micro-kernel reads them (column after column, h values each): L x L packet transposes (the rows
