@@ -137,11 +137,15 @@ def main():
     for row in sorted(times):
         cells = [fmt_time(statistics.median(times[row][label])) if times[row][label] else "-" for label, _ in sides]
         med = {peer: statistics.median(ratios[row][peer]) for peer in peers if ratios[row][peer]}
-        won = all(m >= 1.0 and quartiles(ratios[row][peer])[0] >= 0.95 for peer, m in med.items()) and bool(med)
+        # (the peers the row is not won against: the median below 1.0 or the lower quartile below 0.95)
+        lost = [peer for peer, m in med.items() if m < 1.0 or quartiles(ratios[row][peer])[0] < 0.95]
+        won = bool(med) and not lost
         if med:
             best = min(med, key=med.get)
             q1, q3 = quartiles(ratios[row][best])
-            judged = f"{best} | {med[best]:.3f} | {q1:.3f} - {q3:.3f} | {len(ratios[row][best])} | {'yes' if won else '**no**'}"
+            verdict = "yes" if won else "**no**: " + ", ".join(
+                f"{peer} {med[peer]:.3f} (lower quartile {quartiles(ratios[row][peer])[0]:.3f})" for peer in lost)
+            judged = f"{best} | {med[best]:.3f} | {q1:.3f} - {q3:.3f} | {len(ratios[row][best])} | {verdict}"
         else:
             judged = "- | - | - | 0 | -"
         g = "-"
