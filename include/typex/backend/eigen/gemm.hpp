@@ -284,6 +284,14 @@ void pack_micro_panel(matrix_ref<T> a, index_t r, index_t h, index_t p0, index_t
     pack_rows(src, a.rs, kcp, h, dst, h);
     return;
   }
+  constexpr int mr = gemm_traits<T>::mr;
+  if (a.rs == 1 && h == mr) {  // (a column-major A, dY^T of a weight gradient: each column's mr values are contiguous)
+    for (index_t kk = 0; kk < kcp; ++kk, dst += mr) {
+      const T* col = src + kk * a.cs;
+      for (int ii = 0; ii < mr; ++ii) dst[ii] = col[ii];
+    }
+    return;
+  }
   for (index_t kk = 0; kk < kcp; ++kk, dst += h)
     for (index_t ii = 0; ii < h; ++ii) dst[ii] = src[ii * a.rs + kk * a.cs];
 }
