@@ -60,6 +60,7 @@ struct report {
   std::size_t winograd = 0;         // convolutions computed by Winograd's F(2x2, 3x3) (a backend's choice)
   std::size_t large_kernel = 0;     // convolutions whose kernel is larger than their output (a weight gradient's),
                                     // computed as one GEMM over every image (a backend's choice)
+  std::size_t outputs_in_place = 0; // outputs a backend's steps write straight into the caller's tensors
   std::size_t arena_bytes = 0;      // the planned peak of intermediate memory
   std::size_t unplanned_bytes = 0;  // what the intermediates would take without sharing
   std::vector<std::string> allocating_ops;  // steps that run an eager kernel (allocate per call)

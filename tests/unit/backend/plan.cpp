@@ -9,6 +9,7 @@
 #include <typex/backend/eigen/gemm.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <thread>
@@ -226,6 +227,38 @@ TEST_CASE("eigen plan: outputs written in place: a kept result is not changed by
   CHECK(out[0].raw_data() == second);
   CHECK(near(out[0], want1));
   CHECK(near(kept, want1));
+  CHECK(run.report().outputs_in_place == 1);
+}
+
+// A result fed back in as the next call's input through the same memory (a borrowed view, as a
+// runner hands its slots over): that output is not written while the steps still read the input.
+TEST_CASE("eigen plan: an output that shares memory with an input of the same call is written after the steps") {
+  using batch = plan_models::batch;
+  plan_models::pointwise_chain m;
+  for (index_t c = 0; c < 8; ++c) {
+    m.scale.data()[c] = 0.5f + 0.25f * float(c);
+    m.shift.data()[c] = 0.125f * float(c) - 0.5f;
+  }
+  using S = shape<batch, fix<8>>;
+  const auto ep = export_program(m, input<"x">(tensor_spec<f32, S>(S(batch(2), {}))));
+  auto run = program_module<eigen_backend>(ep);
+  const auto x = typex_test::random_tensor<tensor<f32, batch, fix<8>>>({5, 8}, 9);
+  std::vector<any_tensor> out;
+  run.run(std::vector<any_tensor>{x.erase()}, out);
+  REQUIRE(run.report().outputs_in_place >= 1);
+  for (int step = 0; step < 3; ++step) {
+    tensor<f32, batch, fix<8>> z(S(batch(5), {}));
+    std::memcpy(z.data(), out[0].raw_data(), out[0].nbytes());
+    const auto [want, want_late] = m(z);  // (the second output reads x again, after the first is written)
+    any_tensor fed;
+    fed.borrow(out[0]);  // (the same bytes, no second owner)
+    const std::vector<any_tensor> in{fed};
+    run.run(in, out);
+    for (index_t i = 0; i < want.numel(); ++i) {
+      REQUIRE(out[0].data<float>()[i] == want.data()[i]);
+      REQUIRE(out[1].data<float>()[i] == want_late.data()[i]);
+    }
+  }
 }
 
 TEST_CASE("eigen plan: a CNN (conv + relu + max-pool in one step, flatten as a view)") {

@@ -64,14 +64,28 @@ class planned_engine final : public engine, private plan::target {
         o = any_tensor(v.dt, v.extents, storage::uninitialized(static_cast<std::size_t>(v.numel()) * itemsize(v.dt)));
       return o;
     };
-    for (const auto& [i, b] : direct_outputs_) redirect_[b] = ready(i, planner_.at(outs[i])).raw_data();
+    // (an output tensor that shares memory with one of this call's inputs, as a caller feeding a
+    // result back in may hand it, is written after the steps, as any other, not while they read)
+    const auto overlaps_input = [&](const any_tensor& o) {
+      const std::byte* a = o.raw_data();
+      for (const any_tensor& in : inputs) {
+        const std::byte* b = in.raw_data();
+        if (a < b + in.nbytes() && b < a + o.nbytes()) return true;
+      }
+      return false;
+    };
+    for (std::size_t k = 0; k < direct_outputs_.size(); ++k) {
+      const auto [i, b] = direct_outputs_[k];
+      any_tensor& o = ready(i, planner_.at(outs[i]));
+      direct_now_[k] = !overlaps_input(o);
+      redirect_[b] = direct_now_[k] ? o.raw_data() : nullptr;
+    }
     const run_ctx c{arena_.data(), &planner_.arena().offsets(), inputs, threads, &redirect_};
     for (const auto& s : steps_) s->run(c);
     std::size_t next_direct = 0;
     for (std::size_t i = 0; i < outs.size(); ++i) {
-      if (next_direct < direct_outputs_.size() && direct_outputs_[next_direct].first == i) {  // (written in place)
-        ++next_direct;
-        continue;
+      if (next_direct < direct_outputs_.size() && direct_outputs_[next_direct].first == i) {
+        if (direct_now_[next_direct++]) continue;  // (written in place)
       }
       const plan::value& v = planner_.at(outs[i]);
       any_tensor& o = ready(i, v);
@@ -84,6 +98,7 @@ class planned_engine final : public engine, private plan::target {
     plan_report r = planner_.summary();
     r.winograd = winograd_;
     r.large_kernel = large_kernel_;
+    r.outputs_in_place = direct_outputs_.size();
     return r;
   }
 
@@ -192,6 +207,7 @@ class planned_engine final : public engine, private plan::target {
       if (outputs_of[b] != 1 || bound[b] || planner_.arena().buffers()[b].bytes != v.bytes() || v.bytes() == 0) continue;
       direct_outputs_.emplace_back(i, b);
     }
+    direct_now_.assign(direct_outputs_.size(), 0);
   }
 
   // Points each operand of an eager-kernel step at its arena buffer or constant (user inputs are
@@ -481,6 +497,7 @@ class planned_engine final : public engine, private plan::target {
   std::size_t large_kernel_ = 0;  // and as one GEMM over every image (conv_geometry::large_kernel)
   std::vector<std::pair<std::size_t, std::size_t>> direct_outputs_;  // (output index, its buffer id), by output index
   std::vector<std::byte*> redirect_;                                  // per buffer id (run_ctx::redirect)
+  std::vector<char> direct_now_;  // per direct output: written in place by this call (no input shares its memory)
   std::vector<std::unique_ptr<step>> steps_;
   storage arena_;
 };
