@@ -175,6 +175,15 @@ eigen::plan_report check_planned(const M& model, const exported_program& ep, con
   CHECK(typex_test::allocation_count() - before == 0);
   return run.report();
 }
+// The pointwise-chain model with its scale and shift set.
+plan_models::pointwise_chain chain_model() {
+  plan_models::pointwise_chain m;
+  for (index_t c = 0; c < 8; ++c) {
+    m.scale.data()[c] = 0.5f + 0.25f * float(c);
+    m.shift.data()[c] = 0.125f * float(c) - 0.5f;
+  }
+  return m;
+}
 }  // namespace
 
 TEST_CASE("eigen plan: an MLP folds nothing, fuses its activations into the GEMMs, shares buffers, allocates nothing per call") {
@@ -234,12 +243,8 @@ TEST_CASE("eigen plan: outputs written in place: a kept result is not changed by
 // runner hands its slots over): that output is not written while the steps still read the input.
 TEST_CASE("eigen plan: an output that shares memory with an input of the same call is written after the steps") {
   using batch = plan_models::batch;
-  plan_models::pointwise_chain m;
-  for (index_t c = 0; c < 8; ++c) {
-    m.scale.data()[c] = 0.5f + 0.25f * float(c);
-    m.shift.data()[c] = 0.125f * float(c) - 0.5f;
-  }
   using S = shape<batch, fix<8>>;
+  const plan_models::pointwise_chain m = chain_model();
   const auto ep = export_program(m, input<"x">(tensor_spec<f32, S>(S(batch(2), {}))));
   auto run = program_module<eigen_backend>(ep);
   const auto x = typex_test::random_tensor<tensor<f32, batch, fix<8>>>({5, 8}, 9);
@@ -338,12 +343,8 @@ TEST_CASE("eigen plan: a new batch size re-plans, ops without a planned kernel r
 
 TEST_CASE("eigen plan: a chain of pointwise ops runs in one pass, equal to one step per op and to eager") {
   using batch = plan_models::batch;
-  plan_models::pointwise_chain m;
-  for (index_t c = 0; c < 8; ++c) {
-    m.scale.data()[c] = 0.5f + 0.25f * float(c);
-    m.shift.data()[c] = 0.125f * float(c) - 0.5f;
-  }
   using S = shape<batch, fix<8>>;
+  const plan_models::pointwise_chain m = chain_model();
   const auto ep = export_program(m, input<"x">(tensor_spec<f32, S>(S(batch(2), {}))));
   auto fused = program_module<eigen_backend>(ep);
   auto separate = program_module<eigen_backend>(ep, eigen::compile_options{.fuse = false});
