@@ -56,39 +56,41 @@ class planned_engine final : public engine, private plan::target {
     if (!planned_for(inputs)) plan(inputs, symbols);
     const int threads = options_.threads > 0 ? std::min(options_.threads, num_threads()) : num_threads();
     const auto& outs = planner_.outputs();
-    outputs.resize(outs.size());
-    // an output tensor nobody else holds is reused, else made anew (the caller keeps the old one)
-    const auto ready = [&](std::size_t i, const plan::value& v) -> any_tensor& {
-      any_tensor& o = outputs[i];
-      if (o.scalar_type() != v.dt || o.extents() != v.extents || o.get_storage().use_count() > 1)
-        o = any_tensor(v.dt, v.extents, storage::uninitialized(static_cast<std::size_t>(v.numel()) * itemsize(v.dt)));
-      return o;
-    };
-    // (an output tensor that shares memory with one of this call's inputs, as a caller feeding a
-    // result back in may hand it, is written after the steps, as any other, not while they read)
-    const auto overlaps_input = [&](const any_tensor& o) {
+    // An output is written in place by its steps only into a tensor the caller passes back that has
+    // its dtype and extents, owns its memory alone (a tensor the caller still holds, or a borrowed
+    // view, use_count 0, is not written: it may be another output's or a constant's memory), and
+    // shares no memory with this call's inputs (a result fed back in). Nothing is replaced before
+    // the steps run (an input may borrow the old tensor's memory); the others are copied after
+    // them, as every output was. (If a step throws, an output written in place may hold part of
+    // this call's result.)
+    const auto in_place = [&](std::size_t i, const plan::value& v) {
+      if (i >= outputs.size()) return false;
+      const any_tensor& o = outputs[i];
+      if (o.scalar_type() != v.dt || o.extents() != v.extents || o.get_storage().use_count() != 1) return false;
       const std::byte* a = o.raw_data();
       for (const any_tensor& in : inputs) {
         const std::byte* b = in.raw_data();
-        if (a < b + in.nbytes() && b < a + o.nbytes()) return true;
+        if (a < b + in.nbytes() && b < a + o.nbytes()) return false;
       }
-      return false;
+      return true;
     };
     for (std::size_t k = 0; k < direct_outputs_.size(); ++k) {
       const auto [i, b] = direct_outputs_[k];
-      any_tensor& o = ready(i, planner_.at(outs[i]));
-      direct_now_[k] = !overlaps_input(o);
-      redirect_[b] = direct_now_[k] ? o.raw_data() : nullptr;
+      direct_now_[k] = in_place(i, planner_.at(outs[i]));
+      redirect_[b] = direct_now_[k] ? outputs[i].raw_data() : nullptr;
     }
     const run_ctx c{arena_.data(), &planner_.arena().offsets(), inputs, threads, &redirect_};
     for (const auto& s : steps_) s->run(c);
+    outputs.resize(outs.size());
     std::size_t next_direct = 0;
     for (std::size_t i = 0; i < outs.size(); ++i) {
       if (next_direct < direct_outputs_.size() && direct_outputs_[next_direct].first == i) {
         if (direct_now_[next_direct++]) continue;  // (written in place)
       }
       const plan::value& v = planner_.at(outs[i]);
-      any_tensor& o = ready(i, v);
+      any_tensor& o = outputs[i];  // (reused where nobody else holds it, else made anew: the caller keeps the old one)
+      if (o.scalar_type() != v.dt || o.extents() != v.extents || o.get_storage().use_count() > 1)
+        o = any_tensor(v.dt, v.extents, storage::uninitialized(static_cast<std::size_t>(v.numel()) * itemsize(v.dt)));
       const std::size_t bytes = static_cast<std::size_t>(o.numel()) * itemsize(v.dt);
       if (bytes != 0) std::memcpy(o.raw_data(), c.get(v.at), bytes);
     }
