@@ -23,6 +23,7 @@ loss, the same weights and data on every side), the row shows each side's. The s
 """
 import argparse
 import json
+import os
 import re
 import shlex
 import statistics
@@ -30,12 +31,8 @@ import subprocess
 import sys
 from collections import defaultdict
 
-
-def cpu_ticks():
-    with open("/proc/stat") as f:
-        fields = [int(v) for v in f.readline().split()[1:]]
-    # user nice system idle iowait irq softirq steal (guest time is counted inside user)
-    return sum(fields[:8]), (fields[7] if len(fields) > 7 else 0)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from paired import cpu_ticks, quartiles  # noqa: E402  (the steal-time reading and the quartiles, shared)
 
 
 UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -55,13 +52,6 @@ def run(cmd, filt, min_time, key):
             sys.exit(f"rounds.py: two benchmarks of '{cmd}' are row '{k}' once --strip is applied")
         rows[k] = {"time": b["real_time"] * UNIT[b.get("time_unit", "ns")], "gflops": b.get("GFLOP/s"), "loss": b.get("loss")}
     return rows, data.get("context", {})
-
-
-def quartiles(v):
-    if len(v) < 2:
-        return v[0], v[0]
-    q = statistics.quantiles(v, n=4, method="inclusive")
-    return q[0], q[2]
 
 
 def fmt_time(s):
