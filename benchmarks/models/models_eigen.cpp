@@ -138,7 +138,7 @@ void run_pair(benchmark::State& state, bool use_typex, std::vector<long> in_exte
   } else {
     for (auto _ : state) benchmark::DoNotOptimize(hand_call(hand, x.data<float>(), b, threads).data());
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
   state.counters["weight_GB/s"] = benchmark::Counter(parameter_bytes(model) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["weight_bytes"] = parameter_bytes(model);
 }

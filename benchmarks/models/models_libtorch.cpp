@@ -57,7 +57,7 @@ void run(benchmark::State& state, std::vector<int64_t> in_shape, double flops, F
   bench::fill_input(x.data_ptr<float>(), static_cast<std::size_t>(x.numel()));
   state.counters["out_sum"] = forward(x).sum().template item<double>();
   for (auto _ : state) benchmark::DoNotOptimize(forward(x).data_ptr());
-  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
 }  // namespace
 
