@@ -221,3 +221,49 @@ TEST_CASE("eigen kernels: sum and mean over a kept block, empty extents and rank
     }
   }
 }
+
+// (the blocks of 256 split over the threads: 40 whole blocks and a tail of 37)
+TEST_CASE("eigen kernels: gelu_backward over many blocks on 1 and 2 threads follows its definition") {
+  const index_t n = 256 * 40 + 37;
+  for (dtype d : {dtype::f32, dtype::f64}) {
+    any_tensor g(d, {n}), x(d, {n});
+    const auto set = [d](any_tensor& t, index_t i, double v) {
+      if (d == dtype::f32) t.data<float>()[i] = static_cast<float>(v);
+      else t.data<double>()[i] = v;
+    };
+    const auto at = [d](const any_tensor& t, index_t i) { return d == dtype::f32 ? double(t.data<float>()[i]) : t.data<double>()[i]; };
+    for (index_t i = 0; i < n; ++i) {
+      set(x, i, -4.0 + 8.0 * double(i) / double(n));
+      set(g, i, std::cos(0.37 * double(i)));
+    }
+    for (const bool tanh_form : {false, true}) {
+      const std::vector<ir::argument> args{ir::value_ref{0}, ir::value_ref{1}, std::string(tanh_form ? "tanh" : "none")};
+      const std::vector<const any_tensor*> tensors{&g, &x, nullptr};
+      std::vector<any_tensor> outs;
+      for (int threads : {1, 2}) {
+        const int before = eigen::set_num_threads(threads);
+        outs.push_back(eigen::run_kernel(eigen::kernel_args(op_id_of<aten::gelu_backward>, args, tensors, nullptr)));
+        eigen::set_num_threads(before);
+      }
+      for (const any_tensor& out : outs) {
+        REQUIRE(out.extents() == std::vector<index_t>{n});
+        double worst = 0;
+        for (index_t i = 0; i < n; ++i) {
+          const double v = at(x, i);
+          double dgelu;
+          if (tanh_form) {
+            const double c = std::sqrt(2.0 / std::acos(-1.0)), u = c * (v + 0.044715 * v * v * v), t = std::tanh(u);
+            dgelu = 0.5 * (1 + t) + 0.5 * v * (1 - t * t) * c * (1 + 3 * 0.044715 * v * v);
+          } else {
+            dgelu = 0.5 * (1 + std::erf(v / std::sqrt(2.0))) + v * std::exp(-0.5 * v * v) / std::sqrt(2 * std::acos(-1.0));
+          }
+          worst = std::max(worst, std::abs(at(out, i) - at(g, i) * dgelu));
+        }
+        INFO("dtype " << name(d) << ", tanh " << tanh_form);
+        CHECK(worst <= (d == dtype::f32 ? 2e-6 : 1e-13));
+      }
+      // the same bits whatever the threads
+      for (index_t i = 0; i < n; ++i) REQUIRE(at(outs[0], i) == at(outs[1], i));
+    }
+  }
+}

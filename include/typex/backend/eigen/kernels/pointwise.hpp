@@ -124,14 +124,19 @@ inline any_tensor gelu_backward(const kernel_args& a) {
     const T* pg = g.data<T>();
     const T* px = x.data<T>();
     T* po = out.data<T>();
-    for (index_t i = 0, n = g.numel(); i < n; i += block) {
-      const index_t len = std::min(block, n - i);
-      array xs, gs;
-      for (index_t j = 0; j < len; ++j) xs[j] = convert<C>(px[i + j]), gs[j] = convert<C>(pg[i + j]);
-      for (index_t j = len; j < block; ++j) xs[j] = gs[j] = C(0);
-      const array d = gs * aten::gelu_backward::derivative(array_math<C>{}, xs, op.approximate);
-      for (index_t j = 0; j < len; ++j) po[i + j] = convert<T>(d[j]);
-    }
+    // (blocks split over the threads: an erf and an exp per element, 3 % of the transformer's
+    // training step on one thread)
+    const index_t n = g.numel(), blocks = (n + block - 1) / block;
+    parallel_for(blocks, block * 16, num_threads(), [&](index_t b0, index_t b1) {
+      for (index_t i = b0 * block, end = std::min(n, b1 * block); i < end; i += block) {
+        const index_t len = std::min(block, end - i);
+        array xs, gs;
+        for (index_t j = 0; j < len; ++j) xs[j] = convert<C>(px[i + j]), gs[j] = convert<C>(pg[i + j]);
+        for (index_t j = len; j < block; ++j) xs[j] = gs[j] = C(0);
+        const array d = gs * aten::gelu_backward::derivative(array_math<C>{}, xs, op.approximate);
+        for (index_t j = 0; j < len; ++j) po[i + j] = convert<T>(d[j]);
+      }
+    });
   });
   return out;
 }

@@ -23,23 +23,6 @@ void for_each_line(const std::vector<index_t>& e, std::size_t d, F&& f) {
     for (index_t i = 0; i < inner; ++i) f(o * len * inner + i, len, inner);
 }
 
-// The i-th of t split points of [0, n): n * i / t without forming n * i (n may be near 2^62).
-inline index_t split_point(index_t n, int i, int t) noexcept { return n / t * i + n % t * i / t; }
-
-// Splits [0, n) over `threads` threads of the pool when n * cost is worth it (cost: work per item).
-template <class F>
-void parallel_for(index_t n, index_t cost, int threads, F&& f) {
-  // (n * cost saturates: both are element counts of checked tensors, but their product need not fit)
-  const index_t work = typex::detail::checked_mul(n, std::max<index_t>(cost, 0)).value_or(int_oo);
-  const int t = static_cast<int>(std::clamp<index_t>(work / 32768, 1, std::max(threads, 1)));
-  if (t <= 1 || n < 2) {
-    f(index_t{0}, n);
-    return;
-  }
-  auto task = [&](int i) { f(split_point(n, i, t), split_point(n, i + 1, t)); };
-  thread_pool::instance().run(t, task);
-}
-
 // (log-)softmax over contiguous rows of `len` (f32/f64, vectorised).
 template <class T>
 void softmax_rows(const T* x, T* y, index_t rows, index_t len, bool log, int threads) {
