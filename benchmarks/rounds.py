@@ -26,7 +26,8 @@ runs), the row shows typex's GFLOP/s (median) and its % of the median peak of th
 thread count (the name's `threads:N`). Where the benchmarks report the --check counter (default
 `loss`: the first training step's loss; `out_sum` for a forward's output summed; the same weights and
 data on every side), the row shows each side's from the first round, and says **differs** where one is
-more than 1e-3 (relative) from typex's: a peer computing something else is not a row won. The steal time (/proc/stat, over the whole run) is printed first.
+more than 1e-3 (relative) from typex's, NaN or missing: a peer computing something else is not a row
+won. Nor is a row a peer gave no time for. The steal time (/proc/stat, over the whole run) is printed first.
 --json FILE writes every round's times too.
 """
 import argparse
@@ -49,8 +50,10 @@ UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 def run(cmd, filt, min_time, key):
     args = shlex.split(cmd) + [f"--benchmark_filter={filt}", f"--benchmark_min_time={min_time}",
                                "--benchmark_repetitions=1", "--benchmark_format=json"]
-    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
-    data = json.loads(out)
+    done = subprocess.run(args, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"rounds.py: '{cmd}' failed (status {done.returncode}):\n" + done.stderr[-3000:])
+    data = json.loads(done.stdout)
     return parse(data, key, cmd), data.get("context", {})
 
 
@@ -86,8 +89,11 @@ class Server:
                 return line
 
     def ask(self, filt, min_time, key):
-        self.proc.stdin.write(json.dumps({"filter": filt, "min_time": min_time}) + "\n")
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write(json.dumps({"filter": filt, "min_time": min_time}) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            sys.exit(f"rounds.py: '{self.cmd}' exited (status {self.proc.wait()}) before it answered")
         line = self._read_until(lambda line: line.startswith("{"))
         data = json.loads(line)
         return parse(data, key, self.cmd), data.get("context", {})
@@ -191,20 +197,25 @@ def main():
         med = {peer: statistics.median(ratios[row][peer]) for peer in peers if ratios[row][peer]}
         # (the peers the row is not won against: the median below 1.0 or the lower quartile below 0.95)
         lost = [peer for peer, m in med.items() if m < 1.0 or quartiles(ratios[row][peer])[0] < 0.95]
+        # (a peer with no time for the row in any round: the row is not judged against every peer)
+        untimed = [peer for peer in peers if not ratios[row][peer]]
         loss, differs = "", []
         if losses:
+            # (every side's counter must be there and agree with typex's: a NaN or a missing one is no agreement)
             ref = losses[row].get(labels[0])
-            differs = [label for label, v in losses[row].items()
-                       if ref is not None and abs(v - ref) > 1e-3 * max(abs(ref), 1e-30)]
+            differs = [label for label in labels if times[row][label] and (
+                       ref is None or losses[row].get(label) is None or
+                       not abs(losses[row][label] - ref) <= 1e-3 * max(abs(ref), 1e-30))]
             loss = (" " + " / ".join(f"{losses[row][label]:.6g}" if label in losses[row] else "-" for label in labels) +
                     ("; **differs**: " + ", ".join(differs) if differs else "") + " |")
-        won = bool(med) and not lost and not differs
+        won = bool(med) and not lost and not untimed and not differs
         if med:
             best = min(med, key=med.get)
             q1, q3 = quartiles(ratios[row][best])
             verdict = "yes" if won else "**no**: " + ", ".join(
                 [f"{peer} {med[peer]:.3f} (lower quartile {quartiles(ratios[row][peer])[0]:.3f})" for peer in lost] +
-                [f"the {CHECK} of {label} differs" for label in differs])
+                [f"no time from {peer}" for peer in untimed] +
+                [f"the {CHECK} of {label} differs or is missing" for label in differs])
             judged = f"{best} | {med[best]:.3f} | {q1:.3f} - {q3:.3f} | {len(ratios[row][best])} | {verdict}"
         else:
             judged = "- | - | - | 0 | -"

@@ -40,7 +40,7 @@ inline double fma_peak(int threads) {
   return total;
 }
 
-// The context keys report.py and rounds.py read: fma_peak_gflops_1_thread, fma_peak_gflops_2_threads
+// The context keys rounds.py reads: fma_peak_gflops_1_thread, fma_peak_gflops_2_threads
 inline void add_fma_peak_context() {
   benchmark::AddCustomContext("fma_peak_gflops_1_thread", std::to_string(fma_peak(1)));
   benchmark::AddCustomContext("fma_peak_gflops_2_threads", std::to_string(fma_peak(2)));

@@ -15,7 +15,7 @@
 # PyPI into one venv (build/peers/venv: torch 2.15, onnxruntime 1.32; ~5 GB the first time). PyTorch
 # and ONNX Runtime stay out of the library's build and tests: they are benchmark peers only.
 #
-#   bash benchmarks/models/run_models.sh            # ~40 min the first time (the peers' set-up), then ~15
+#   bash benchmarks/models/run_models.sh            # ~25 min the first time (the peers' set-up), then ~15-20
 #   PEERS=none bash benchmarks/models/run_models.sh  # typex against LibTorch 1.13 only
 #
 # Knobs: ROUNDS, MIN_TIME, FILTER (a regex over the rows, default every model row:
@@ -42,6 +42,8 @@ venv=$PWD/build/peers/venv
 py=$venv/bin/python
 mkdir -p build/peers build/bench/results
 want() { [[ $PEERS == all || $PEERS == *$1* ]]; }
+# (a path quoted for the shlex split rounds.py makes of each command, and peer_rows.py of its --cmd)
+q() { printf %q "$1"; }
 runs=(--run "typex=build/bench/benchmarks/typex_models_eigen")
 serves=()
 [ $torch = ON ] && runs+=(--run "LibTorch 1.13=build/bench/benchmarks/typex_models_libtorch")
@@ -55,7 +57,7 @@ if want onnxruntime; then
          ORT_PEER_BUILD=$ort ORT_PEER_VENV=$venv REPS=1 MIN_TIME=0.05 "$PEERS_DIR/onnxruntime/run.sh" \
            >build/peers/ort.log 2>&1; } &&
        lib=$("$py" -c 'import glob, os, onnxruntime as o; print(sorted(glob.glob(os.path.join(os.path.dirname(o.__file__), "capi", "libonnxruntime.so*")))[0])'); then
-    runs+=(--run "ONNX Runtime $("$py" -c 'import onnxruntime; print(onnxruntime.__version__)')=python3 benchmarks/models/peer_rows.py ort --bench $ort/ort_bench --lib $lib --models $ort/models")
+    runs+=(--run "ONNX Runtime $("$py" -c 'import onnxruntime; print(onnxruntime.__version__)')=python3 benchmarks/models/peer_rows.py ort --bench $(q "$ort/ort_bench") --lib $(q "$lib") --models $(q "$ort/models")")
   else
     tail -20 build/peers/ort.log
     echo "(the ONNX Runtime peer failed to set up: its rows are left out; log: build/peers/ort.log)"
@@ -72,11 +74,11 @@ if want torch2 || want aoti || want compile; then
            "$PEERS_DIR/torch2/run.sh" >build/peers/torch2.log 2>&1; }; then
     v=$("$py" -c 'import torch; print(torch.__version__.split("+")[0])')
     # (the wheel's LibTorch brings its own BLAS: Debian's OpenBLAS path is not for it)
-    want torch2 && runs+=(--run "LibTorch $v=env LD_LIBRARY_PATH= python3 benchmarks/models/peer_rows.py torch2 --tag torch2 --peers cpp-eager,cpp-eager-fused --cmd '$t2/cpp/torch2_eager {threads}'")
-    want aoti && runs+=(--run "AOTInductor $v=env LD_LIBRARY_PATH= python3 benchmarks/models/peer_rows.py torch2 --tag aoti --peers cpp-aoti --cmd '$t2/cpp/torch2_aoti_run {threads} $t2/aoti'")
+    want torch2 && runs+=(--run "LibTorch $v=env LD_LIBRARY_PATH= python3 benchmarks/models/peer_rows.py torch2 --tag torch2 --peers cpp-eager,cpp-eager-fused --cmd $(q "$(q "$t2/cpp/torch2_eager") {threads}")")
+    want aoti && runs+=(--run "AOTInductor $v=env LD_LIBRARY_PATH= python3 benchmarks/models/peer_rows.py torch2 --tag aoti --peers cpp-aoti --cmd $(q "$(q "$t2/cpp/torch2_aoti_run") {threads} $(q "$t2/aoti")")")
     if want compile; then
       for t in 1 2; do
-        serves+=(--serve "torch.compile $v=env LD_LIBRARY_PATH= OMP_NUM_THREADS=$t TORCHINDUCTOR_CACHE_DIR=$t2/inductor-cache/rows-t$t $py benchmarks/models/torch_compile_rows.py --threads $t --peers-dir $PEERS_DIR --log $PWD/build/peers/compile.log")
+        serves+=(--serve "torch.compile $v=env LD_LIBRARY_PATH= OMP_NUM_THREADS=$t TORCHINDUCTOR_CACHE_DIR=$(q "$t2/inductor-cache/rows-t$t") $(q "$py") benchmarks/models/torch_compile_rows.py --threads $t --peers-dir $(q "$PEERS_DIR") --log $(q "$PWD/build/peers/compile.log")")
       done
     fi
   else

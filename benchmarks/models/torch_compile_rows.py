@@ -6,8 +6,8 @@ to benchmarks/rounds.py (--serve): compiled once, then timed once per round.
 
 The peer is ../shared/peers/torch2's `compile-max-autotune` (bench_py.py), the fastest torch.compile
 setting on this CPU: torch.compile(model, mode="max-autotune-no-cudagraphs", dynamic=False) with
-torch._inductor.config.freezing = True, the transformer traced with the multi-head-attention fast path
-off (with it on, Dynamo captures one fused eager op and Inductor has nothing to compile). The models and
+torch._inductor.config.freezing = True, the multi-head-attention fast path off (with it on, Dynamo
+captures one fused eager op and Inductor has nothing to compile). The models and
 inputs are that peer's (torch2/models.py: the same weights and input as typex's workloads.hpp).
 
 Inductor bakes torch.get_num_threads() into its kernels, so one process serves one thread count: start
@@ -43,26 +43,32 @@ def main():
 
     torch.set_num_threads(o.threads)
     icfg.freezing = True
+    import torch._dynamo
+    # Every (workload, batch) is a graph of its own, and Dynamo guards on the attention fast path's
+    # setting: the fast path stays off for the server's life (turned back on after compiling, each
+    # transformer call recompiled, hit Dynamo's limit of 8 graphs a frame and ran eagerly), the
+    # limit is raised past the 8 graphs served, and once they are compiled a recompile is an error
+    # rather than a silent eager fallback.
+    torch.backends.mha.set_fastpath_enabled(False)
+    for knob in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit", "accumulated_cache_size_limit"):
+        if hasattr(torch._dynamo.config, knob):
+            setattr(torch._dynamo.config, knob, 64)
     warmup = float(os.environ.get("WARMUP", "0.05"))
     rows = {}  # name -> (compiled module, input)
     for w in o.workloads.split(","):
         _, _, batches, _ = models.WORKLOADS[w]
         model = models.make_model(w)
-        fast = torch.backends.mha.get_fastpath_enabled()
-        torch.backends.mha.set_fastpath_enabled(False)
-        try:
-            cm = torch.compile(model, mode="max-autotune-no-cudagraphs", dynamic=False)
-            for b in batches:
-                x = models.make_input(w, b)
-                t0 = time.perf_counter()
-                with torch.inference_mode():
-                    y = cm(x)
-                s = float(y.double().sum())
-                print(f"torch_compile_rows: {w} batch {b}, {o.threads} thread(s): compiled in "
-                      f"{time.perf_counter() - t0:.1f} s, output sum {s:.6g}", file=sys.stderr)
-                rows[f"BM_{w}_compile/batch:{b}/threads:{o.threads}/real_time"] = (cm, x, s)
-        finally:
-            torch.backends.mha.set_fastpath_enabled(fast)
+        cm = torch.compile(model, mode="max-autotune-no-cudagraphs", dynamic=False)
+        for b in batches:
+            x = models.make_input(w, b)
+            t0 = time.perf_counter()
+            with torch.inference_mode():
+                y = cm(x)
+            s = float(y.double().sum())
+            print(f"torch_compile_rows: {w} batch {b}, {o.threads} thread(s): compiled in "
+                  f"{time.perf_counter() - t0:.1f} s, output sum {s:.6g}", file=sys.stderr)
+            rows[f"BM_{w}_compile/batch:{b}/threads:{o.threads}/real_time"] = (cm, x, s)
+    torch._dynamo.config.error_on_recompile = True
     print("ready", flush=True)
     for line in sys.stdin:
         ask = json.loads(line)

@@ -43,8 +43,9 @@ std::vector<double> reference(index_t m, index_t n, index_t k, const std::vector
 }
 }  // namespace
 
-// (2 threads split by column panels, or by rows where 2m > n: {200, 40, 9} and {150, 20, 800}, the
-// latter over three k blocks)
+// (2 threads split by column panels ({25, 65, 513}, {1, 512, 784}) or by rows where 2m > n
+// ({150, 20, 800}, over three k blocks); {200, 40, 9} is too little work to split: one thread,
+// three row blocks)
 TEST_CASE("eigen gemm: sizes around the blocking edges, strided operands, epilogues, 1 and 2 threads") {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);

@@ -10,8 +10,9 @@
 //  - speed under g++: the B packets are pinned in registers (TYPEX_KEEP_IN_REGISTER, config.hpp);
 //    g++ 12 otherwise re-loads them from memory in every FMA and Eigen's GEBP runs at ~75 % of
 //    the FMA peak under g++ instead of ~94 % under clang (measured; see docs/ops_and_eigen_backend.md);
-//  - the epilogue: bias (per column or per row), alpha/beta and the activation are applied to each
-//    finished tile while it is in L1, instead of in another pass over C.
+//  - the epilogue: bias (per column or per row), alpha/beta and ReLU are applied to each finished
+//    tile while it is in registers or L1, any other activation to each block of rows once its
+//    column panels are done (in L2), instead of in another pass over C.
 // A constant right-hand side (a linear layer's weight) is packed once (packed_rhs) and reused by
 // every call. Work is split over the thread pool by column panels, or by rows when A has more
 // than half as many rows as B has columns (each thread then packs only its rows) or there are
@@ -349,7 +350,7 @@ struct gemm_epilogue {
 // The mr x nr micro-kernel: A micro-panel (kc x MR, packed) times B micro-panel (kc x nr), stored
 // to c (row stride ldc) — either a tile of C itself (added to what c holds when `accumulate`: the
 // k blocks after the first), with the column or row bias added and ReLU applied in registers, or a
-// scratch tile that the caller finishes.
+// scratch tile that the caller finishes (other activations: gemm_range, per block of rows).
 template <class T, int MR>
 void micro_kernel(index_t kc, const T* a, const T* b, T* c, index_t ldc, const T* col_bias, const T* row_bias, bool relu,
                   bool accumulate) {
