@@ -47,20 +47,17 @@ from paired import cpu_ticks, quartiles  # noqa: E402  (the steal-time reading a
 UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
-def run(cmd, filt, min_time, key):
+def run(cmd, filt, min_time, key, check):
     args = shlex.split(cmd) + [f"--benchmark_filter={filt}", f"--benchmark_min_time={min_time}",
                                "--benchmark_repetitions=1", "--benchmark_format=json"]
     done = subprocess.run(args, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"rounds.py: '{cmd}' failed (status {done.returncode}):\n" + done.stderr[-3000:])
     data = json.loads(done.stdout)
-    return parse(data, key, cmd), data.get("context", {})
+    return parse(data, key, cmd, check), data.get("context", {})
 
 
-CHECK = "loss"  # (--check)
-
-
-def parse(data, key, what):
+def parse(data, key, what, check):
     rows = {}
     for b in data["benchmarks"]:
         if b.get("run_type", "iteration") != "iteration":
@@ -68,7 +65,7 @@ def parse(data, key, what):
         k = key(b["name"])
         if k in rows:
             sys.exit(f"rounds.py: two benchmarks of '{what}' are row '{k}' once --strip is applied")
-        rows[k] = {"time": b["real_time"] * UNIT[b.get("time_unit", "ns")], "gflops": b.get("GFLOP/s"), "loss": b.get(CHECK)}
+        rows[k] = {"time": b["real_time"] * UNIT[b.get("time_unit", "ns")], "gflops": b.get("GFLOP/s"), "loss": b.get(check)}
     return rows
 
 
@@ -88,7 +85,7 @@ class Server:
             if done(line):
                 return line
 
-    def ask(self, filt, min_time, key):
+    def ask(self, filt, min_time, key, check):
         try:
             self.proc.stdin.write(json.dumps({"filter": filt, "min_time": min_time}) + "\n")
             self.proc.stdin.flush()
@@ -96,7 +93,7 @@ class Server:
             sys.exit(f"rounds.py: '{self.cmd}' exited (status {self.proc.wait()}) before it answered")
         line = self._read_until(lambda line: line.startswith("{"))
         data = json.loads(line)
-        return parse(data, key, self.cmd), data.get("context", {})
+        return parse(data, key, self.cmd, check), data.get("context", {})
 
     def close(self):
         self.proc.stdin.close()
@@ -118,8 +115,6 @@ def main():
     p.add_argument("--check", default="loss", help="the counter every side should agree on (loss, out_sum)")
     p.add_argument("--json")
     o = p.parse_args()
-    global CHECK
-    CHECK = o.check
     if o.rounds < 1:
         sys.exit("rounds.py: --rounds must be at least 1")
     sides = []  # (label, command, served)
@@ -152,7 +147,7 @@ def main():
         for j in range(n):
             k = (i + j) % n
             label, cmd, served = sides[k]
-            rows, ctx = servers[k].ask(o.filter, o.min_time, key) if served else run(cmd, o.filter, o.min_time, key)
+            rows, ctx = servers[k].ask(o.filter, o.min_time, key, o.check) if served else run(cmd, o.filter, o.min_time, key, o.check)
             for row in rows:
                 if row in got[label]:
                     sys.exit(f"rounds.py: two sides labelled '{label}' both give row '{row}'")
@@ -189,7 +184,7 @@ def main():
     peers = labels[1:]
     print("| row | " + " | ".join(labels) +
           " | best peer | best peer / typex, median | quartiles | rounds | won | typex GFLOP/s (% of peak) |" +
-          (f" {CHECK} (" + " / ".join(labels) + ") |" if losses else ""))
+          (f" {o.check} (" + " / ".join(labels) + ") |" if losses else ""))
     print("|---|" + "---:|" * len(labels) + "---|---:|---|---:|---|---:|" + ("---|" if losses else ""))
     report = {"steal_percent": steal, "fma_peak": peak, "rows": {}}
     for row in sorted(times):
@@ -215,7 +210,7 @@ def main():
             verdict = "yes" if won else "**no**: " + ", ".join(
                 [f"{peer} {med[peer]:.3f} (lower quartile {quartiles(ratios[row][peer])[0]:.3f})" for peer in lost] +
                 [f"no time from {peer}" for peer in untimed] +
-                [f"the {CHECK} of {label} differs or is missing" for label in differs])
+                [f"the {o.check} of {label} differs or is missing" for label in differs])
             judged = f"{best} | {med[best]:.3f} | {q1:.3f} - {q3:.3f} | {len(ratios[row][best])} | {verdict}"
         else:
             judged = "- | - | - | 0 | -"
