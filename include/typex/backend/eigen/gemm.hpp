@@ -336,17 +336,6 @@ struct gemm_epilogue {
   activation act;
 };
 
-// The micro-kernel's k loop unrolled 4 times. g++ 12 does not unroll it at -O3; unrolled, the same
-// instructions less three quarters of the loop's own ran 1.05x to 1.22x faster on Zen 3 (paired
-// runs of the GEMM shapes of the model benchmarks: benchmarks/README.md, issue 39).
-#if defined(__clang__)
-#define TYPEX_GEMM_UNROLL_K _Pragma("unroll 4")
-#elif defined(__GNUC__)
-#define TYPEX_GEMM_UNROLL_K _Pragma("GCC unroll 4")
-#else
-#define TYPEX_GEMM_UNROLL_K
-#endif
-
 // The mr x nr micro-kernel: A micro-panel (kc x MR, packed) times B micro-panel (kc x nr), stored
 // to c (row stride ldc) — either a tile of C itself (added to what c holds when `accumulate`: the
 // k blocks after the first), with the column or row bias added and ReLU applied in registers, or a
@@ -378,7 +367,7 @@ void micro_kernel(index_t kc, const T* a, const T* b, T* c, index_t ldc, const T
     c0[0] = padd(padd(x0, y0), padd(z0, w0));
     c1[0] = padd(padd(x1, y1), padd(z1, w1));
   } else {
-    TYPEX_GEMM_UNROLL_K
+    TYPEX_UNROLL_4
     for (index_t k = 0; k < kc; ++k) {
       P b0 = ploadu<P>(b);
       P b1 = ploadu<P>(b + L);
