@@ -195,7 +195,9 @@ def main():
         # (a peer with no time for the row in any round: the row is not judged against every peer)
         untimed = [peer for peer in peers if not ratios[row][peer]]
         loss, differs = "", []
-        if losses:
+        if losses and not med:
+            loss = " - |"  # (a row no peer times, typex's alone: nothing to agree with, no verdict)
+        elif losses:
             # (every side's counter must be there and agree with typex's: a NaN or a missing one is no agreement)
             ref = losses[row].get(labels[0])
             differs = [label for label in labels if times[row][label] and (
