@@ -27,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -70,19 +71,23 @@ def steal_and_total():
     return v[7], sum(v)
 
 
-def compile_once(cxx, include, src, flags, out):
-    """Starts one compile; returns (Popen, start)."""
+def compile_timed(cxx, include, src, flags, out):
+    """Compiles one unit: (seconds or None when it fails, peak MiB, stderr)."""
     cmd = [cxx, "-std=c++20", "-O2", *flags, "-I" + include, "-isystem", EIGEN, "-c", src, "-o", out]
-    return subprocess.Popen(cmd, cwd=HERE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE), time.monotonic()
-
-
-def finish(proc, start):
-    """(seconds, MiB, stderr) of a started compile; seconds None when it failed."""
-    _, status, usage = os.wait4(proc.pid, 0)
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=HERE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = proc.stderr.read().decode(errors="replace")  # (to the end first: a full pipe would stall the compiler)
+    proc.stderr.close()
+    _, status, usage = os.wait4(proc.pid, 0)  # (wait4, not wait: its ru_maxrss is this compiler's peak, in KiB)
     seconds = time.monotonic() - start
-    err = proc.stderr.read().decode(errors="replace")
     proc.returncode = os.waitstatus_to_exitcode(status)
     return (seconds if proc.returncode == 0 else None), usage.ru_maxrss / 1024.0, err
+
+
+def lane(cxx, include, src, flags, tmp, tag, out):
+    """One round of one tree: <Eigen/Core> alone, then the unit; into out[tag]."""
+    ref = compile_timed(cxx, include, REFERENCE, [], os.path.join(tmp, tag + "-ref.o"))
+    out[tag] = (ref, compile_timed(cxx, include, src, flags, os.path.join(tmp, tag + "-unit.o")))
 
 
 def quartiles(xs):
@@ -119,16 +124,16 @@ def measure(args, trees, units, tmp):
     for cxx in args.compilers:
         for ui, (_, label, src, mode, flags, _, _) in enumerate(units):
             sides = {t: Side() for t in trees}
-            for r in range(args.rounds):
-                # each tree: <Eigen/Core>, then the unit, on a core of its own
-                running = {}
-                for t, inc in trees.items():
-                    running[t] = compile_once(cxx, inc, REFERENCE, [], os.path.join(tmp, t + "-ref.o"))
-                refs = {t: finish(*p) for t, p in running.items()}
-                for t, inc in trees.items():
-                    running[t] = compile_once(cxx, inc, src, flags, os.path.join(tmp, t + "-unit.o"))
-                for t, p in running.items():
-                    sides[t].add(refs[t], finish(*p))
+            for _ in range(args.rounds):
+                # each tree on a thread (a core) of its own: <Eigen/Core>, then the unit, each timed as it ends
+                done = {}
+                threads = [threading.Thread(target=lane, args=(cxx, inc, src, flags, tmp, t, done)) for t, inc in trees.items()]
+                for th in threads:
+                    th.start()
+                for th in threads:
+                    th.join()
+                for t in trees:
+                    sides[t].add(*done[t])
                 if all(s.error for s in sides.values()):
                     break
             for t in trees:
