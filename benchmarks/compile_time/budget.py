@@ -11,12 +11,14 @@ Every compile is an object file at -O2, as a user builds. Each round compiles <E
 of unit / <Eigen/Core> in that round: this VM drifts by 1.5x within an hour, and a ratio taken a
 few seconds apart holds where absolute times do not. With --before, the two revisions compile at
 the same time, one per core (each with its own <Eigen/Core> beside it), so that both see the same
-load; the unit sources are this tree's, compiled against each revision's include/.
+load; the unit sources are this tree's, compiled against each revision's include/ (the library
+units of --units extra, src/*.cpp, too: against an older revision they may not compile).
 
 Modes: "header-only" (the kernels and the run-time code compiled in the unit: typex as vendored
 headers), "libraries" (TYPEX_SEPARATE_COMPILATION and TYPEX_EIGEN_SEPARATE_COMPILATION: what
 linking typex::eigen gives), "runtime" (TYPEX_SEPARATE_COMPILATION only: typex::runtime).
-Peak memory is the compiler's largest resident set over the rounds (wait4's ru_maxrss).
+Peak memory is the compiler's largest resident set over the rounds (wait4's ru_maxrss), in MB
+(10^6 bytes, the goal's unit).
 No third-party Python modules; nothing here is run by the tests.
 """
 import argparse
@@ -36,7 +38,7 @@ LIBS = ["-DTYPEX_SEPARATE_COMPILATION", "-DTYPEX_EIGEN_SEPARATE_COMPILATION"]
 RUNTIME = ["-DTYPEX_SEPARATE_COMPILATION"]
 EIGEN = os.environ.get("EIGEN_INCLUDE", "/usr/include/eigen3")
 
-# (key, label, source, mode, flags, goal multiple, goal MiB); the issue's goals
+# (key, label, source, mode, flags, goal multiple, goal peak in MB = 10^6 bytes); the issue's goals
 UNITS = [
     ("umbrella", "<typex/typex.hpp> alone", "umbrella_only.cpp", "header-only", [], 1.5, None),
     ("umbrella", "<typex/typex.hpp> alone", "umbrella_only.cpp", "runtime", RUNTIME, 1.0, None),
@@ -67,12 +69,12 @@ REFERENCE = "eigen_core_only.cpp"
 
 def steal_and_total():
     with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
+        v = [int(x) for x in f.readline().split()[1:9]]  # (user .. steal: guest time is counted in user already)
     return v[7], sum(v)
 
 
 def compile_timed(cxx, include, src, flags, out):
-    """Compiles one unit: (seconds or None when it fails, peak MiB, stderr)."""
+    """Compiles one unit: (seconds or None when it fails, peak MB, stderr)."""
     cmd = [cxx, "-std=c++20", "-O2", *flags, "-I" + include, "-isystem", EIGEN, "-c", src, "-o", out]
     start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=HERE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -81,13 +83,16 @@ def compile_timed(cxx, include, src, flags, out):
     _, status, usage = os.wait4(proc.pid, 0)  # (wait4, not wait: its ru_maxrss is this compiler's peak, in KiB)
     seconds = time.monotonic() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return (seconds if proc.returncode == 0 else None), usage.ru_maxrss / 1024.0, err
+    return (seconds if proc.returncode == 0 else None), usage.ru_maxrss * 1024 / 1e6, err
 
 
-def lane(cxx, include, src, flags, tmp, tag, out):
-    """One round of one tree: <Eigen/Core> alone, then the unit; into out[tag]."""
-    ref = compile_timed(cxx, include, REFERENCE, [], os.path.join(tmp, tag + "-ref.o"))
-    out[tag] = (ref, compile_timed(cxx, include, src, flags, os.path.join(tmp, tag + "-unit.o")))
+def lane(cxx, include, group, tmp, tag, out):
+    """One round of one tree: <Eigen/Core> alone, then each unit of the group; into out[tag]."""
+    try:
+        ref = compile_timed(cxx, include, REFERENCE, [], os.path.join(tmp, tag + "-ref.o"))
+        out[tag] = [(ref, compile_timed(cxx, include, u[2], u[4], os.path.join(tmp, tag + "-unit.o"))) for u in group]
+    except OSError as e:  # (a compiler that cannot start)
+        out[tag] = [((None, 0.0, str(e)), (None, 0.0, str(e))) for _ in group]
 
 
 def quartiles(xs):
@@ -105,7 +110,7 @@ class Side:
         self.times, self.refs, self.ratios, self.peak, self.error = [], [], [], 0.0, None
 
     def add(self, ref, unit):
-        (rt, _, rerr), (ut, mib, uerr) = ref, unit
+        (rt, _, rerr), (ut, mb, uerr) = ref, unit
         if rt is None:
             self.error = "the <Eigen/Core> reference failed: " + rerr.strip().splitlines()[0] if rerr.strip() else "reference failed"
             return
@@ -116,30 +121,41 @@ class Side:
         self.times.append(ut)
         self.refs.append(rt)
         self.ratios.append(ut / rt)
-        self.peak = max(self.peak, mib)
+        self.peak = max(self.peak, mb)
 
 
 def measure(args, trees, units, tmp):
     results = {}  # (compiler, unit index, tree) -> Side
+    # (the units of one key that compare with each other, the encoder's depths, share their rounds)
+    groups = []
+    for ui, u in enumerate(units):
+        if groups and u[0] == "encoder" and units[groups[-1][0]][0] == "encoder":
+            groups[-1].append(ui)
+        else:
+            groups.append([ui])
     for cxx in args.compilers:
-        for ui, (_, label, src, mode, flags, _, _) in enumerate(units):
-            sides = {t: Side() for t in trees}
+        for group in groups:
+            sides = {(ui, t): Side() for ui in group for t in trees}
             for _ in range(args.rounds):
-                # each tree on a thread (a core) of its own: <Eigen/Core>, then the unit, each timed as it ends
+                # each tree on a thread (a core) of its own: <Eigen/Core>, then the units, each timed as it ends
                 done = {}
-                threads = [threading.Thread(target=lane, args=(cxx, inc, src, flags, tmp, t, done)) for t, inc in trees.items()]
+                threads = [threading.Thread(target=lane, args=(cxx, inc, [units[ui] for ui in group], tmp, t, done))
+                           for t, inc in trees.items()]
                 for th in threads:
                     th.start()
                 for th in threads:
                     th.join()
                 for t in trees:
-                    sides[t].add(*done[t])
+                    for ui, (ref, unit) in zip(group, done[t]):
+                        sides[(ui, t)].add(ref, unit)
                 if all(s.error for s in sides.values()):
                     break
-            for t in trees:
-                results[(cxx, ui, t)] = sides[t]
-            now = sides["now"]
-            print(f"  {cxx}: {label} ({mode}): " + (now.error or f"{statistics.median(now.ratios):.2f}x"), file=sys.stderr, flush=True)
+            for (ui, t), side in sides.items():
+                results[(cxx, ui, t)] = side
+            for ui in group:
+                now = sides[(ui, "now")]
+                print(f"  {cxx}: {units[ui][1]} ({units[ui][3]}): " + (now.error or f"{statistics.median(now.ratios):.2f}x"),
+                      file=sys.stderr, flush=True)
     return results
 
 
@@ -158,14 +174,19 @@ def main():
     ap.add_argument("--units", default="umbrella,mlp,cnn,transformer,encoder",
                     help="comma-separated keys: umbrella, mlp, cnn, transformer, encoder, extra; or all")
     args = ap.parse_args()
-    args.compilers = [c for c in args.compilers.split(",") if c]
-    for c in args.compilers:
-        if shutil.which(c) is None:
-            sys.exit(f"budget.py: no compiler {c} (scripts/install-deps.sh installs g++ and clang-16)")
-    keys = {k for k, *_ in UNITS} if args.units == "all" else set(args.units.split(","))
+    if args.rounds < 1:
+        ap.error("--rounds must be at least 1")
+    missing = [c for c in args.compilers.split(",") if c and shutil.which(c) is None]
+    for c in missing:
+        print(f"budget.py: no compiler {c}: left out (scripts/install-deps.sh installs clang-16 with TYPEX_WITH_CLANG=1)", file=sys.stderr)
+    args.compilers = [c for c in args.compilers.split(",") if c and c not in missing]
+    if not args.compilers:
+        sys.exit("budget.py: none of the compilers of --compilers is installed")
+    known = {k for k, *_ in UNITS}
+    keys = known if args.units == "all" else set(args.units.split(","))
+    if keys - known:
+        ap.error(f"--units: no unit key {', '.join(sorted(keys - known))} (keys: {', '.join(sorted(known))}, or all)")
     units = [u for u in UNITS if u[0] in keys]
-    if not units:
-        sys.exit("budget.py: no unit matches --units " + args.units)
 
     with tempfile.TemporaryDirectory() as tmp:
         trees = {"now": os.path.join(ROOT, "include")}
@@ -193,14 +214,14 @@ def main():
     head = "| unit | mode | compiler |"
     rule = "|---|---|---|"
     if args.before:
-        head += f" before ({args.before}): x <Eigen/Core> | s | MiB |"
+        head += f" before ({args.before}): x <Eigen/Core> | s | MB |"
         rule += "---:|---:|---:|"
-    head += " now: x <Eigen/Core> (quartiles) | s | MiB | goal | met |"
+    head += " now: x <Eigen/Core> (quartiles) | s | MB | goal | met |"
     rule += "---:|---:|---:|---|---|"
     print(head)
     print(rule)
     short = {c: c.split("/")[-1] for c in args.compilers}
-    for ui, (_, label, _, mode, _, goal_x, goal_mib) in enumerate(units):
+    for ui, (_, label, _, mode, _, goal_x, goal_mb) in enumerate(units):
         for c in args.compilers:
             row = f"| {label} | {mode} | {short[c]} |"
             if args.before:
@@ -210,16 +231,17 @@ def main():
             goal = []
             if goal_x is not None:
                 goal.append(f"<= {goal_x:g}x")
-            if goal_mib is not None:
-                goal.append(f"<= {goal_mib} MB")
+            if goal_mb is not None:
+                goal.append(f"<= {goal_mb} MB")
             met = "-"
             if goal and not n.error:
-                ok = (goal_x is None or statistics.median(n.ratios) <= goal_x) and (goal_mib is None or n.peak * 1.048576 <= goal_mib)
+                ok = (goal_x is None or statistics.median(n.ratios) <= goal_x) and (goal_mb is None or n.peak <= goal_mb)
                 met = "yes" if ok else "no"
             row += f" {cell_ratio(n)} |" + (" - | - |" if n.error else f" {statistics.median(n.times):.2f} | {n.peak:.0f} |")
             row += f" {', '.join(goal) or '-'} | {met} |"
             print(row)
-    # depth: the 24-layer encoder against the 1-layer one, round by round (same compiler, same tree)
+    # depth: the 24-layer encoder against the 1-layer one, round by round (compiled in the same
+    # rounds, after the same <Eigen/Core>: lane)
     enc = [i for i, u in enumerate(units) if u[2] == "export_encoder.cpp"]
     if len(enc) == 2:
         print()
@@ -228,10 +250,10 @@ def main():
         for c in args.compilers:
             for t in trees:
                 one, deep = results[(c, enc[0], t)], results[(c, enc[1], t)]
-                if one.error or deep.error:
+                if one.error or deep.error or len(one.ratios) != len(deep.ratios):
                     print(f"| encoder | {short[c]} | {t} | fails | <= 1.1x | - |")
                     continue
-                ratios = [d / o for d, o in zip(deep.ratios, one.ratios)]  # (each against its own round's <Eigen/Core>)
+                ratios = [d / o for d, o in zip(deep.times, one.times)]  # (the same round's)
                 lo, mid, hi = quartiles(ratios)
                 print(f"| encoder | {short[c]} | {t} | {mid:.2f}x ({lo:.2f} - {hi:.2f}) | <= 1.1x | {'yes' if mid <= 1.1 else 'no'} |")
     errors = [(c, units[ui][1], units[ui][3], t, s.error) for (c, ui, t), s in results.items() if s.error]

@@ -1,7 +1,7 @@
 // Compile-time unit: export_mlp.cpp's model run on the CUDA backend (the translation unit a user
 // writes to ship it on a GPU: typex.hpp, typex::nn, the CUDA backend's host side: the planned
 // engine, cuBLASLt's descriptors, device tensors; the kernels are typex::cuda's, compiled once by
-// nvcc). Measured where the CUDA toolkit's headers are (measure.sh).
+// nvcc). Measured where the CUDA toolkit's headers are (budget.py).
 #include <typex/backend/cuda.hpp>
 #include <typex/backend/eigen.hpp>
 #include <typex/typex.hpp>

@@ -25,13 +25,14 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 LIBS = ["-DTYPEX_SEPARATE_COMPILATION", "-DTYPEX_EIGEN_SEPARATE_COMPILATION"]
+EIGEN = os.environ.get("EIGEN_INCLUDE", "/usr/include/eigen3")
 
 
 def trace_of(unit, flags, cxx):
     src = unit if os.path.isabs(unit) or os.path.exists(unit) else os.path.join(HERE, unit)
     with tempfile.TemporaryDirectory() as tmp:
         obj = os.path.join(tmp, "unit.o")
-        cmd = [cxx, "-std=c++20", "-O2", *flags, "-I" + os.path.join(ROOT, "include"), "-isystem", "/usr/include/eigen3",
+        cmd = [cxx, "-std=c++20", "-O2", *flags, "-I" + os.path.join(ROOT, "include"), "-isystem", EIGEN,
                "-ftime-trace", "-ftime-trace-granularity=200", "-c", src, "-o", obj]
         run = subprocess.run(cmd, capture_output=True, text=True)
         if run.returncode != 0:
@@ -41,7 +42,7 @@ def trace_of(unit, flags, cxx):
 
 
 def family(detail):
-    name = detail.split("<", 1)[0].strip()
+    name = detail.replace("(anonymous namespace)::", "").split("<", 1)[0].strip()
     name = re.sub(r"\(.*$", "", name)  # (function signatures)
     return name or detail[:60]
 
@@ -70,7 +71,7 @@ def main():
         if key in totals:
             print(f"- {key}: {totals[key]:.0f}")
 
-    # headers: the outermost Source events under each header, by inclusive time
+    # headers: every Source event of a header summed, its inclusive time (what it includes counted in)
     src = collections.Counter()
     for e in events:
         if e["name"] == "Source":

@@ -498,8 +498,9 @@ TEST_CASE("eigen plan: a Winograd convolution with weights given as an input pac
 
 // A 2x2 max-pool after a Winograd convolution is done by its output transform (each pool window is
 // one tile): odd outputs whose last half tiles the pool drops, padding 1 and 0, relu and gelu
-// before the pool, one image split over 2 threads and three images; eager runs the convolution
-// and the pool as two kernels. A NaN in the input comes out where eager puts it.
+// before the pool, one image split over 2 threads (a 40 x 40 image in 4 pieces, also with a pool
+// that is not one tile a window) and three images; eager runs the convolution and the pool as two
+// kernels. A NaN in the input comes out where eager puts it.
 namespace plan_models {
 struct winograd_pool_relu {
   nn::Conv2d<8, 16, 3, conv2d_options{.padding = {1, 1}}> conv;  // [13, 11] -> [13, 11] -> pool [6, 5]
@@ -515,9 +516,23 @@ struct winograd_pool_gelu {
     return max_pool2d<pool2d_options{.kernel = {2, 2}}>(gelu(conv(x)));
   }
 };
+// One 40 x 40 image: 400 tiles, handed out in 4 pieces on 2 threads (winograd_piece); the 3 x 3
+// stride-1 pool is not one tile per window: the convolution goes to the scratch's end and is pooled
+// from there, past every participant's work area
+template <bool TilePool>
+struct winograd_wide {
+  nn::Conv2d<8, 16, 3, conv2d_options{.padding = {1, 1}}> conv;  // [40, 40] -> [40, 40]
+  template <class X>
+  auto operator()(const X& x) const {
+    if constexpr (TilePool) return max_pool2d<pool2d_options{.kernel = {2, 2}}>(relu(conv(x)));
+    else return max_pool2d<pool2d_options{.kernel = {3, 3}, .stride = {1, 1}}>(relu(conv(x)));
+  }
+};
 }  // namespace plan_models
 BOOST_HANA_ADAPT_STRUCT(plan_models::winograd_pool_relu, conv);
 BOOST_HANA_ADAPT_STRUCT(plan_models::winograd_pool_gelu, conv);
+BOOST_HANA_ADAPT_STRUCT(plan_models::winograd_wide<true>, conv);
+BOOST_HANA_ADAPT_STRUCT(plan_models::winograd_wide<false>, conv);
 
 TEST_CASE("eigen plan: a max-pool on Winograd's tiles (odd sizes, padding, relu and gelu, NaN) equals conv then pool") {
   using namespace plan_models;
@@ -541,6 +556,34 @@ TEST_CASE("eigen plan: a max-pool on Winograd's tiles (odd sizes, padding, relu 
       CHECK(pg.winograd == 1);
       CHECK(pg.fused == 2);  // gelu, pool
     }
+  // one wide image on 1 and 2 threads, pooled on the tiles and from the scratch: the same values
+  winograd_wide<true> wt;
+  winograd_wide<false> wf;
+  init_module(wt, 14);
+  init_module(wf, 14);
+  using ws = shape<batch, fix<8>, fix<40>, fix<40>>;
+  const auto et = export_program(wt, input<"x">(tensor_spec<f32, ws>(ws(batch(1), {}, {}, {}))));
+  const auto ef = export_program(wf, input<"x">(tensor_spec<f32, ws>(ws(batch(1), {}, {}, {}))));
+  const auto xw = typex_test::random_tensor<tensor<f32, batch, fix<8>, fix<40>, fix<40>>>({1, 8, 40, 40}, 9);
+  std::vector<any_tensor> first;
+  for (int threads : {1, 2}) {
+    const thread_count tc(threads);
+    const auto pt = check_planned(wt, et, xw);
+    CHECK(pt.winograd == 1);
+    CHECK(pt.fused == 2);  // relu, pool
+    const auto pf = check_planned(wf, ef, xw);
+    CHECK(pf.winograd == 1);
+    CHECK(pf.fused == 2);  // relu, pool
+    std::vector<any_tensor> outs;
+    for (const exported_program* ep : {&et, &ef}) outs.push_back(program_module<eigen_backend>(*ep)({xw.erase()})[0]);
+    if (threads == 1) first = outs;
+    for (std::size_t m = 0; m < outs.size(); ++m) {
+      INFO("model " << m << ", " << threads << " threads");
+      REQUIRE(outs[m].numel() == first[m].numel());
+      // (the pieces are whole panels and each output pixel's sums run in the same order: the same bits)
+      CHECK(std::memcmp(outs[m].data<float>(), first[m].data<float>(), sizeof(float) * static_cast<std::size_t>(outs[m].numel())) == 0);
+    }
+  }
   auto x = typex_test::random_tensor<tensor<f32, batch, fix<8>, fix<13>, fix<11>>>({1, 8, 13, 11}, 8);
   x.data()[3 * 13 * 11 + 5 * 11 + 4] = std::numeric_limits<float>::quiet_NaN();  // channel 3, row 5, column 4
   const auto eager = r(x).erase();

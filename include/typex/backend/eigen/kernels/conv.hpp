@@ -449,11 +449,10 @@ void conv2d_into(const conv_geometry& g, const T* x, const T* wpacked, const T* 
   const index_t per_thread = conv_scratch<T>(g, 1, pool != nullptr), chunk = conv_chunk<T>(g);
   const std::optional<winograd_layout<T>> wl = g.winograd ? std::optional<winograd_layout<T>>(g) : std::nullopt;
   // image n's convolution into conv_out: by Winograd's tiles, or im2col + GEMM (t threads inside
-  // each product). Over t threads, one image's tiles are handed out a chunk at a time from a
-  // counter (winograd_layout::chunk tiles, the rounds the one-thread path makes: no partial
-  // panels where a static half would end mid-chunk), each participant in its own scratch slice,
-  // scratch + p * per_thread. Against static halves on the CNN at batch 1 on 2 threads
-  // (benchmarks/paired.py): 1.036 / 1.171 (31 / 15 pairs), quartiles across 1.0: within the noise.
+  // each product). Over t threads, one image's tiles are handed out from a counter in pieces of
+  // whole panels (winograd_piece), each participant in its own scratch slice, scratch + p *
+  // per_thread. Against static halves on the CNN at batch 1 on 2 threads (benchmarks/paired.py):
+  // 1.036 / 1.171 (31 / 15 pairs), quartiles across 1.0: within the noise.
   // (a 2x2 / stride 2 pool on Winograd's tiles is done by the output transform: winograd_pool)
   const bool tile_pool = wl && pool != nullptr && winograd_pool_fits(*pool);
   auto convolve = [&](index_t n, T* conv_out, T* sc, int t) {
@@ -461,7 +460,7 @@ void conv2d_into(const conv_geometry& g, const T* x, const T* wpacked, const T* 
     if (wl) {
       const winograd_pool<T> wp = tile_pool ? winograd_pool<T>{out + n * g.oc * pool->oh * pool->ow, pool->oh, pool->ow} : winograd_pool<T>{};
       if (t <= 1) return winograd_tiles(g, *wl, img, wpacked, bias, act, conv_out, sc, 0, wl->tiles, wp);
-      const index_t piece = std::max<index_t>(wl->chunk, 1), pieces = (wl->tiles + piece - 1) / piece;
+      const index_t piece = winograd_piece(*wl, t), pieces = (wl->tiles + piece - 1) / piece;
       auto task = [&](std::int64_t i, int p) {
         const index_t t0 = static_cast<index_t>(i) * piece;
         winograd_tiles(g, *wl, img, wpacked, bias, act, conv_out, sc + p * per_thread, t0, std::min(wl->tiles, t0 + piece), wp);

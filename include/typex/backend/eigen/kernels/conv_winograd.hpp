@@ -94,6 +94,20 @@ inline bool winograd_pool_fits(const pool_geometry& p) {
   return p.k[0] == 2 && p.k[1] == 2 && p.stride[0] == 2 && p.stride[1] == 2 && max_pool_direct(p);
 }
 
+// The tiles a participant takes at a time when one image's tiles are shared by t threads: at most
+// a chunk (the one-thread path's rounds), at least t pieces where the image has that many panels
+// (an image of one or two chunks would otherwise run on one or two threads), in whole panels of nr
+// tiles (a partial panel is computed as a whole one). The reference CNN's 144 tiles on 2 threads:
+// pieces of 32, the chunk.
+template <class T>
+index_t winograd_piece(const winograd_layout<T>& L, int t) {
+  constexpr index_t nr = gemm_traits<T>::nr;
+  const index_t threads = std::max(t, 1), per_thread = (L.tiles + threads - 1) / threads;
+  const index_t chunk = std::max<index_t>(L.chunk, 1), rounds = (per_thread + chunk - 1) / chunk;
+  const index_t even = (L.tiles + threads * rounds - 1) / (threads * rounds);  // (tiles over threads x rounds pieces)
+  return std::clamp<index_t>((even + nr - 1) / nr * nr, 1, chunk);
+}
+
 // The tiles [t0, t1) of one image: x its input [ic, H, W], u the packed weights, out its output
 // [oc, oh, ow] (bias and activation applied) or, when pool.out is set, that output max-pooled
 // (winograd_pool), sc this thread's scratch (winograd_layout::scratch()).
