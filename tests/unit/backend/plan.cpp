@@ -574,8 +574,8 @@ TEST_CASE("eigen plan: a max-pool on Winograd's tiles (odd sizes, padding, relu 
     const auto pf = check_planned(wf, ef, xw);
     CHECK(pf.winograd == 1);
     CHECK(pf.fused == 2);  // relu, pool
-    std::vector<any_tensor> outs;
-    for (const exported_program* ep : {&et, &ef}) outs.push_back(program_module<eigen_backend>(*ep)({xw.erase()})[0]);
+    const auto run_once = [&](const exported_program& ep) { return program_module<eigen_backend>(ep)({xw.erase()})[0]; };
+    const std::vector<any_tensor> outs{run_once(et), run_once(ef)};
     if (threads == 1) first = outs;
     for (std::size_t m = 0; m < outs.size(); ++m) {
       INFO("model " << m << ", " << threads << " threads");
