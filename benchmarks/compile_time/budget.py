@@ -10,8 +10,8 @@ Every compile is an object file at -O2, as a user builds. Each round compiles <E
 (eigen_core_only.cpp) right before the unit, and the unit's multiple is the median over the rounds
 of unit / <Eigen/Core> in that round: this VM drifts by 1.5x within an hour, and a ratio taken a
 few seconds apart holds where absolute times do not. With --before, the two revisions compile at
-the same time, one per core (each with its own <Eigen/Core> beside it), so that both see the same
-load; the unit sources are this tree's, compiled against each revision's include/ (the library
+the same time, one per core (each compile started with the other tree's: <Eigen/Core> beside
+<Eigen/Core>, the unit beside the unit), so that both see the same load; the unit sources are this tree's, compiled against each revision's include/ (the library
 units of --units extra, src/*.cpp, too: against an older revision they may not compile).
 
 Modes: "header-only" (the kernels and the run-time code compiled in the unit: typex as vendored
@@ -86,13 +86,23 @@ def compile_timed(cxx, include, src, flags, out):
     return (seconds if proc.returncode == 0 else None), usage.ru_maxrss * 1024 / 1e6, err
 
 
-def lane(cxx, include, group, tmp, tag, out):
-    """One round of one tree: <Eigen/Core> alone, then each unit of the group; into out[tag]."""
+def lane(cxx, include, group, tmp, tag, out, barrier):
+    """One round of one tree: <Eigen/Core> alone, then each unit of the group; into out[tag]. The
+    trees' lanes start each compile together (barrier): a short <Eigen/Core> beside the other
+    tree's long unit would be slowed by it, and the two trees' multiples would not compare."""
+    results = []
     try:
+        barrier.wait()
         ref = compile_timed(cxx, include, REFERENCE, [], os.path.join(tmp, tag + "-ref.o"))
-        out[tag] = [(ref, compile_timed(cxx, include, u[2], u[4], os.path.join(tmp, tag + "-unit.o"))) for u in group]
-    except OSError as e:  # (a compiler that cannot start)
-        out[tag] = [((None, 0.0, str(e)), (None, 0.0, str(e))) for _ in group]
+        for u in group:
+            barrier.wait()
+            results.append((ref, compile_timed(cxx, include, u[2], u[4], os.path.join(tmp, tag + "-unit.o"))))
+    except OSError as e:  # (a compiler that cannot start: the other lane goes on alone)
+        barrier.abort()
+        results += [((None, 0.0, str(e)), (None, 0.0, str(e)))] * (len(group) - len(results))
+    except threading.BrokenBarrierError:
+        results += [((None, 0.0, "the other tree's compiler could not start"),) * 2] * (len(group) - len(results))
+    out[tag] = results
 
 
 def quartiles(xs):
@@ -139,7 +149,8 @@ def measure(args, trees, units, tmp):
             for _ in range(args.rounds):
                 # each tree on a thread (a core) of its own: <Eigen/Core>, then the units, each timed as it ends
                 done = {}
-                threads = [threading.Thread(target=lane, args=(cxx, inc, [units[ui] for ui in group], tmp, t, done))
+                barrier = threading.Barrier(len(trees))
+                threads = [threading.Thread(target=lane, args=(cxx, inc, [units[ui] for ui in group], tmp, t, done, barrier))
                            for t, inc in trees.items()]
                 for th in threads:
                     th.start()
