@@ -534,6 +534,16 @@ BOOST_HANA_ADAPT_STRUCT(plan_models::winograd_pool_gelu, conv);
 BOOST_HANA_ADAPT_STRUCT(plan_models::winograd_wide<true>, conv);
 BOOST_HANA_ADAPT_STRUCT(plan_models::winograd_wide<false>, conv);
 
+namespace {
+// check_planned for a Winograd convolution with its activation and max-pool fused into its step
+template <class M, class In>
+void check_winograd_pooled(const M& model, const exported_program& ep, const In& x) {
+  const auto r = check_planned(model, ep, x);
+  CHECK(r.winograd == 1);
+  CHECK(r.fused == 2);  // the activation, the pool
+}
+}  // namespace
+
 TEST_CASE("eigen plan: a max-pool on Winograd's tiles (odd sizes, padding, relu and gelu, NaN) equals conv then pool") {
   using namespace plan_models;
   winograd_pool_relu r;
@@ -549,12 +559,8 @@ TEST_CASE("eigen plan: a max-pool on Winograd's tiles (odd sizes, padding, relu 
       const thread_count tc(threads);
       const auto xr = typex_test::random_tensor<tensor<f32, batch, fix<8>, fix<13>, fix<11>>>({n, 8, 13, 11}, 6);
       const auto xg = typex_test::random_tensor<tensor<f32, batch, fix<16>, fix<7>, fix<9>>>({n, 16, 7, 9}, 7);
-      const auto pr = check_planned(r, er, xr);
-      CHECK(pr.winograd == 1);
-      CHECK(pr.fused == 2);  // relu, pool
-      const auto pg = check_planned(g, eg, xg);
-      CHECK(pg.winograd == 1);
-      CHECK(pg.fused == 2);  // gelu, pool
+      check_winograd_pooled(r, er, xr);
+      check_winograd_pooled(g, eg, xg);
     }
   // one wide image on 1 and 2 threads, pooled on the tiles and from the scratch: the same values
   winograd_wide<true> wt;
@@ -568,12 +574,8 @@ TEST_CASE("eigen plan: a max-pool on Winograd's tiles (odd sizes, padding, relu 
   std::vector<any_tensor> first;
   for (int threads : {1, 2}) {
     const thread_count tc(threads);
-    const auto pt = check_planned(wt, et, xw);
-    CHECK(pt.winograd == 1);
-    CHECK(pt.fused == 2);  // relu, pool
-    const auto pf = check_planned(wf, ef, xw);
-    CHECK(pf.winograd == 1);
-    CHECK(pf.fused == 2);  // relu, pool
+    check_winograd_pooled(wt, et, xw);
+    check_winograd_pooled(wf, ef, xw);
     const auto run_once = [&](const exported_program& ep) { return program_module<eigen_backend>(ep)({xw.erase()})[0]; };
     const std::vector<any_tensor> outs{run_once(et), run_once(ef)};
     if (threads == 1) first = outs;
