@@ -34,6 +34,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))
+import paired  # noqa: E402  (the steal-time reading and the quartiles, shared with rounds.py)
 LIBS = ["-DTYPEX_SEPARATE_COMPILATION", "-DTYPEX_EIGEN_SEPARATE_COMPILATION"]
 RUNTIME = ["-DTYPEX_SEPARATE_COMPILATION"]
 EIGEN = os.environ.get("EIGEN_INCLUDE", "/usr/include/eigen3")
@@ -65,12 +67,6 @@ if os.path.exists(os.path.join(CUDA, "cublasLt.h")):  # (the CUDA backend's host
     UNITS.append(("extra", "MLP on the CUDA engine", "cuda_mlp.cpp", "libraries",
                   LIBS + ["-DTYPEX_CUDA_SEPARATE_COMPILATION", "-isystem", CUDA], None, None))
 REFERENCE = "eigen_core_only.cpp"
-
-
-def steal_and_total():
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:9]]  # (user .. steal: guest time is counted in user already)
-    return v[7], sum(v)
 
 
 def compile_timed(cxx, include, src, flags, out):
@@ -106,11 +102,9 @@ def lane(cxx, include, group, tmp, tag, out, barrier):
 
 
 def quartiles(xs):
-    xs = sorted(xs)
-    if len(xs) == 1:
-        return xs[0], xs[0], xs[0]
-    q = statistics.quantiles(xs, n=4, method="inclusive")
-    return q[0], statistics.median(xs), q[2]
+    """(lower quartile, median, upper quartile)."""
+    lo, hi = paired.quartiles(xs)
+    return lo, statistics.median(xs), hi
 
 
 class Side:
@@ -207,10 +201,10 @@ def main():
             archive = subprocess.run(["git", "-C", ROOT, "archive", args.before, "include"], check=True, capture_output=True).stdout
             subprocess.run(["tar", "-x", "-C", dest], input=archive, check=True)
             trees = {"before": os.path.join(dest, "include"), **trees}
-        s0, t0 = steal_and_total()
+        t0, s0 = paired.cpu_ticks()
         start = time.time()
         results = measure(args, trees, units, tmp)
-        s1, t1 = steal_and_total()
+        t1, s1 = paired.cpu_ticks()
 
     versions = {c: subprocess.run([c, "--version"], capture_output=True, text=True).stdout.splitlines()[0] for c in args.compilers}
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.machine())

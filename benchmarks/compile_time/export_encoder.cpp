@@ -1,7 +1,7 @@
 // Compile-time unit: a stack of TYPEX_BENCH_LAYERS transformer encoder layers with a final norm
 // (torch.nn.TransformerEncoder), exported and run on the Eigen backend. budget.py compiles it with
 // 1 and with 24 layers: a deep model should cost what a shallow one does (the layers share one
-// type; what grows with depth is the program, not the templates).
+// type; what grows with depth is the program, and one small TransformerEncoder::run<I> a layer).
 #include <typex/backend/eigen.hpp>
 #include <typex/typex.hpp>
 
